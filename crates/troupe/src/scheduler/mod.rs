@@ -1,0 +1,127 @@
+//! The work-stealing scheduler that runs actors.
+//!
+//! A *task* is an actor whose `SCHEDULED` bit is set: exactly one task exists
+//! per scheduled actor, and whoever holds it is the only one allowed to run
+//! the actor (see `cell.rs`). The pool moves tasks between:
+//! * each worker's **LIFO slot** ([`worker`]): the actor most recently
+//!   scheduled from that worker, run next and never stolen, so a conversation
+//!   between two actors stays on one warm core;
+//! * each worker's **local deque** (crossbeam-deque, LIFO for the owner, FIFO
+//!   for thieves): depth-first for the owner, oldest-first for thieves;
+//! * the **global injector**: tasks scheduled from outside the pool and actors
+//!   that used up their turn's message budget (`throughput`), which go to the
+//!   back of the line so a flooded actor cannot starve the others.
+//!
+//! Idle workers search (injector, then stealing), then park ([`park`]).
+
+pub(crate) mod park;
+pub(crate) mod worker;
+
+use crossbeam_deque::{Injector, Stealer, Worker as Deque};
+use crossbeam_utils::sync::{Parker, Unparker};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+pub(crate) use worker::{is_worker_thread, WorkerLocal};
+
+/// A scheduled actor, type-erased. Running it consumes the task; the actor
+/// either re-schedules itself or releases its `SCHEDULED` bit.
+pub(crate) type Task = Arc<dyn Runnable>;
+
+/// What the scheduler needs from an actor.
+pub(crate) trait Runnable: Send + Sync + 'static {
+    /// Runs one turn: at most `throughput` messages.
+    fn run(self: Arc<Self>, worker: &WorkerLocal);
+    /// Asks the actor to stop (used by system shutdown).
+    fn request_stop(self: Arc<Self>, kind: crate::cell::StopRequest);
+}
+
+static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// A set of worker threads with their queues.
+pub(crate) struct Pool {
+    pub(crate) id: usize,
+    pub(crate) injector: Injector<Task>,
+    pub(crate) stealers: Box<[Stealer<Task>]>,
+    pub(crate) unparkers: Box<[Unparker]>,
+    pub(crate) idle: park::Idle,
+    pub(crate) shutdown: AtomicBool,
+    pub(crate) throughput: usize,
+}
+
+impl Pool {
+    /// Starts `threads` workers named `{name}-{i}`.
+    pub(crate) fn start(
+        threads: usize,
+        throughput: usize,
+        name: &str,
+    ) -> (Arc<Pool>, Vec<JoinHandle<()>>) {
+        let threads = threads.max(1);
+        let deques: Vec<Deque<Task>> = (0..threads).map(|_| Deque::new_lifo()).collect();
+        let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
+        let pool = Arc::new(Pool {
+            id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
+            injector: Injector::new(),
+            stealers: deques.iter().map(|d| d.stealer()).collect(),
+            unparkers: parkers.iter().map(|p| p.unparker().clone()).collect(),
+            idle: park::Idle::new(threads),
+            shutdown: AtomicBool::new(false),
+            throughput: throughput.max(1),
+        });
+        let handles = deques
+            .into_iter()
+            .zip(parkers)
+            .enumerate()
+            .map(|(index, (deque, parker))| {
+                let pool = pool.clone();
+                std::thread::Builder::new()
+                    .name(format!("{name}-{index}"))
+                    .spawn(move || WorkerLocal::new(pool, index, deque, parker).run())
+                    .expect("failed to spawn a troupe worker thread")
+            })
+            .collect();
+        (pool, handles)
+    }
+
+    /// Number of worker threads.
+    pub(crate) fn threads(&self) -> usize {
+        self.stealers.len()
+    }
+
+    /// Schedules a task from any thread: onto the current worker's LIFO slot
+    /// when called from one of this pool's workers, else onto the injector.
+    #[inline]
+    pub(crate) fn schedule(self: &Arc<Self>, task: Task) {
+        match worker::current_for(self.id) {
+            Some(w) => w.schedule_local(task),
+            None => self.inject(task),
+        }
+    }
+
+    /// Pushes to the global queue and wakes a worker if needed.
+    pub(crate) fn inject(&self, task: Task) {
+        self.injector.push(task);
+        self.notify();
+    }
+
+    /// Called after a stealable push: wake a parked worker unless one is
+    /// already searching (it will find the task).
+    #[inline]
+    pub(crate) fn notify(&self) {
+        self.idle.notify_one(&self.unparkers);
+    }
+
+    /// Whether any queue visible to a thief holds a task.
+    pub(crate) fn has_stealable_work(&self) -> bool {
+        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    /// Tells the workers to exit once idle, and wakes them all.
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        for u in self.unparkers.iter() {
+            u.unpark();
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! One worker thread: its queues and its loop.
+//!
+//! Loop: take the next local task (LIFO slot, then the local deque, then a
+//! batch from the injector); when there is none, search (injector, then steal
+//! a batch from a random victim) for a while, then park (see `park.rs`).
+//!
+//! Fairness: every `FAIRNESS_INTERVAL` turns the worker moves its LIFO slot
+//! onto its deque and takes the *oldest* task instead (injector first, then
+//! the bottom of its own deque), so a pair of actors messaging each other
+//! through the LIFO slot cannot starve older work.
+//!
+//! The `WorkerLocal` lives on the worker thread's stack for the thread's whole
+//! life; `CURRENT` points at it while the loop runs and is cleared before it
+//! is dropped.
+
+use super::{Pool, Task};
+use crossbeam_deque::{Steal, Worker as Deque};
+use crossbeam_utils::sync::Parker;
+use crossbeam_utils::Backoff;
+use std::cell::Cell;
+use std::ptr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+const FAIRNESS_INTERVAL: u32 = 61;
+/// Search attempts (with spin-then-yield back-off) before parking.
+const SEARCH_ROUNDS: u32 = 32;
+
+thread_local! {
+    static CURRENT: Cell<*const WorkerLocal> = const { Cell::new(ptr::null()) };
+}
+
+/// The calling thread's worker, if it is a worker of pool `pool_id`.
+///
+/// The returned reference must not leave the calling function's frame (it is
+/// only valid while the worker loop that installed it runs on this thread,
+/// which encloses every call made on a worker thread).
+#[inline]
+pub(crate) fn current_for<'a>(pool_id: usize) -> Option<&'a WorkerLocal> {
+    let w = CURRENT.with(|c| c.get());
+    if w.is_null() {
+        return None;
+    }
+    // SAFETY: `CURRENT` is non-null only while `WorkerLocal::run` executes on
+    // this thread, with `w` pointing at its `self` on this thread's stack; any
+    // code calling us runs inside that call, so `*w` is alive.
+    let w = unsafe { &*w };
+    (w.pool.id == pool_id).then_some(w)
+}
+
+/// Whether the calling thread is a worker of any pool (such a thread must not
+/// block waiting for mailbox space).
+pub(crate) fn is_worker_thread() -> bool {
+    !CURRENT.with(|c| c.get()).is_null()
+}
+
+/// A worker's own state. Not shared: other threads see only its stealer and
+/// unparker, held by the pool.
+pub(crate) struct WorkerLocal {
+    pub(crate) pool: Arc<Pool>,
+    index: usize,
+    deque: Deque<Task>,
+    lifo: Cell<Option<Task>>,
+    tick: Cell<u32>,
+    parker: Parker,
+    rng: Cell<u32>,
+}
+
+struct ClearCurrent;
+
+impl Drop for ClearCurrent {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(ptr::null()));
+    }
+}
+
+impl WorkerLocal {
+    pub(crate) fn new(pool: Arc<Pool>, index: usize, deque: Deque<Task>, parker: Parker) -> Self {
+        WorkerLocal {
+            pool,
+            index,
+            deque,
+            lifo: Cell::new(None),
+            tick: Cell::new(0),
+            parker,
+            rng: Cell::new(0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B)),
+        }
+    }
+
+    /// Message budget of one actor turn.
+    #[inline]
+    pub(crate) fn throughput(&self) -> usize {
+        self.pool.throughput
+    }
+
+    /// Schedules from this worker: into the LIFO slot; a task already there
+    /// moves to the (stealable) deque.
+    #[inline]
+    pub(crate) fn schedule_local(&self, task: Task) {
+        if let Some(old) = self.lifo.replace(Some(task)) {
+            self.deque.push(old);
+            self.pool.notify();
+        }
+    }
+
+    /// Schedules onto the local deque, leaving the LIFO slot alone.
+    pub(crate) fn push_local(&self, task: Task) {
+        self.deque.push(task);
+        self.pool.notify();
+    }
+
+    /// Sends a task that used its whole budget to the back of the line.
+    pub(crate) fn yield_task(&self, task: Task) {
+        self.pool.inject(task);
+    }
+
+    pub(crate) fn run(self) {
+        CURRENT.with(|c| c.set(&self));
+        let _clear = ClearCurrent;
+        loop {
+            if let Some(task) = self.next_local() {
+                task.run(&self);
+                continue;
+            }
+            match self.search() {
+                Some(task) => task.run(&self),
+                None => return,
+            }
+        }
+    }
+
+    fn next_local(&self) -> Option<Task> {
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        if tick % FAIRNESS_INTERVAL == 0 {
+            if let Some(t) = self.lifo.take() {
+                self.deque.push(t);
+            }
+            if let Some(t) = steal_one(|| self.pool.injector.steal()) {
+                return Some(t);
+            }
+            if let Some(t) = steal_one(|| self.pool.stealers[self.index].steal()) {
+                return Some(t);
+            }
+        }
+        if let Some(t) = self.lifo.take() {
+            return Some(t);
+        }
+        if let Some(t) = self.deque.pop() {
+            return Some(t);
+        }
+        steal_one(|| self.pool.injector.steal_batch_and_pop(&self.deque))
+    }
+
+    fn steal_any(&self) -> Option<Task> {
+        if let Some(t) = steal_one(|| self.pool.injector.steal_batch_and_pop(&self.deque)) {
+            return Some(t);
+        }
+        let n = self.pool.stealers.len();
+        let start = self.next_random() as usize % n;
+        for k in 0..n {
+            let victim = (start + k) % n;
+            if victim == self.index {
+                continue;
+            }
+            if let Some(t) =
+                steal_one(|| self.pool.stealers[victim].steal_batch_and_pop(&self.deque))
+            {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// Searches, then parks, until it finds a task (`Some`) or the pool shuts
+    /// down (`None`).
+    fn search(&self) -> Option<Task> {
+        let idle = &self.pool.idle;
+        idle.start_searching();
+        let backoff = Backoff::new();
+        let mut rounds = 0;
+        loop {
+            if let Some(t) = self.steal_any() {
+                idle.found_work(&self.pool.unparkers);
+                return Some(t);
+            }
+            if self.pool.shutdown.load(Ordering::Acquire) {
+                return None;
+            }
+            rounds += 1;
+            if rounds < SEARCH_ROUNDS {
+                backoff.snooze();
+                continue;
+            }
+            idle.prepare_sleep(self.index);
+            if !self.pool.has_stealable_work() && !self.pool.shutdown.load(Ordering::SeqCst) {
+                self.parker.park();
+            }
+            idle.cancel_sleep(self.index);
+            rounds = 0;
+            backoff.reset();
+        }
+    }
+
+    fn next_random(&self) -> u32 {
+        // xorshift32: cheap victim selection.
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.rng.set(x);
+        x
+    }
+}
+
+#[inline]
+fn steal_one(mut f: impl FnMut() -> Steal<Task>) -> Option<Task> {
+    loop {
+        match f() {
+            Steal::Success(t) => return Some(t),
+            Steal::Empty => return None,
+            Steal::Retry => std::hint::spin_loop(),
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The actor's state word: who may run the actor, and whether it is stopping.
+//!
+//! Bits: `SCHEDULED` (a task for the actor exists: queued or running),
+//! `CLOSED` (sends are refused), `STOP_DRAIN` (stop once the mailbox is empty),
+//! `STOP_NOW` (stop after the current message), `SHUTDOWN` (the stop comes
+//! from system shutdown), `STOPPED` (finalized; `SCHEDULED` then stays set for
+//! good so nobody schedules it again).
+//!
+//! The no-lost-wake-up argument. A sender pushes its message, then does
+//! `fetch_or(SCHEDULED)` (AcqRel); if the bit was clear it owns the new task
+//! and schedules it. The worker that finishes a turn does
+//! `fetch_and(!SCHEDULED)` (AcqRel), then checks the mailbox's indices, and if
+//! a message is there tries `fetch_or(SCHEDULED)` itself. Both sides use RMWs
+//! on the same word, so they are ordered: if the sender's RMW came first, the
+//! worker's RMW reads from it and therefore sees the sender's push; if the
+//! worker's came first, the sender sees the bit clear and schedules. Exactly
+//! one of the racing `fetch_or`s wins, so there is never more than one task.
+//! `tests/loom.rs` checks this with the real mailbox.
+
+use crate::sync::{AtomicUsize, Ordering};
+
+pub(crate) const SCHEDULED: usize = 1;
+pub(crate) const CLOSED: usize = 1 << 1;
+pub(crate) const STOP_DRAIN: usize = 1 << 2;
+pub(crate) const STOP_NOW: usize = 1 << 3;
+pub(crate) const SHUTDOWN: usize = 1 << 4;
+pub(crate) const STOPPED: usize = 1 << 5;
+pub(crate) const STOP_ANY: usize = STOP_DRAIN | STOP_NOW;
+
+/// See the module docs.
+pub(crate) struct ActorState(AtomicUsize);
+
+impl ActorState {
+    /// A new actor starts scheduled: its spawner holds its first task (which
+    /// runs the `started` hook).
+    pub(crate) fn new_scheduled() -> Self {
+        ActorState(AtomicUsize::new(SCHEDULED))
+    }
+
+    #[inline]
+    pub(crate) fn load(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    pub(crate) fn is_closed(&self) -> bool {
+        self.load() & CLOSED != 0
+    }
+
+    /// After a push: returns true if the caller now owns the actor's task and
+    /// must schedule it.
+    #[inline]
+    pub(crate) fn notify(&self) -> bool {
+        self.0.fetch_or(SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
+    }
+
+    /// Sets stop bits (and `CLOSED`); returns true if the caller must
+    /// schedule the actor so it sees them.
+    pub(crate) fn request_stop(&self, bits: usize) -> bool {
+        self.0.fetch_or(bits | CLOSED | SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
+    }
+
+    /// The running worker gives up the task; returns the previous bits.
+    #[inline]
+    pub(crate) fn release(&self) -> usize {
+        self.0.fetch_and(!SCHEDULED, Ordering::AcqRel)
+    }
+
+    /// After `release`, found more to do: try to take the task back. True if
+    /// this caller owns it again (no sender scheduled it meanwhile).
+    #[inline]
+    pub(crate) fn reacquire(&self) -> bool {
+        self.0.fetch_or(SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
+    }
+
+    /// Finalized: closed, stopped, and scheduled forever.
+    pub(crate) fn mark_stopped(&self) {
+        self.0
+            .fetch_or(STOPPED | CLOSED | SCHEDULED, Ordering::AcqRel);
+    }
+}
