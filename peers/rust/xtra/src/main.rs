@@ -1,0 +1,649 @@
+//! The Troupe benchmark workloads on xtra (0.6), written the way xtra's docs and examples do it.
+//!
+//! Runtime: one tokio multi-thread runtime with `worker_threads = --threads`; the driver of
+//! each workload runs as a task on that runtime (not on the `block_on` thread), so exactly
+//! `--threads` threads run actors. Actors are `#[derive(xtra::Actor)]` structs with one
+//! `impl Handler<M>` per message, spawned with `xtra::spawn_tokio(actor, Mailbox::unbounded())`
+//! as in xtra's examples. A message whose answer nobody waits for is sent with
+//! `address.send(msg).detach().await` (it only waits until the message is queued); an ask is
+//! `address.send(msg).await`. In `reader_db` the DB actor hands a read to a reader with
+//! `detach()` and returns the reader's reply `Receiver`, so the reader answers the client.
+//! xtra has no name registry and no process groups, so `registry` is reported unsupported.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use peer_common::customers::{self, Customer};
+use peer_common::{fail, seconds_since, shares, Cli, Reporter, Workload};
+use tokio::sync::{mpsc, oneshot};
+use xtra::prelude::*;
+use xtra::{Receiver as Reply, WeakAddress};
+
+fn main() {
+    let cli = Cli::from_env();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cli.threads)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| fail(format!("cannot build the tokio runtime: {e}")));
+    let rep = Reporter::new("xtra", cli.threads);
+    rt.block_on(async move {
+        if let Err(e) = tokio::spawn(run(cli, rep)).await {
+            fail(format!("driver task failed: {e}"));
+        }
+    });
+}
+
+async fn run(cli: Cli, rep: Reporter) {
+    let w = &cli.workload;
+    if let Workload::Registry { .. } = w {
+        rep.unsupported(
+            "registry",
+            "xtra 0.6 has no name registry and no process groups (Address::broadcast only \
+             reaches actors sharing one mailbox)",
+        );
+        return;
+    }
+    for sample in 0..cli.samples {
+        eprintln!("xtra {} sample {}", w.name(), sample + 1);
+        match *w {
+            Workload::Ring {
+                rings,
+                actors,
+                laps,
+            } => ring(&rep, w, rings, actors, laps).await,
+            Workload::Pingpong { round_trips } => pingpong(&rep, w, round_trips).await,
+            Workload::MailboxPerformance { senders, messages } => {
+                mailbox_performance(&rep, w, senders, messages).await
+            }
+            Workload::ActorCreation { pow } => actor_creation(&rep, w, pow).await,
+            Workload::SpawnAndAwait { count } => spawn_and_await(&rep, w, count).await,
+            Workload::ReaderDb {
+                reads,
+                clients,
+                readers,
+                outstanding,
+            } => reader_db(&rep, w, reads, clients, readers, outstanding).await,
+            Workload::Registry { .. } => {}
+        }
+    }
+}
+
+fn spawn<A: Actor<Stop = ()>>(actor: A) -> Address<A> {
+    xtra::spawn_tokio(actor, Mailbox::unbounded())
+}
+
+/// Tells an actor to stop itself.
+struct Stop;
+
+macro_rules! stoppable {
+    ($($actor:ty),*) => {$(
+        impl Handler<Stop> for $actor {
+            type Return = ();
+
+            async fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+                ctx.stop_self();
+            }
+        }
+    )*};
+}
+
+stoppable!(RingNode, Ping, Pong, Sender, Reader, Writer, Db, Client);
+
+async fn stop_all<A: Handler<Stop, Return = ()>>(actors: &[Address<A>]) {
+    for actor in actors {
+        let _ = actor.send(Stop).detach().await;
+    }
+    for actor in actors {
+        actor.join().await;
+    }
+}
+
+// ---------------------------------------------------------------- ring
+
+#[derive(xtra::Actor)]
+struct RingNode {
+    ring: usize,
+    index: usize,
+    next: Option<Address<RingNode>>,
+    done: mpsc::UnboundedSender<(usize, usize)>,
+}
+
+struct SetNext(Address<RingNode>);
+struct Token(u64);
+
+impl Handler<SetNext> for RingNode {
+    type Return = ();
+
+    async fn handle(&mut self, SetNext(next): SetNext, _: &mut Context<Self>) {
+        self.next = Some(next);
+    }
+}
+
+impl Handler<Token> for RingNode {
+    type Return = ();
+
+    async fn handle(&mut self, Token(n): Token, _: &mut Context<Self>) {
+        if n == 0 {
+            let _ = self.done.send((self.ring, self.index));
+        } else if let Some(next) = &self.next {
+            if next.send(Token(n - 1)).detach().await.is_err() {
+                fail("ring: next node is gone");
+            }
+        }
+    }
+}
+
+async fn ring(rep: &Reporter, w: &Workload, rings: usize, actors: usize, laps: usize) {
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+    let created = Instant::now();
+    let mut all = Vec::with_capacity(rings * actors);
+    let mut heads = Vec::with_capacity(rings);
+    for r in 0..rings {
+        // Build the ring back to front so each node is spawned knowing its successor;
+        // the last node learns the first one afterwards.
+        let mut next: Option<Address<RingNode>> = None;
+        let first = all.len();
+        for index in (0..actors).rev() {
+            let node = spawn(RingNode {
+                ring: r,
+                index,
+                next: next.clone(),
+                done: done_tx.clone(),
+            });
+            next = Some(node.clone());
+            all.push(node);
+        }
+        let head = next.unwrap_or_else(|| fail("empty ring"));
+        all[first]
+            .send(SetNext(head.clone()))
+            .await
+            .unwrap_or_else(|_| fail("ring node died"));
+        heads.push(head);
+    }
+    let creation = seconds_since(created);
+
+    let hops = (actors * laps) as u64;
+    let start = Instant::now();
+    for head in &heads {
+        if head.send(Token(hops)).detach().await.is_err() {
+            fail("ring head died");
+        }
+    }
+    let mut finished = vec![false; rings];
+    for _ in 0..rings {
+        let (r, index) = done_rx
+            .recv()
+            .await
+            .unwrap_or_else(|| fail("ring done channel closed"));
+        if index != (actors * laps) % actors || finished[r] {
+            fail(format!("ring {r}: token ended at node {index}"));
+        }
+        finished[r] = true;
+    }
+    let secs = seconds_since(start);
+    let total = (rings * actors * laps) as f64;
+    rep.figure(
+        w.name(),
+        &w.params(),
+        secs,
+        total / secs,
+        "hops/s",
+        &[("creation_seconds", creation)],
+    );
+    stop_all(&all).await;
+}
+
+// ---------------------------------------------------------------- pingpong
+
+#[derive(xtra::Actor)]
+struct Ping {
+    pong: Address<Pong>,
+    round_trips: u64,
+    done: Option<oneshot::Sender<u64>>,
+}
+
+#[derive(xtra::Actor)]
+struct Pong;
+
+struct Ball(u64);
+
+struct Serve {
+    n: u64,
+    reply_to: Address<Ping>,
+}
+
+impl Handler<Ball> for Ping {
+    type Return = ();
+
+    async fn handle(&mut self, Ball(n): Ball, ctx: &mut Context<Self>) {
+        if n >= self.round_trips {
+            if let Some(done) = self.done.take() {
+                let _ = done.send(n);
+            }
+            return;
+        }
+        let Some(me) = ctx.mailbox().address().try_upgrade() else {
+            return;
+        };
+        let serve = Serve {
+            n: n + 1,
+            reply_to: me,
+        };
+        if self.pong.send(serve).detach().await.is_err() {
+            fail("pong is gone");
+        }
+    }
+}
+
+impl Handler<Serve> for Pong {
+    type Return = ();
+
+    async fn handle(&mut self, msg: Serve, _: &mut Context<Self>) {
+        if msg.reply_to.send(Ball(msg.n)).detach().await.is_err() {
+            fail("ping is gone");
+        }
+    }
+}
+
+async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
+    let (done_tx, done_rx) = oneshot::channel();
+    let pong = spawn(Pong);
+    let ping = spawn(Ping {
+        pong: pong.clone(),
+        round_trips: round_trips as u64,
+        done: Some(done_tx),
+    });
+    let start = Instant::now();
+    if ping.send(Ball(0)).detach().await.is_err() {
+        fail("ping died");
+    }
+    let n = done_rx.await.unwrap_or_else(|_| fail("ping never finished"));
+    let secs = seconds_since(start);
+    if n != round_trips as u64 {
+        fail(format!("pingpong: {n} round trips, expected {round_trips}"));
+    }
+    rep.figure(
+        w.name(),
+        &w.params(),
+        secs,
+        round_trips as f64 / secs,
+        "round-trips/s",
+        &[("ns_per_op", secs * 1e9 / round_trips as f64)],
+    );
+    stop_all(&[ping]).await;
+    stop_all(&[pong]).await;
+}
+
+// ---------------------------------------------------------------- mailbox_performance
+
+#[derive(xtra::Actor)]
+struct Receiver {
+    count: u64,
+    expected: u64,
+    done: Option<oneshot::Sender<u64>>,
+}
+
+#[derive(xtra::Actor)]
+struct Sender;
+
+struct Inc;
+
+struct SendAll {
+    to: Address<Receiver>,
+    messages: usize,
+}
+
+impl Handler<Inc> for Receiver {
+    type Return = ();
+
+    async fn handle(&mut self, _: Inc, ctx: &mut Context<Self>) {
+        self.count += 1;
+        if self.count == self.expected {
+            if let Some(done) = self.done.take() {
+                let _ = done.send(self.count);
+            }
+            ctx.stop_self();
+        }
+    }
+}
+
+impl Handler<SendAll> for Sender {
+    type Return = ();
+
+    async fn handle(&mut self, msg: SendAll, ctx: &mut Context<Self>) {
+        for _ in 0..msg.messages {
+            if msg.to.send(Inc).detach().await.is_err() {
+                fail("receiver is gone");
+            }
+        }
+        ctx.stop_self();
+    }
+}
+
+async fn mailbox_performance(rep: &Reporter, w: &Workload, senders: usize, messages: usize) {
+    let expected = (senders * messages) as u64;
+    let (done_tx, done_rx) = oneshot::channel();
+    let receiver = spawn(Receiver {
+        count: 0,
+        expected,
+        done: Some(done_tx),
+    });
+    let all: Vec<_> = (0..senders).map(|_| spawn(Sender)).collect();
+    let start = Instant::now();
+    for sender in &all {
+        let send_all = SendAll {
+            to: receiver.clone(),
+            messages,
+        };
+        if sender.send(send_all).detach().await.is_err() {
+            fail("sender died");
+        }
+    }
+    let count = done_rx
+        .await
+        .unwrap_or_else(|_| fail("receiver never finished"));
+    let secs = seconds_since(start);
+    if count != expected {
+        fail(format!("receiver counted {count}, expected {expected}"));
+    }
+    rep.figure(
+        w.name(),
+        &w.params(),
+        secs,
+        expected as f64 / secs,
+        "msgs/s",
+        &[],
+    );
+    for sender in &all {
+        sender.join().await;
+    }
+    receiver.join().await;
+}
+
+// ---------------------------------------------------------------- actor_creation
+
+enum Parent {
+    Actor(WeakAddress<Tree>),
+    Root(oneshot::Sender<u64>),
+}
+
+#[derive(xtra::Actor)]
+struct Tree {
+    depth: u32,
+    parent: Option<Parent>,
+    pending: u32,
+    sum: u64,
+    /// The parent keeps its children's addresses: an xtra actor stops once no strong
+    /// address to it is left.
+    children: Vec<Address<Tree>>,
+}
+
+struct Sum(u64);
+
+impl Tree {
+    fn new(depth: u32, parent: Parent) -> Tree {
+        Tree {
+            depth,
+            parent: Some(parent),
+            pending: 2,
+            sum: 0,
+            children: Vec::new(),
+        }
+    }
+
+    async fn answer(&mut self, n: u64) {
+        match self.parent.take() {
+            Some(Parent::Actor(parent)) => {
+                let _ = parent.send(Sum(n)).detach().await;
+            }
+            Some(Parent::Root(tx)) => {
+                let _ = tx.send(n);
+            }
+            None => {}
+        }
+    }
+}
+
+impl Handler<Sum> for Tree {
+    type Return = ();
+
+    async fn handle(&mut self, Sum(n): Sum, ctx: &mut Context<Self>) {
+        self.sum += n;
+        self.pending -= 1;
+        if self.pending == 0 {
+            self.answer(1 + self.sum).await;
+            ctx.stop_self();
+        }
+    }
+}
+
+/// A tree node starts its children as soon as it runs; a leaf answers and stops at once.
+struct Grow;
+
+impl Handler<Grow> for Tree {
+    type Return = ();
+
+    async fn handle(&mut self, _: Grow, ctx: &mut Context<Self>) {
+        if self.depth == 1 {
+            self.answer(1).await;
+            ctx.stop_self();
+            return;
+        }
+        for _ in 0..2 {
+            let child = spawn(Tree::new(self.depth - 1, Parent::Actor(ctx.mailbox().address())));
+            let _ = child.send(Grow).detach().await;
+            self.children.push(child);
+        }
+    }
+}
+
+async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
+    let actors = (1u64 << pow) - 1;
+    let rss_before = peer_common::current_rss_bytes();
+    let (tx, rx) = oneshot::channel();
+    let start = Instant::now();
+    let root = spawn(Tree::new(pow, Parent::Root(tx)));
+    let _ = root.send(Grow).detach().await;
+    let answer = rx.await.unwrap_or_else(|_| fail("root never answered"));
+    let secs = seconds_since(start);
+    if answer != actors {
+        fail(format!("actor_creation: root answered {answer}, expected {actors}"));
+    }
+    root.join().await;
+    let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
+    rep.figure(
+        w.name(),
+        &w.params(),
+        secs,
+        actors as f64 / secs,
+        "actors/s",
+        &[("bytes_per_actor", grown as f64 / actors as f64)],
+    );
+}
+
+// ---------------------------------------------------------------- spawn_and_await
+
+struct Noop;
+
+impl Actor for Noop {
+    type Stop = ();
+
+    /// Returning `Err` from `started` stops the actor before it handles any message.
+    async fn started(&mut self, _: &Mailbox<Self>) -> Result<(), ()> {
+        Err(())
+    }
+
+    async fn stopped(self) {}
+}
+
+async fn spawn_and_await(rep: &Reporter, w: &Workload, count: usize) {
+    let start = Instant::now();
+    for _ in 0..count {
+        let actor = spawn(Noop);
+        actor.join().await;
+    }
+    let secs = seconds_since(start);
+    rep.figure(
+        w.name(),
+        &w.params(),
+        secs,
+        count as f64 / secs,
+        "ops/s",
+        &[("ns_per_op", secs * 1e9 / count as f64)],
+    );
+}
+
+// ---------------------------------------------------------------- reader_db
+
+type Row = Arc<Customer>;
+
+#[derive(xtra::Actor)]
+struct Reader {
+    table: Arc<Vec<Row>>,
+}
+
+/// The writer owns the table; the workload is read-only, so it only holds it.
+#[derive(xtra::Actor)]
+#[allow(dead_code)]
+struct Writer {
+    table: Arc<Vec<Row>>,
+}
+
+#[derive(xtra::Actor)]
+struct Db {
+    readers: Vec<Address<Reader>>,
+    next: usize,
+}
+
+#[derive(xtra::Actor)]
+struct Client;
+
+struct Read(u32);
+
+impl Handler<Read> for Reader {
+    type Return = Option<Row>;
+
+    async fn handle(&mut self, Read(id): Read, _: &mut Context<Self>) -> Option<Row> {
+        self.table.get((id as usize).wrapping_sub(1)).cloned()
+    }
+}
+
+impl Handler<Read> for Db {
+    type Return = Result<Reply<Option<Row>>, xtra::Error>;
+
+    /// Reads go to the readers round robin; the client awaits the reader's reply.
+    async fn handle(&mut self, msg: Read, _: &mut Context<Self>) -> Self::Return {
+        let reader = &self.readers[self.next];
+        self.next = (self.next + 1) % self.readers.len();
+        reader.send(msg).detach().await
+    }
+}
+
+struct RunClient {
+    db: Address<Db>,
+    first: usize,
+    reads: usize,
+    outstanding: usize,
+}
+
+impl Handler<RunClient> for Client {
+    type Return = Result<usize, String>;
+
+    async fn handle(&mut self, msg: RunClient, _: &mut Context<Self>) -> Self::Return {
+        let ask = |i: usize| {
+            let db = msg.db.clone();
+            let id = customers::id_for(i);
+            async move {
+                let row = match db.send(Read(id)).await {
+                    Ok(Ok(reply)) => reply.await.ok().flatten(),
+                    _ => None,
+                };
+                (id, row)
+            }
+        };
+        let end = msg.first + msg.reads;
+        let mut next = msg.first;
+        let mut inflight = FuturesUnordered::new();
+        while next < end && inflight.len() < msg.outstanding {
+            inflight.push(ask(next));
+            next += 1;
+        }
+        let mut ok = 0;
+        while let Some((id, row)) = inflight.next().await {
+            match row {
+                Some(row) if row.id == id => ok += 1,
+                Some(row) => return Err(format!("asked for {id}, got {}", row.id)),
+                None => return Err(format!("read of {id} failed")),
+            }
+            if next < end {
+                inflight.push(ask(next));
+                next += 1;
+            }
+        }
+        Ok(ok)
+    }
+}
+
+async fn reader_db(
+    rep: &Reporter,
+    w: &Workload,
+    reads: usize,
+    clients: usize,
+    readers: usize,
+    outstanding: usize,
+) {
+    let table = customers::table();
+    let writer = spawn(Writer {
+        table: table.clone(),
+    });
+    let reader_actors: Vec<_> = (0..readers)
+        .map(|_| {
+            spawn(Reader {
+                table: table.clone(),
+            })
+        })
+        .collect();
+    let db = spawn(Db {
+        readers: reader_actors.clone(),
+        next: 0,
+    });
+    let client_actors: Vec<_> = (0..clients).map(|_| spawn(Client)).collect();
+    let start = Instant::now();
+    let mut first = 0;
+    let mut runs = FuturesUnordered::new();
+    for (client, share) in client_actors.iter().zip(shares(reads, clients)) {
+        runs.push(client.send(RunClient {
+            db: db.clone(),
+            first,
+            reads: share,
+            outstanding,
+        }));
+        first += share;
+    }
+    let mut total = 0;
+    while let Some(run) = runs.next().await {
+        match run {
+            Ok(Ok(n)) => total += n,
+            Ok(Err(e)) => fail(format!("reader_db: {e}")),
+            Err(e) => fail(format!("reader_db: client failed: {e}")),
+        }
+    }
+    let secs = seconds_since(start);
+    if total != reads {
+        fail(format!("reader_db: {total} good reads, expected {reads}"));
+    }
+    rep.figure(
+        w.name(),
+        &w.params(),
+        secs,
+        reads as f64 / secs,
+        "reads/s",
+        &[("ns_per_read", secs * 1e9 / reads as f64)],
+    );
+    stop_all(&client_actors).await;
+    stop_all(&[db]).await;
+    stop_all(&reader_actors).await;
+    stop_all(&[writer]).await;
+}
