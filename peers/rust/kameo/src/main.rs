@@ -139,6 +139,10 @@ async fn ring(rep: &Reporter, w: &Workload, rings: usize, actors: usize, laps: u
             .unwrap_or_else(|_| fail("ring node died"));
         heads.push(head);
     }
+    // `spawn` returns before the actor ran `on_start`; count creation until all have.
+    for node in &all {
+        node.wait_for_startup().await;
+    }
     let creation = seconds_since(created);
 
     let hops = (actors * laps) as u64;
