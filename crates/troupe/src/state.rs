@@ -28,53 +28,53 @@ pub(crate) const STOPPED: usize = 1 << 5;
 pub(crate) const STOP_ANY: usize = STOP_DRAIN | STOP_NOW;
 
 /// See the module docs.
-pub(crate) struct ActorState(AtomicUsize);
+pub struct ActorState(AtomicUsize);
 
 impl ActorState {
     /// A new actor starts scheduled: its spawner holds its first task (which
     /// runs the `started` hook).
-    pub(crate) fn new_scheduled() -> Self {
+    pub fn new_scheduled() -> Self {
         ActorState(AtomicUsize::new(SCHEDULED))
     }
 
     #[inline]
-    pub(crate) fn load(&self) -> usize {
+    pub fn load(&self) -> usize {
         self.0.load(Ordering::Acquire)
     }
 
     #[inline]
-    pub(crate) fn is_closed(&self) -> bool {
+    pub fn is_closed(&self) -> bool {
         self.load() & CLOSED != 0
     }
 
     /// After a push: returns true if the caller now owns the actor's task and
     /// must schedule it.
     #[inline]
-    pub(crate) fn notify(&self) -> bool {
+    pub fn notify(&self) -> bool {
         self.0.fetch_or(SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
     }
 
     /// Sets stop bits (and `CLOSED`); returns true if the caller must
     /// schedule the actor so it sees them.
-    pub(crate) fn request_stop(&self, bits: usize) -> bool {
+    pub fn request_stop(&self, bits: usize) -> bool {
         self.0.fetch_or(bits | CLOSED | SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
     }
 
     /// The running worker gives up the task; returns the previous bits.
     #[inline]
-    pub(crate) fn release(&self) -> usize {
+    pub fn release(&self) -> usize {
         self.0.fetch_and(!SCHEDULED, Ordering::AcqRel)
     }
 
     /// After `release`, found more to do: try to take the task back. True if
     /// this caller owns it again (no sender scheduled it meanwhile).
     #[inline]
-    pub(crate) fn reacquire(&self) -> bool {
+    pub fn reacquire(&self) -> bool {
         self.0.fetch_or(SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
     }
 
     /// Finalized: closed, stopped, and scheduled forever.
-    pub(crate) fn mark_stopped(&self) {
+    pub fn mark_stopped(&self) {
         self.0
             .fetch_or(STOPPED | CLOSED | SCHEDULED, Ordering::AcqRel);
     }

@@ -66,7 +66,7 @@ impl<T> Block<T> {
 }
 
 /// An unbounded lock-free MPSC queue. See the module docs for the protocol.
-pub(crate) struct Unbounded<T> {
+pub struct Unbounded<T> {
     /// Index of the next slot to claim.
     tail_index: AtomicUsize,
     /// The block the tail index points into (null before the first push).
@@ -91,7 +91,7 @@ unsafe impl<T: Send> Sync for Unbounded<T> {}
 
 impl<T> Unbounded<T> {
     /// An empty queue. Allocates nothing until the first push.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Unbounded {
             tail_index: AtomicUsize::new(0),
             tail_block: AtomicPtr::new(ptr::null_mut()),
@@ -111,7 +111,7 @@ impl<T> Unbounded<T> {
     }
 
     /// Appends `value`. Lock-free; any number of threads may push at once.
-    pub(crate) fn push(&self, value: T) {
+    pub fn push(&self, value: T) {
         let backoff = Backoff::new();
         let mut tail = self.tail_index.load(Ordering::Acquire);
         let mut block = self.tail_block.load(Ordering::Acquire);
@@ -204,7 +204,7 @@ impl<T> Unbounded<T> {
     /// At most one thread may call `pop` (or `is_empty_for_consumer`) at a time:
     /// the caller must own the actor's `SCHEDULED` bit, or `&mut self`.
     #[inline]
-    pub(crate) unsafe fn pop(&self) -> Option<T> {
+    pub unsafe fn pop(&self) -> Option<T> {
         let block = self.head_block.load(Ordering::Acquire);
         if block.is_null() {
             return None;
@@ -240,7 +240,7 @@ impl<T> Unbounded<T> {
     /// what the actor's idle re-check needs (it runs after the worker gave up
     /// the consumer role, when another worker may already be popping).
     #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.tail_index.load(Ordering::Acquire) == self.head_index.load(Ordering::Acquire)
     }
 

@@ -1,0 +1,222 @@
+//! Samples, statistics and the benchee-style report rows.
+//!
+//! A *figure* is one measured quantity (a workload at given parameters on one
+//! framework). It is measured `warmup` times unrecorded, then `samples` times;
+//! each sample gives a time per operation, recorded in an HDR histogram (in
+//! picoseconds, 3 significant digits) from which the row's average, deviation,
+//! median and 99th percentile come.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// One run of a workload's measured phase.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// Wall time of the measured phase.
+    pub seconds: f64,
+    /// Operations done in it (hops, messages, actors, reads...).
+    pub ops: f64,
+    /// Workload-specific extra fields (e.g. creation_seconds, bytes_per_actor).
+    pub extra: Map<String, Value>,
+}
+
+impl Sample {
+    pub fn new(seconds: f64, ops: f64) -> Self {
+        Sample {
+            seconds,
+            ops,
+            extra: Map::new(),
+        }
+    }
+
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.extra.insert(key.to_string(), value.into());
+        self
+    }
+}
+
+/// A measured figure, as printed and as written to JSON lines.
+#[derive(Clone, Debug, Serialize)]
+pub struct Figure {
+    pub framework: String,
+    pub workload: String,
+    /// Row label in the report (e.g. "ring 10x10000x100").
+    pub name: String,
+    pub params: Map<String, Value>,
+    /// Median sample's wall time of the measured phase.
+    pub seconds: f64,
+    /// Operations per second at the median.
+    pub rate: f64,
+    pub unit: String,
+    pub rss_mb: f64,
+    pub threads: usize,
+    pub samples: usize,
+    /// Nanoseconds per operation: mean, standard deviation, median, p99.
+    pub ns_per_op_mean: f64,
+    pub ns_per_op_stddev: f64,
+    pub ns_per_op_median: f64,
+    pub ns_per_op_p99: f64,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Figure {
+    pub fn from_samples(
+        framework: &str,
+        workload: &str,
+        name: String,
+        params: Map<String, Value>,
+        unit: &str,
+        threads: usize,
+        samples: &[Sample],
+    ) -> Figure {
+        let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000_000, 3)
+            .expect("histogram bounds");
+        let mut per_op: Vec<f64> = Vec::with_capacity(samples.len());
+        for s in samples {
+            let ns = s.seconds * 1e9 / s.ops.max(1.0);
+            per_op.push(ns);
+            let _ = hist.record(((ns * 1000.0).round() as u64).max(1));
+        }
+        let mean = hist.mean() / 1000.0;
+        let stddev = hist.stdev() / 1000.0;
+        let median = hist.value_at_quantile(0.5) as f64 / 1000.0;
+        let p99 = hist.value_at_quantile(0.99) as f64 / 1000.0;
+        // The sample closest to the median gives seconds and the extras.
+        let mid = samples
+            .iter()
+            .zip(&per_op)
+            .min_by(|a, b| (a.1 - median).abs().total_cmp(&(b.1 - median).abs()))
+            .map(|(s, _)| s.clone())
+            .unwrap_or_else(|| Sample::new(0.0, 0.0));
+        Figure {
+            framework: framework.into(),
+            workload: workload.into(),
+            name,
+            params,
+            seconds: mid.seconds,
+            rate: mid.ops / mid.seconds.max(1e-12),
+            unit: unit.into(),
+            rss_mb: peak_rss_mb(),
+            threads,
+            samples: samples.len(),
+            ns_per_op_mean: mean,
+            ns_per_op_stddev: stddev,
+            ns_per_op_median: median,
+            ns_per_op_p99: p99,
+            extra: mid.extra,
+        }
+    }
+}
+
+/// Peak resident set of this process in MB (VmHWM).
+pub fn peak_rss_mb() -> f64 {
+    proc_status_kb("VmHWM:") as f64 / 1024.0
+}
+
+/// Current resident set in bytes (VmRSS).
+pub fn rss_bytes() -> u64 {
+    proc_status_kb("VmRSS:") * 1024
+}
+
+/// Resets the peak-RSS watermark (Linux `clear_refs` 5), so a workload's peak
+/// is its own.
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn proc_status_kb(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Formats a duration given in nanoseconds the way benchee does.
+pub fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{:.2} ns", ns)
+    }
+}
+
+/// Formats a rate with K/M/G suffixes.
+pub fn fmt_rate(r: f64) -> String {
+    if r >= 1e9 {
+        format!("{:.2} G", r / 1e9)
+    } else if r >= 1e6 {
+        format!("{:.2} M", r / 1e6)
+    } else if r >= 1e3 {
+        format!("{:.2} K", r / 1e3)
+    } else {
+        format!("{:.2}", r)
+    }
+}
+
+/// The benchee-style block for a set of rows: the table, then the comparison
+/// ranked fastest first ("N.NNx slower +X").
+pub fn render_block(title: &str, figures: &[&Figure]) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("\n{title}\n"));
+    let w = figures
+        .iter()
+        .map(|f| f.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4)
+        + 2;
+    out.push_str(&format!(
+        "{:<w$}{:>12}{:>14}{:>12}{:>14}{:>14}   {}\n",
+        "Name", "ips", "average", "deviation", "median", "99th %", "unit"
+    ));
+    for f in figures {
+        let dev = if f.ns_per_op_mean > 0.0 {
+            100.0 * f.ns_per_op_stddev / f.ns_per_op_mean
+        } else {
+            0.0
+        };
+        out.push_str(&format!(
+            "{:<w$}{:>12}{:>14}{:>11.2}%{:>14}{:>14}   {} ({} samples)\n",
+            f.name,
+            fmt_rate(1e9 / f.ns_per_op_mean.max(1e-9)),
+            fmt_ns(f.ns_per_op_mean),
+            dev,
+            fmt_ns(f.ns_per_op_median),
+            fmt_ns(f.ns_per_op_p99),
+            f.unit,
+            f.samples,
+        ));
+    }
+    if figures.len() > 1 {
+        let mut ranked: Vec<&&Figure> = figures.iter().collect();
+        ranked.sort_by(|a, b| a.ns_per_op_mean.total_cmp(&b.ns_per_op_mean));
+        let best = ranked[0];
+        out.push_str("\nComparison:\n");
+        out.push_str(&format!(
+            "{:<w$}{:>12}\n",
+            best.name,
+            fmt_rate(1e9 / best.ns_per_op_mean.max(1e-9))
+        ));
+        for f in &ranked[1..] {
+            out.push_str(&format!(
+                "{:<w$}{:>12} - {:.2}x slower +{}\n",
+                f.name,
+                fmt_rate(1e9 / f.ns_per_op_mean.max(1e-9)),
+                f.ns_per_op_mean / best.ns_per_op_mean.max(1e-12),
+                fmt_ns(f.ns_per_op_mean - best.ns_per_op_mean),
+            ));
+        }
+    }
+    out
+}

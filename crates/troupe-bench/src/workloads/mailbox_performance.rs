@@ -1,0 +1,98 @@
+//! `mailbox_performance` (CAF, seed 004): S sender actors each send M small
+//! messages to one receiver, which stops when it has counted S*M.
+
+use super::{params, verify, RunCfg};
+use crate::stats::{Figure, Sample};
+use crossbeam_channel::{bounded, Sender};
+use serde_json::json;
+use std::time::Instant;
+use troupe::{Actor, ActorRef, Context};
+
+pub struct Params {
+    pub senders: usize,
+    pub messages: u64,
+}
+
+pub struct Receiver {
+    left: u64,
+    done: Sender<u64>,
+    count: u64,
+}
+
+impl Actor for Receiver {
+    type Msg = u64;
+    #[inline]
+    fn handle(&mut self, _msg: u64, ctx: &mut Context<'_, Self>) {
+        self.count += 1;
+        self.left -= 1;
+        if self.left == 0 {
+            let _ = self.done.send(self.count);
+            ctx.stop();
+        }
+    }
+}
+
+/// Sends its M messages in one go when told to start, as CAF's does.
+pub struct SenderActor {
+    to: ActorRef<Receiver>,
+    messages: u64,
+}
+
+impl Actor for SenderActor {
+    type Msg = ();
+    fn handle(&mut self, _: (), ctx: &mut Context<'_, Self>) {
+        for i in 0..self.messages {
+            if self.to.tell(i).is_err() {
+                break;
+            }
+        }
+        ctx.stop();
+    }
+}
+
+pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
+    let total = p.senders as u64 * p.messages;
+    let mut figs = vec![cfg.measure(
+        "troupe",
+        "mailbox_performance",
+        format!("mailbox_performance {}x{}", p.senders, p.messages),
+        params(&[
+            ("senders", json!(p.senders)),
+            ("messages", json!(p.messages)),
+        ]),
+        "msgs/s",
+        || {
+            let system = cfg.system();
+            let (tx, rx) = bounded(1);
+            let receiver = system.spawn(Receiver {
+                left: total,
+                done: tx,
+                count: 0,
+            });
+            let senders: Vec<_> = (0..p.senders)
+                .map(|_| {
+                    system.spawn(SenderActor {
+                        to: receiver.clone(),
+                        messages: p.messages,
+                    })
+                })
+                .collect();
+            let t0 = Instant::now();
+            for s in &senders {
+                s.tell(()).map_err(|e| e.to_string())?;
+            }
+            let counted = rx.recv().map_err(|e| e.to_string())?;
+            let seconds = t0.elapsed().as_secs_f64();
+            verify(counted == total, || {
+                format!("mailbox_performance: counted {counted}, expected {total}")
+            })?;
+            system.shutdown();
+            Ok(Sample::new(seconds, total as f64))
+        },
+    )?];
+    figs.push(super::baseline::segqueue_push_pop(
+        cfg,
+        total.min(10_000_000),
+    )?);
+    Ok(figs)
+}

@@ -1,0 +1,97 @@
+//! `spawn_and_await` (CAF micro-benchmark, seed 004): spawn an actor that
+//! stops at once, wait until it has stopped; C times in sequence. The waiting
+//! is done by a driver actor watching each child (a monitor), as an Erlang
+//! process would with spawn_monitor.
+
+use super::{params, verify, RunCfg};
+use crate::stats::{Figure, Sample};
+use crossbeam_channel::{bounded, Sender};
+use serde_json::json;
+use std::time::Instant;
+use troupe::{Actor, ActorId, Context, StopReason};
+
+pub struct Params {
+    pub count: u64,
+}
+
+pub struct Quitter;
+
+impl Actor for Quitter {
+    type Msg = ();
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.stop();
+    }
+    fn handle(&mut self, _: (), _ctx: &mut Context<'_, Self>) {}
+}
+
+pub enum DriverMsg {
+    Go,
+    Down(#[allow(dead_code)] ActorId, StopReason),
+}
+
+pub struct Driver {
+    left: u64,
+    normal: u64,
+    done: Sender<u64>,
+}
+
+impl Driver {
+    fn next(&mut self, ctx: &mut Context<'_, Self>) {
+        let child = ctx.spawn(Quitter);
+        ctx.watch(&child, DriverMsg::Down);
+    }
+}
+
+impl Actor for Driver {
+    type Msg = DriverMsg;
+    fn handle(&mut self, msg: DriverMsg, ctx: &mut Context<'_, Self>) {
+        match msg {
+            DriverMsg::Go => self.next(ctx),
+            DriverMsg::Down(_, reason) => {
+                if reason == StopReason::Normal {
+                    self.normal += 1;
+                }
+                self.left -= 1;
+                if self.left == 0 {
+                    let _ = self.done.send(self.normal);
+                    ctx.stop();
+                } else {
+                    self.next(ctx);
+                }
+            }
+        }
+    }
+}
+
+pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
+    let c = p.count;
+    let fig = cfg.measure(
+        "troupe",
+        "spawn_and_await",
+        format!("spawn_and_await {c}"),
+        params(&[("count", json!(c))]),
+        "ops/s",
+        || {
+            let system = cfg.system();
+            let (tx, rx) = bounded(1);
+            let driver = system.spawn(Driver {
+                left: c,
+                normal: 0,
+                done: tx,
+            });
+            let t0 = Instant::now();
+            driver.tell(DriverMsg::Go).map_err(|e| e.to_string())?;
+            let normal = rx.recv().map_err(|e| e.to_string())?;
+            let seconds = t0.elapsed().as_secs_f64();
+            verify(normal == c, || {
+                format!("spawn_and_await: {normal} of {c} children stopped normally")
+            })?;
+            let report = system.shutdown();
+            verify(report.actors_stopped == c + 1, || {
+                format!("spawn_and_await: {} actors stopped", report.actors_stopped)
+            })?;
+            Ok(Sample::new(seconds, c as f64).with("ns_per_op", seconds * 1e9 / c as f64))
+        },
+    )?;
+    Ok(vec![fig])
+}
