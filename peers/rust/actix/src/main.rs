@@ -291,7 +291,9 @@ async fn pingpong(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], round_tr
     let ping = Ping::start_in_arbiter(&arbs[0], move |_| ping);
     let start = Instant::now();
     ping.do_send(Ball(0));
-    let n = done_rx.await.unwrap_or_else(|_| fail("ping never finished"));
+    let n = done_rx
+        .await
+        .unwrap_or_else(|_| fail("ping never finished"));
     let secs = seconds_since(start);
     if n != round_trips as u64 {
         fail(format!("pingpong: {n} round trips, expected {round_trips}"));
@@ -496,7 +498,9 @@ async fn actor_creation(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], po
     let answer = rx.await.unwrap_or_else(|_| fail("root never answered"));
     let secs = seconds_since(start);
     if answer != actors {
-        fail(format!("actor_creation: root answered {answer}, expected {actors}"));
+        fail(format!(
+            "actor_creation: root answered {answer}, expected {actors}"
+        ));
     }
     let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
     rep.figure(
@@ -645,20 +649,26 @@ impl Client {
     fn ask_next(&mut self, ctx: &mut Context<Self>) {
         let id = customers::id_for(self.next);
         self.next += 1;
-        let reply = self.db.send(Read(id)).into_actor(self).map(move |reply, act, ctx| {
-            match reply {
-                Ok(Some(row)) if row.id == id => act.good += 1,
-                Ok(Some(row)) => return act.finish(Err(format!("asked for {id}, got {}", row.id))),
-                _ => return act.finish(Err(format!("read of {id} failed"))),
-            }
-            if act.next < act.end {
-                act.ask_next(ctx);
-            }
-            if act.good == act.reads {
-                let good = act.good;
-                act.finish(Ok(good));
-            }
-        });
+        let reply = self
+            .db
+            .send(Read(id))
+            .into_actor(self)
+            .map(move |reply, act, ctx| {
+                match reply {
+                    Ok(Some(row)) if row.id == id => act.good += 1,
+                    Ok(Some(row)) => {
+                        return act.finish(Err(format!("asked for {id}, got {}", row.id)))
+                    }
+                    _ => return act.finish(Err(format!("read of {id} failed"))),
+                }
+                if act.next < act.end {
+                    act.ask_next(ctx);
+                }
+                if act.good == act.reads {
+                    let good = act.good;
+                    act.finish(Ok(good));
+                }
+            });
         ctx.spawn(reply);
     }
 }

@@ -468,7 +468,11 @@ pub mod customers {
 
     const ROWS: [(&str, &str, &str); COUNT as usize] = [
         ("Alfreds Futterkiste", "Berlin", "Germany"),
-        ("Ana Trujillo Emparedados y helados", "Mexico D.F.", "Mexico"),
+        (
+            "Ana Trujillo Emparedados y helados",
+            "Mexico D.F.",
+            "Mexico",
+        ),
         ("Antonio Moreno Taqueria", "Mexico D.F.", "Mexico"),
         ("Around the Horn", "London", "UK"),
         ("Berglunds snabbkop", "Lulea", "Sweden"),

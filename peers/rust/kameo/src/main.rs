@@ -237,7 +237,9 @@ async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
     ping.tell(Ball(0))
         .await
         .unwrap_or_else(|_| fail("ping died"));
-    let n = done_rx.await.unwrap_or_else(|_| fail("ping never finished"));
+    let n = done_rx
+        .await
+        .unwrap_or_else(|_| fail("ping never finished"));
     let secs = seconds_since(start);
     if n != round_trips as u64 {
         fail(format!("pingpong: {n} round trips, expected {round_trips}"));
@@ -373,7 +375,10 @@ impl Actor for Tree {
     type Args = (u32, Parent);
     type Error = kameo::error::Infallible;
 
-    async fn on_start((depth, parent): Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
+    async fn on_start(
+        (depth, parent): Self::Args,
+        me: ActorRef<Self>,
+    ) -> Result<Self, Self::Error> {
         let mut tree = Tree {
             parent: Some(parent),
             pending: 2,
@@ -413,7 +418,9 @@ async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
     let answer = rx.await.unwrap_or_else(|_| fail("root never answered"));
     let secs = seconds_since(start);
     if answer != actors {
-        fail(format!("actor_creation: root answered {answer}, expected {actors}"));
+        fail(format!(
+            "actor_creation: root answered {answer}, expected {actors}"
+        ));
     }
     root.wait_for_shutdown().await;
     let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);

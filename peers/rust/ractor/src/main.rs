@@ -272,7 +272,9 @@ async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
     ping.0
         .cast(PingMsg::Start(pong.0.clone()))
         .unwrap_or_else(|_| fail("ping died"));
-    let n = done_rx.await.unwrap_or_else(|_| fail("ping never finished"));
+    let n = done_rx
+        .await
+        .unwrap_or_else(|_| fail("ping never finished"));
     let secs = seconds_since(start);
     if n != round_trips as u64 {
         fail(format!("pingpong: {n} round trips, expected {round_trips}"));
@@ -469,7 +471,9 @@ async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
     let answer = rx.await.unwrap_or_else(|_| fail("root never answered"));
     let secs = seconds_since(start);
     if answer != actors {
-        fail(format!("actor_creation: root answered {answer}, expected {actors}"));
+        fail(format!(
+            "actor_creation: root answered {answer}, expected {actors}"
+        ));
     }
     let _ = root.1.await;
     let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
@@ -772,7 +776,9 @@ async fn registry_size(rep: &Reporter, sample: usize, size: usize) {
     let group_size = pg::get_members(&groups[0]).len();
     let expected = size.div_ceil(GROUPS);
     if group_size != expected {
-        fail(format!("registry: group has {group_size} members, expected {expected}"));
+        fail(format!(
+            "registry: group has {group_size} members, expected {expected}"
+        ));
     }
     let reps = (100_000 / group_size).clamp(10, 10_000);
     let (ack_tx, mut ack_rx) = mpsc::unbounded_channel();

@@ -259,7 +259,9 @@ async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
     if ping.send(Ball(0)).detach().await.is_err() {
         fail("ping died");
     }
-    let n = done_rx.await.unwrap_or_else(|_| fail("ping never finished"));
+    let n = done_rx
+        .await
+        .unwrap_or_else(|_| fail("ping never finished"));
     let secs = seconds_since(start);
     if n != round_trips as u64 {
         fail(format!("pingpong: {n} round trips, expected {round_trips}"));
@@ -432,7 +434,10 @@ impl Handler<Grow> for Tree {
             return;
         }
         for _ in 0..2 {
-            let child = spawn(Tree::new(self.depth - 1, Parent::Actor(ctx.mailbox().address())));
+            let child = spawn(Tree::new(
+                self.depth - 1,
+                Parent::Actor(ctx.mailbox().address()),
+            ));
             let _ = child.send(Grow).detach().await;
             self.children.push(child);
         }
@@ -449,7 +454,9 @@ async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
     let answer = rx.await.unwrap_or_else(|_| fail("root never answered"));
     let secs = seconds_since(start);
     if answer != actors {
-        fail(format!("actor_creation: root answered {answer}, expected {actors}"));
+        fail(format!(
+            "actor_creation: root answered {answer}, expected {actors}"
+        ));
     }
     root.join().await;
     let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
