@@ -65,12 +65,12 @@ impl fmt::Display for ActorId {
 /// What a handler can do besides handling: reach itself, stop, spawn, watch,
 /// ask other actors without blocking.
 pub struct Context<'a, A: Actor> {
-    cell: &'a Arc<ActorCell<A>>,
+    cell: &'a ActorCell<A>,
     stopping: bool,
 }
 
 impl<'a, A: Actor> Context<'a, A> {
-    pub(crate) fn new(cell: &'a Arc<ActorCell<A>>) -> Self {
+    pub(crate) fn new(cell: &'a ActorCell<A>) -> Self {
         Context {
             cell,
             stopping: false,
@@ -85,7 +85,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// A reference to this actor.
     pub fn myself(&self) -> ActorRef<A> {
         ActorRef {
-            cell: self.cell.clone(),
+            cell: self.cell.arc(),
         }
     }
 
@@ -126,7 +126,7 @@ impl<'a, A: Actor> Context<'a, A> {
         target: &ActorRef<B>,
         to_msg: impl FnOnce(ActorId, StopReason) -> A::Msg + Send + 'static,
     ) {
-        let me = self.cell.clone();
+        let me = self.cell.arc();
         target.cell.add_watcher(Box::new(move |id, reason| {
             let _ = me.send(to_msg(id, reason.clone()));
         }));
@@ -143,7 +143,7 @@ impl<'a, A: Actor> Context<'a, A> {
     where
         A::Msg: From<Result<R, AskError>>,
     {
-        let reply = ReplyTo::to_sink(self.cell.clone());
+        let reply = ReplyTo::to_sink(self.cell.arc());
         target.cell.send(make(reply)).map_err(|e| match e {
             // The request carries the reply handle; dropped normally it would
             // also deliver the error to us as a message. The caller learns of
@@ -262,7 +262,7 @@ impl<A: Actor> ActorRef<A> {
 
     /// Whether the actor still accepts messages.
     pub fn is_alive(&self) -> bool {
-        !self.cell.state.is_closed()
+        !self.cell.mailbox.is_closed()
     }
 
     /// The actor's id.

@@ -8,8 +8,9 @@
 //! Invariants:
 //! * Only the holder of the actor's task (`SCHEDULED` bit) touches the actor
 //!   slot or pops the mailbox. A turn handles at most `throughput` messages,
-//!   then the actor goes to the back of the line (if more are waiting) or
-//!   releases the bit and re-checks (see `state.rs`).
+//!   then the actor goes to the back of the line; when the mailbox runs dry
+//!   the worker releases the task with one CAS that fails if anything was
+//!   claimed meanwhile (`mailbox::Release`).
 //! * A panic in `started`, `handle` or `stopped` is caught; the actor is
 //!   finalized with `StopReason::Panicked` and the worker carries on.
 //! * Finalizing (once, by the task holder): mark `STOPPED|CLOSED`, run the
@@ -20,14 +21,14 @@
 use crate::actor::{Actor, ActorId, Context};
 use crate::ask::{while_dropping, ReplySink};
 use crate::error::{AskError, SendError, StopReason};
-use crate::mailbox::{Mailbox, MailboxConfig, PushError};
-use crate::scheduler::{Runnable, WorkerLocal};
-use crate::state::{self, ActorState};
+use crate::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
+use crate::scheduler::{Runnable, Task, WorkerLocal};
+use crate::state;
 use crate::system::SystemInner;
 use parking_lot::{Condvar, Mutex};
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -58,10 +59,13 @@ struct Slot<A> {
 }
 
 pub(crate) struct ActorCell<A: Actor> {
-    pub(crate) state: ActorState,
+    /// Messages and the actor's state bits (see `mailbox`).
     pub(crate) mailbox: Mailbox<A::Msg>,
     pub(crate) system: Arc<SystemInner>,
     pub(crate) id: ActorId,
+    /// Set with `STOP_NOW`: read per message by the running worker. Kept apart
+    /// from the state bits, whose cache line the senders write.
+    killed: AtomicBool,
     table_key: u64,
     slot: UnsafeCell<Slot<A>>,
     exit: Mutex<Exit>,
@@ -95,10 +99,10 @@ impl<A: Actor> ActorCell<A> {
         system: Arc<SystemInner>,
     ) -> Self {
         ActorCell {
-            state: ActorState::new_scheduled(),
             mailbox: Mailbox::new(mailbox),
             system,
             id,
+            killed: AtomicBool::new(false),
             table_key,
             slot: UnsafeCell::new(Slot {
                 actor: Some(actor),
@@ -109,22 +113,35 @@ impl<A: Actor> ActorCell<A> {
         }
     }
 
+    /// A new strong reference to this cell.
+    pub(crate) fn arc(&self) -> Arc<Self> {
+        let ptr: *const Self = self;
+        // SAFETY: every `ActorCell` is created inside an `Arc` (`spawn_cell`)
+        // and is alive while borrowed, so its strong count is at least one
+        // and may be incremented to mint another `Arc`.
+        unsafe {
+            Arc::increment_strong_count(ptr);
+            Arc::from_raw(ptr)
+        }
+    }
+
     /// Sends a message: push, then schedule the actor if it was idle.
     #[inline]
-    pub(crate) fn send(self: &Arc<Self>, msg: A::Msg) -> Result<(), SendError<A::Msg>> {
-        if self.state.is_closed() {
-            return Err(SendError::Stopped(msg));
-        }
+    pub(crate) fn send(&self, msg: A::Msg) -> Result<(), SendError<A::Msg>> {
         match self.mailbox.push(msg) {
-            Ok(None) => {}
-            Ok(Some(evicted)) => self.drop_evicted(evicted),
-            Err(PushError::Full(m)) => return Err(SendError::Full(m)),
-            Err(PushError::Closed(m)) => return Err(SendError::Stopped(m)),
+            Ok(Pushed { schedule, evicted }) => {
+                if let Some(old) = evicted {
+                    self.drop_evicted(old);
+                }
+                if schedule {
+                    // We took the SCHEDULED bit: the task is ours to hand over.
+                    self.system.pool.schedule(Task::new(self));
+                }
+                Ok(())
+            }
+            Err(PushError::Full(m)) => Err(SendError::Full(m)),
+            Err(PushError::Closed(m)) => Err(SendError::Stopped(m)),
         }
-        if self.state.notify() {
-            self.system.pool.schedule(self.clone());
-        }
-        Ok(())
     }
 
     #[cold]
@@ -134,15 +151,18 @@ impl<A: Actor> ActorCell<A> {
     }
 
     /// Asks the actor to stop; schedules it if idle so it sees the request.
-    pub(crate) fn stop_request(self: &Arc<Self>, kind: StopRequest) {
+    pub(crate) fn stop_request(&self, kind: StopRequest) {
         let bits = match kind {
             StopRequest::Drain => state::STOP_DRAIN,
             StopRequest::Kill => state::STOP_NOW,
             StopRequest::Shutdown => state::STOP_DRAIN | state::SHUTDOWN,
             StopRequest::ShutdownNow => state::STOP_NOW | state::SHUTDOWN,
         };
-        if self.state.request_stop(bits) {
-            self.system.pool.schedule(self.clone());
+        if bits & state::STOP_NOW != 0 {
+            self.killed.store(true, Ordering::Release);
+        }
+        if self.mailbox.request_stop(bits) {
+            self.system.pool.schedule(Task::new(self));
         }
     }
 
@@ -190,7 +210,7 @@ impl<A: Actor> ActorCell<A> {
 
     /// Runs `f` with the actor and a context, catching a panic.
     fn guarded(
-        self: &Arc<Self>,
+        &self,
         actor: &mut A,
         ctx: &mut Context<'_, A>,
         f: impl FnOnce(&mut A, &mut Context<'_, A>),
@@ -199,9 +219,11 @@ impl<A: Actor> ActorCell<A> {
             .map_err(|p| StopReason::Panicked(panic_message(&*p)))
     }
 
-    fn finalize(self: &Arc<Self>, reason: StopReason, run_hook: bool) {
-        self.state.mark_stopped();
-        self.mailbox.close();
+    /// Stops the actor for good (see the module docs). Returns its table
+    /// entry, which the caller drops after its last use of `self`.
+    #[must_use]
+    fn finalize(&self, reason: StopReason, run_hook: bool) -> Option<Arc<dyn Runnable>> {
+        self.mailbox.mark_stopped();
         let mut reason = reason;
         // SAFETY: we hold the actor's task (we are running it), so we have
         // exclusive access to the slot; `mark_stopped` leaves SCHEDULED set
@@ -245,7 +267,7 @@ impl<A: Actor> ActorCell<A> {
         for w in watchers {
             w(self.id, &reason);
         }
-        self.system.actor_finished(self.table_key);
+        self.system.actor_finished(self.table_key)
     }
 
     /// Mailbox snapshot: messages waiting.
@@ -255,14 +277,12 @@ impl<A: Actor> ActorCell<A> {
 }
 
 impl<A: Actor> Runnable for ActorCell<A> {
-    fn run(self: Arc<Self>, worker: &WorkerLocal) {
+    fn run(&self, worker: &WorkerLocal) -> Option<Arc<dyn Runnable>> {
         // SAFETY: we hold the actor's task (the scheduler hands each task to
         // one worker), so nobody else touches the slot until we release it.
         let slot = unsafe { &mut *self.slot.get() };
-        let Some(actor) = slot.actor.as_mut() else {
-            return;
-        };
-        let mut ctx = Context::new(&self);
+        let actor = slot.actor.as_mut()?;
+        let mut ctx = Context::new(self);
 
         if !slot.started {
             slot.started = true;
@@ -271,60 +291,85 @@ impl<A: Actor> Runnable for ActorCell<A> {
             }
         }
 
+        // Stop requests are read once per turn and whenever the mailbox runs
+        // dry, not per message: the state bits share the senders' cache line.
         let budget = worker.throughput();
         let mut handled = 0usize;
-        let turn = catch_unwind(AssertUnwindSafe(|| {
-            while handled < budget && !ctx.stopping() {
-                if self.state.load() & state::STOP_NOW != 0 {
-                    break;
-                }
-                // SAFETY: task holder = sole consumer.
-                match unsafe { self.mailbox.pop() } {
-                    Some(msg) => {
-                        handled += 1;
-                        actor.handle(msg, &mut ctx);
+        let mut bits = self.mailbox.flags();
+        loop {
+            if bits & state::STOP_NOW != 0 {
+                let reason = if bits & state::SHUTDOWN != 0 {
+                    StopReason::Shutdown
+                } else {
+                    StopReason::Killed
+                };
+                return self.finalize(reason, true);
+            }
+            let before = handled;
+            let turn = catch_unwind(AssertUnwindSafe(|| {
+                while handled < budget && !ctx.stopping() && !self.killed.load(Ordering::Relaxed) {
+                    // SAFETY: task holder = sole consumer.
+                    match unsafe { self.mailbox.pop() } {
+                        Some(msg) => {
+                            handled += 1;
+                            actor.handle(msg, &mut ctx);
+                        }
+                        None => break,
                     }
-                    None => break,
+                }
+            }));
+            if let Err(p) = turn {
+                return self.finalize(StopReason::Panicked(panic_message(&*p)), false);
+            }
+            if ctx.stopping() {
+                return self.finalize(StopReason::Normal, true);
+            }
+            if self.killed.load(Ordering::Acquire) {
+                bits = self.mailbox.flags();
+                continue;
+            }
+            if handled >= budget {
+                // More may be waiting: to the back of the line.
+                worker.yield_task(Task::new(self));
+                return None;
+            }
+            // The mailbox looked empty.
+            // SAFETY: we hold the task.
+            match unsafe { self.mailbox.try_release() } {
+                Release::Released => return None,
+                Release::NotEmpty => {
+                    if handled == before {
+                        // Nothing readable though a slot is claimed: its
+                        // sender is mid-write. Come back after other work
+                        // instead of spinning here.
+                        worker.push_local(Task::new(self));
+                        return None;
+                    }
+                }
+                Release::Stop(b) => {
+                    bits = b;
+                    if bits & state::STOP_DRAIN != 0
+                        && bits & state::STOP_NOW == 0
+                        && self.mailbox.is_empty()
+                    {
+                        let reason = if bits & state::SHUTDOWN != 0 {
+                            StopReason::Shutdown
+                        } else {
+                            StopReason::Normal
+                        };
+                        return self.finalize(reason, true);
+                    }
+                    if bits & state::STOP_NOW == 0 && handled == before && !self.mailbox.is_empty()
+                    {
+                        worker.push_local(Task::new(self));
+                        return None;
+                    }
                 }
             }
-        }));
-        if let Err(p) = turn {
-            return self.finalize(StopReason::Panicked(panic_message(&*p)), false);
-        }
-        if ctx.stopping() {
-            return self.finalize(StopReason::Normal, true);
-        }
-        let bits = self.state.load();
-        if bits & state::STOP_NOW != 0 {
-            let reason = if bits & state::SHUTDOWN != 0 {
-                StopReason::Shutdown
-            } else {
-                StopReason::Killed
-            };
-            return self.finalize(reason, true);
-        }
-        if handled == budget {
-            // More may be waiting: to the back of the line.
-            return worker.yield_task(self);
-        }
-        // The mailbox looked empty.
-        if bits & state::STOP_DRAIN != 0 && self.mailbox.is_empty() {
-            let reason = if bits & state::SHUTDOWN != 0 {
-                StopReason::Shutdown
-            } else {
-                StopReason::Normal
-            };
-            return self.finalize(reason, true);
-        }
-        let prev = self.state.release();
-        if (!self.mailbox.is_empty() || prev & state::STOP_ANY != 0) && self.state.reacquire() {
-            // A message or stop request arrived after our last look, and no
-            // sender took the task: run again soon.
-            worker.push_local(self);
         }
     }
 
-    fn request_stop(self: Arc<Self>, kind: StopRequest) {
+    fn request_stop(&self, kind: StopRequest) {
         self.stop_request(kind);
     }
 }

@@ -60,6 +60,7 @@ pub use system::{ActorSystem, ShutdownReport, SpawnOptions, SystemBuilder, Syste
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_exports {
-    pub use crate::mailbox::unbounded::Unbounded;
+    pub use crate::mailbox::unbounded::{Release, Unbounded};
     pub use crate::state::ActorState;
+    pub use crate::state::{CLOSED, SCHEDULED, STOP_DRAIN};
 }

@@ -1,4 +1,7 @@
-//! The actor's state word: who may run the actor, and whether it is stopping.
+//! The actor's state bits: who may run the actor, and whether it is stopping.
+//! The unbounded mailbox keeps them in the low bits of its tail word (see
+//! `mailbox/unbounded.rs`); a bounded mailbox keeps them in an [`ActorState`]
+//! beside its ring, with the protocol below.
 //!
 //! Bits: `SCHEDULED` (a task for the actor exists: queued or running),
 //! `CLOSED` (sends are refused), `STOP_DRAIN` (stop once the mailbox is empty),
@@ -19,13 +22,13 @@
 
 use crate::sync::{AtomicUsize, Ordering};
 
-pub(crate) const SCHEDULED: usize = 1;
-pub(crate) const CLOSED: usize = 1 << 1;
-pub(crate) const STOP_DRAIN: usize = 1 << 2;
-pub(crate) const STOP_NOW: usize = 1 << 3;
-pub(crate) const SHUTDOWN: usize = 1 << 4;
-pub(crate) const STOPPED: usize = 1 << 5;
-pub(crate) const STOP_ANY: usize = STOP_DRAIN | STOP_NOW;
+pub const SCHEDULED: usize = 1;
+pub const CLOSED: usize = 1 << 1;
+pub const STOP_DRAIN: usize = 1 << 2;
+pub const STOP_NOW: usize = 1 << 3;
+pub const SHUTDOWN: usize = 1 << 4;
+pub const STOPPED: usize = 1 << 5;
+pub const STOP_ANY: usize = STOP_DRAIN | STOP_NOW;
 
 /// See the module docs.
 pub struct ActorState(AtomicUsize);
@@ -61,9 +64,11 @@ impl ActorState {
     }
 
     /// The running worker gives up the task; returns the previous bits.
+    /// (`fetch_sub` of the known-set bit is one `lock xadd`, where a
+    /// `fetch_and` whose result is used becomes a CAS loop.)
     #[inline]
     pub fn release(&self) -> usize {
-        self.0.fetch_and(!SCHEDULED, Ordering::AcqRel)
+        self.0.fetch_sub(SCHEDULED, Ordering::AcqRel)
     }
 
     /// After `release`, found more to do: try to take the task back. True if

@@ -17,7 +17,7 @@
 use crate::actor::{Actor, ActorId, ActorRef};
 use crate::cell::{ActorCell, StopRequest};
 use crate::mailbox::MailboxConfig;
-use crate::scheduler::{is_worker_thread, Pool, Task};
+use crate::scheduler::{is_worker_thread, Pool, Runnable, Task};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 use slab::Slab;
@@ -64,10 +64,13 @@ fn my_shard() -> usize {
     })
 }
 
+/// One shard of the actor table: live actors by slab key.
+type Shard = CachePadded<Mutex<Slab<Arc<dyn Runnable>>>>;
+
 /// Every live actor, so shutdown can reach idle ones. Sharded by spawning
 /// thread so concurrent spawns rarely contend.
 pub(crate) struct ActorTable {
-    shards: Box<[CachePadded<Mutex<Slab<Task>>>]>,
+    shards: Box<[Shard]>,
 }
 
 impl ActorTable {
@@ -89,14 +92,14 @@ impl ActorTable {
         cell
     }
 
-    fn remove(&self, key: u64) -> Option<Task> {
+    fn remove(&self, key: u64) -> Option<Arc<dyn Runnable>> {
         let shard = (key >> 32) as usize;
         self.shards[shard]
             .lock()
             .try_remove((key & 0xFFFF_FFFF) as usize)
     }
 
-    fn snapshot(&self) -> Vec<Task> {
+    fn snapshot(&self) -> Vec<Arc<dyn Runnable>> {
         let mut all = Vec::new();
         for shard in self.shards.iter() {
             all.extend(shard.lock().iter().map(|(_, t)| t.clone()));
@@ -137,19 +140,21 @@ impl SystemInner {
             cell.stop_request(StopRequest::Shutdown);
         }
         // The new actor starts SCHEDULED: this task runs its `started` hook.
-        self.pool.schedule(cell.clone());
+        self.pool.schedule(Task::new(&*cell));
         cell
     }
 
-    /// Called once by each actor's finalizer.
-    pub(crate) fn actor_finished(&self, key: u64) {
+    /// Called once by each actor's finalizer; returns the actor's table
+    /// entry for the caller to drop once it no longer borrows the actor.
+    #[must_use]
+    pub(crate) fn actor_finished(&self, key: u64) -> Option<Arc<dyn Runnable>> {
         let entry = self.table.remove(key);
         self.stopped.fetch_add(1, Ordering::Relaxed);
         if self.live.fetch_sub(1, Ordering::SeqCst) == 1 {
             let _g = self.live_lock.lock();
             self.live_cv.notify_all();
         }
-        drop(entry);
+        entry
     }
 
     /// Waits until no actor is alive; false if the deadline passed first.

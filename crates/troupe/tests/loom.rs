@@ -1,6 +1,8 @@
-//! Loom models of the lock-free parts: the unbounded mailbox, and the actor's
-//! state word together with the mailbox (the no-lost-wake-up, one-consumer
-//! protocol of `state.rs`). Run with:
+//! Loom models of the lock-free parts: the unbounded mailbox, whose tail word
+//! also holds the actor's state bits, and the protocol built on it (a push
+//! that finds the actor idle schedules it; the worker releases the actor only
+//! when nothing was claimed since it looked): no lost wake-up, never two
+//! consumers, no message stranded, none accepted after close. Run with:
 //!
 //! `RUSTFLAGS="--cfg loom" cargo test -p troupe --test loom --release`
 //!
@@ -11,7 +13,7 @@
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use troupe::loom_exports::{ActorState, Unbounded};
+use troupe::loom_exports::{Release, Unbounded, STOP_DRAIN};
 
 /// Bounded preemptions keep each model to seconds while still covering the
 /// interleavings that matter (every known bug class in such queues shows up
@@ -34,7 +36,7 @@ fn mailbox_two_producers_fifo_and_exact() {
                 let q = q.clone();
                 thread::spawn(move || {
                     for i in 0..2 {
-                        q.push((p, i));
+                        q.push((p, i)).unwrap();
                     }
                 })
             })
@@ -66,8 +68,8 @@ fn mailbox_two_producers_fifo_and_exact() {
     });
 }
 
-/// Mirrors a worker's turn: pop everything, release, re-check, reacquire.
-fn drain(q: &Unbounded<u32>, state: &ActorState, running: &AtomicBool, seen: &AtomicUsize) {
+/// Mirrors a worker's turn: pop everything, then try to release the actor.
+fn drain(q: &Unbounded<u32>, running: &AtomicBool, seen: &AtomicUsize) {
     loop {
         assert!(
             !running.swap(true, Ordering::SeqCst),
@@ -78,13 +80,14 @@ fn drain(q: &Unbounded<u32>, state: &ActorState, running: &AtomicBool, seen: &At
             seen.fetch_add(1, Ordering::SeqCst);
         }
         running.store(false, Ordering::SeqCst);
-        state.release();
-        if q.is_empty() || !state.reacquire() {
-            return;
+        // SAFETY: as above (we still hold the task until Released).
+        match unsafe { q.try_release() } {
+            Release::Released => return,
+            // A sender's slot is claimed but maybe not written: the worker
+            // re-queues itself; in the model, yield.
+            Release::NotEmpty => thread::yield_now(),
+            Release::Stop(_) => unreachable!("no stop requested in this model"),
         }
-        // Re-owned: a sender's push is in flight (claimed, maybe not yet
-        // written). The worker re-queues itself here; in the model, yield.
-        thread::yield_now();
     }
 }
 
@@ -92,29 +95,57 @@ fn drain(q: &Unbounded<u32>, state: &ActorState, running: &AtomicBool, seen: &At
 fn state_word_never_loses_a_wakeup_nor_runs_twice() {
     model(|| {
         let q = Arc::new(Unbounded::new());
-        let state = Arc::new(ActorState::new_scheduled());
         let running = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(AtomicUsize::new(0));
         let senders: Vec<_> = (0..2)
             .map(|_| {
-                let (q, state, running, seen) =
-                    (q.clone(), state.clone(), running.clone(), seen.clone());
+                let (q, running, seen) = (q.clone(), running.clone(), seen.clone());
                 thread::spawn(move || {
-                    q.push(1);
-                    // A sender that wins the task runs the actor itself here,
-                    // as a worker would after taking it from a queue.
-                    if state.notify() {
-                        drain(&q, &state, &running, &seen);
+                    // A sender that finds the actor idle runs it itself here,
+                    // as a worker would after taking the task from a queue.
+                    if q.push(1).unwrap() {
+                        drain(&q, &running, &seen);
                     }
                 })
             })
             .collect();
         // The spawner holds the first task.
-        drain(&q, &state, &running, &seen);
+        drain(&q, &running, &seen);
         for s in senders {
             s.join().unwrap();
         }
         // Every message was consumed by whoever held the task last.
         assert_eq!(seen.load(Ordering::SeqCst), 2, "a message was stranded");
+    });
+}
+
+#[test]
+fn close_refuses_and_keeps_every_accepted_message() {
+    model(|| {
+        let q = Arc::new(Unbounded::new());
+        let sender = {
+            let q = q.clone();
+            thread::spawn(move || {
+                let mut accepted = 0;
+                for i in 0..2u32 {
+                    match q.push(i) {
+                        Ok(_) => accepted += 1,
+                        Err(v) => assert_eq!(v, i, "a refused push hands the message back"),
+                    }
+                }
+                accepted
+            })
+        };
+        // A stop request closes the mailbox; the spawner still holds the task.
+        q.request_stop(STOP_DRAIN);
+        let accepted = sender.join().unwrap();
+        let mut got = 0;
+        // SAFETY: this thread holds the task.
+        while unsafe { q.pop() }.is_some() {
+            got += 1;
+        }
+        assert_eq!(got, accepted, "accepted messages are all in the mailbox");
+        // SAFETY: as above.
+        assert!(matches!(unsafe { q.try_release() }, Release::Stop(_)));
     });
 }

@@ -11,23 +11,38 @@ pub struct Params {
     pub round_trips: u64,
 }
 
-pub struct Ponger;
+/// Answers each ball with the next one.
+pub struct Ponger {
+    peer: Option<ActorRef<Pinger>>,
+}
+
+pub enum PongMsg {
+    Meet(ActorRef<Pinger>),
+    Ball(u64),
+}
 
 impl Actor for Ponger {
-    type Msg = (u64, ActorRef<Pinger>);
+    type Msg = PongMsg;
     #[inline]
-    fn handle(&mut self, (n, back): Self::Msg, _ctx: &mut Context<'_, Self>) {
-        let _ = back.tell(PingMsg::Pong(n));
+    fn handle(&mut self, msg: PongMsg, _ctx: &mut Context<'_, Self>) {
+        match msg {
+            PongMsg::Ball(n) => {
+                if let Some(peer) = &self.peer {
+                    let _ = peer.tell(PingMsg::Ball(n));
+                }
+            }
+            PongMsg::Meet(p) => self.peer = Some(p),
+        }
     }
 }
 
 pub enum PingMsg {
     Start(ActorRef<Ponger>),
-    Pong(u64),
+    Ball(u64),
 }
 
+/// Serves, counts round trips, reports when done.
 pub struct Pinger {
-    me: Option<ActorRef<Pinger>>,
     peer: Option<ActorRef<Ponger>>,
     target: u64,
     done: Sender<u64>,
@@ -39,17 +54,16 @@ impl Actor for Pinger {
     fn handle(&mut self, msg: PingMsg, ctx: &mut Context<'_, Self>) {
         match msg {
             PingMsg::Start(peer) => {
-                let me = ctx.myself();
-                let _ = peer.tell((1, me.clone()));
-                self.me = Some(me);
+                let _ = peer.tell(PongMsg::Meet(ctx.myself()));
+                let _ = peer.tell(PongMsg::Ball(1));
                 self.peer = Some(peer);
             }
-            PingMsg::Pong(n) if n == self.target => {
+            PingMsg::Ball(n) if n == self.target => {
                 let _ = self.done.send(n);
             }
-            PingMsg::Pong(n) => {
-                if let (Some(peer), Some(me)) = (&self.peer, &self.me) {
-                    let _ = peer.tell((n + 1, me.clone()));
+            PingMsg::Ball(n) => {
+                if let Some(peer) = &self.peer {
+                    let _ = peer.tell(PongMsg::Ball(n + 1));
                 }
             }
         }
@@ -67,9 +81,8 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         || {
             let system = cfg.system();
             let (tx, rx) = bounded(1);
-            let ponger = system.spawn(Ponger);
+            let ponger = system.spawn(Ponger { peer: None });
             let pinger = system.spawn(Pinger {
-                me: None,
                 peer: None,
                 target: k,
                 done: tx,

@@ -4,29 +4,41 @@
 //! The design follows crossbeam's `SegQueue`, narrowed to one consumer and with
 //! block recycling so that a queue in its steady state allocates nothing.
 //!
+//! # The tail word: queue index and actor state in one atomic
+//! The tail word is `index << SHIFT | flags`, where the flags are the actor's
+//! state bits (`SCHEDULED`, `CLOSED`, stop requests; see `state.rs`). One CAS
+//! by a sender therefore claims a slot, refuses it if the actor is closed, and
+//! takes the actor's `SCHEDULED` bit; one CAS by the worker releases the actor
+//! only if no slot was claimed since it last looked (`tail index == head`).
+//! Two atomic RMWs per message hop instead of three.
+//!
 //! # Protocol
-//! * The tail `index` counts pushes: `index % LAP` is the offset in the tail
-//!   block. Offset `BLOCK_CAP` (= `LAP - 1`) is a sentinel meaning "the next
-//!   block is being installed"; producers wait while they see it.
-//! * A producer claims a slot by a CAS on the tail index. The producer that
-//!   claims the last slot of a block installs the next block (taken from the
-//!   `spare` cache or freshly allocated) *before* it writes its value, so the
-//!   consumer always finds `next` set once it has read the last slot.
+//! * `index % LAP` is the offset in the tail block. Offset `BLOCK_CAP`
+//!   (= `LAP - 1`) is a sentinel meaning "the next block is being installed";
+//!   producers wait while they see it.
+//! * A producer claims a slot by a CAS on the tail word that also sets
+//!   `SCHEDULED`; if that bit was clear, the producer owns the actor's task and
+//!   must schedule it once its value is written. The producer that claims the
+//!   last slot of a block installs the next block (taken from the `spare`
+//!   cache or freshly allocated) *before* it writes its value, so the consumer
+//!   always finds `next` set once it has read the last slot.
 //! * A producer writes the value, then sets the slot's `WRITE` bit (Release).
 //!   The consumer reads a slot only after seeing `WRITE` (Acquire). A slot that
-//!   is claimed but not yet written reads as "empty for now": the actor's state
-//!   protocol (see `cell.rs`) guarantees that the producer, once it has written,
-//!   schedules the actor if it is idle, so nothing is stranded.
-//! * Only one consumer runs `pop` at a time (the worker that owns the actor's
-//!   `SCHEDULED` bit). When it leaves a block, every slot of that block has been
+//!   is claimed but not yet written keeps the queue non-empty, so the worker
+//!   cannot release the actor: it retries shortly (the writer is a few
+//!   instructions away), and nothing is stranded.
+//! * Only one consumer runs `pop` / `try_release` at a time (the holder of the
+//!   actor's task). When it leaves a block, every slot of that block has been
 //!   written and read, so no producer touches the block again: a producer only
-//!   dereferences a block after its CAS on the tail index succeeded, which proves
-//!   that block is still the tail block. The consumer then resets the block and
-//!   parks it in `spare` for the next install, or frees it if `spare` is taken.
+//!   dereferences a block after its CAS on the tail word succeeded, which
+//!   proves that block is still the tail block (indices never repeat). The
+//!   consumer then resets the block and parks it in `spare` for the next
+//!   install, or frees it if `spare` is taken.
 //!
 //! FIFO: slots are claimed in tail-index order and read in the same order, so
 //! two messages from one sender arrive in the order they were sent.
 
+use crate::state::{CLOSED, SCHEDULED, STOPPED, STOP_ANY};
 use crate::sync::{AtomicPtr, AtomicUsize, Backoff, Ordering, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::ptr;
@@ -42,6 +54,24 @@ const LAP: usize = 3;
 const BLOCK_CAP: usize = LAP - 1;
 /// Slot state bit: the value has been written.
 const WRITE: usize = 1;
+/// Low bits of the tail word hold the actor's state flags.
+const SHIFT: usize = 8;
+const FLAGS: usize = (1 << SHIFT) - 1;
+/// One claimed slot in the tail word.
+const ONE: usize = 1 << SHIFT;
+
+/// What the consumer's attempt to release the actor found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Release {
+    /// The actor is idle now; the caller no longer holds its task.
+    Released,
+    /// A slot was claimed since the consumer last looked (perhaps not yet
+    /// written): the caller still holds the task and must come back.
+    NotEmpty,
+    /// A stop was requested: the caller still holds the task; these are the
+    /// flags.
+    Stop(usize),
+}
 
 struct Slot<T> {
     value: UnsafeCell<MaybeUninit<T>>,
@@ -67,8 +97,8 @@ impl<T> Block<T> {
 
 /// An unbounded lock-free MPSC queue. See the module docs for the protocol.
 pub struct Unbounded<T> {
-    /// Index of the next slot to claim.
-    tail_index: AtomicUsize,
+    /// `index of the next slot to claim << SHIFT | actor state flags`.
+    tail: AtomicUsize,
     /// The block the tail index points into (null before the first push).
     tail_block: AtomicPtr<Block<T>>,
     /// Index of the next slot to read. Written by the consumer only; atomic so
@@ -90,10 +120,11 @@ unsafe impl<T: Send> Send for Unbounded<T> {}
 unsafe impl<T: Send> Sync for Unbounded<T> {}
 
 impl<T> Unbounded<T> {
-    /// An empty queue. Allocates nothing until the first push.
+    /// An empty queue whose actor starts `SCHEDULED` (its spawner holds the
+    /// first task). Allocates nothing until the first push.
     pub fn new() -> Self {
         Unbounded {
-            tail_index: AtomicUsize::new(0),
+            tail: AtomicUsize::new(SCHEDULED),
             tail_block: AtomicPtr::new(ptr::null_mut()),
             head_index: AtomicUsize::new(0),
             head_block: AtomicPtr::new(ptr::null_mut()),
@@ -110,20 +141,28 @@ impl<T> Unbounded<T> {
         }
     }
 
-    /// Appends `value`. Lock-free; any number of threads may push at once.
-    pub fn push(&self, value: T) {
+    /// Appends `value` unless the actor is closed (then it comes back).
+    /// `Ok(true)`: the actor was idle and the caller now holds its task and
+    /// must schedule it. Lock-free; any number of threads may push at once.
+    pub fn push(&self, value: T) -> Result<bool, T> {
         let backoff = Backoff::new();
-        let mut tail = self.tail_index.load(Ordering::Acquire);
+        let mut tail = self.tail.load(Ordering::Acquire);
         let mut block = self.tail_block.load(Ordering::Acquire);
         let mut next_block: *mut Block<T> = ptr::null_mut();
 
         loop {
-            let offset = tail % LAP;
+            if tail & CLOSED != 0 {
+                if !next_block.is_null() {
+                    self.recycle_or_free(next_block);
+                }
+                return Err(value);
+            }
+            let offset = (tail >> SHIFT) % LAP;
 
             // Another producer is installing the next block: wait for it.
             if offset == BLOCK_CAP {
                 backoff.snooze();
-                tail = self.tail_index.load(Ordering::Acquire);
+                tail = self.tail.load(Ordering::Acquire);
                 block = self.tail_block.load(Ordering::Acquire);
                 continue;
             }
@@ -151,33 +190,34 @@ impl<T> Unbounded<T> {
                     } else {
                         self.recycle_or_free(new);
                     }
-                    tail = self.tail_index.load(Ordering::Acquire);
+                    tail = self.tail.load(Ordering::Acquire);
                     block = self.tail_block.load(Ordering::Acquire);
                     continue;
                 }
             }
 
-            let new_tail = tail + 1;
-            match self.tail_index.compare_exchange_weak(
+            let new_tail = (tail + ONE) | SCHEDULED;
+            match self.tail.compare_exchange_weak(
                 tail,
                 new_tail,
-                Ordering::SeqCst,
+                Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
                 Ok(_) => {
-                    // SAFETY: our CAS moved the tail from `tail` to `new_tail`,
-                    // so `block` (loaded after `tail`, and the tail block for
-                    // every index of its lap) is the live tail block and slot
-                    // `offset` is ours alone. The consumer cannot leave this
-                    // block before reading the slot we are about to write, so
-                    // the block stays allocated while we use it.
+                    // SAFETY: our CAS moved the tail index past our slot, so
+                    // `block` (loaded after `tail`, and the tail block for
+                    // every index of its lap; indices never repeat) is the
+                    // live tail block and slot `offset` is ours alone. The
+                    // consumer cannot leave this block before reading the slot
+                    // we are about to write, so the block stays allocated.
                     unsafe {
                         if offset + 1 == BLOCK_CAP {
                             let next = next_block;
                             next_block = ptr::null_mut();
                             self.tail_block.store(next, Ordering::Release);
-                            // Skip the sentinel offset into the next lap.
-                            self.tail_index.store(new_tail + 1, Ordering::Release);
+                            // Skip the sentinel offset into the next lap (an
+                            // RMW: the flags may change meanwhile).
+                            self.tail.fetch_add(ONE, Ordering::Release);
                             (*block).next.store(next, Ordering::Release);
                         }
                         let slot = (*block).slots.get_unchecked(offset);
@@ -187,7 +227,7 @@ impl<T> Unbounded<T> {
                     if !next_block.is_null() {
                         self.recycle_or_free(next_block);
                     }
-                    return;
+                    return Ok(tail & SCHEDULED == 0);
                 }
                 Err(t) => {
                     tail = t;
@@ -236,20 +276,67 @@ impl<T> Unbounded<T> {
     }
 
     /// Whether no message is claimed and unread. Safe from any thread at any
-    /// time: it compares the two indices and never touches a block, which is
-    /// what the actor's idle re-check needs (it runs after the worker gave up
-    /// the consumer role, when another worker may already be popping).
+    /// time: it compares the two indices and never touches a block.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.tail_index.load(Ordering::Acquire) == self.head_index.load(Ordering::Acquire)
+        self.tail.load(Ordering::Acquire) >> SHIFT == self.head_index.load(Ordering::Acquire)
     }
 
     /// Number of messages claimed and not yet read; a snapshot from any thread.
     pub(crate) fn len(&self) -> usize {
         let head = self.head_index.load(Ordering::Acquire);
-        let tail = self.tail_index.load(Ordering::Acquire);
+        let tail = self.tail.load(Ordering::Acquire) >> SHIFT;
         let slots = |i: usize| (i / LAP) * BLOCK_CAP + (i % LAP).min(BLOCK_CAP);
         slots(tail).saturating_sub(slots(head))
+    }
+
+    /// Consumer only: give up the actor's task if nothing was claimed since
+    /// the last pop and no stop is requested. See [`Release`].
+    ///
+    /// # Safety
+    /// As for [`pop`](Self::pop): the caller holds the actor's task.
+    #[inline]
+    pub unsafe fn try_release(&self) -> Release {
+        let head = self.head_index.load(Ordering::Relaxed);
+        let mut tail = self.tail.load(Ordering::Acquire);
+        loop {
+            if tail & STOP_ANY != 0 {
+                return Release::Stop(tail & FLAGS);
+            }
+            if tail >> SHIFT != head {
+                return Release::NotEmpty;
+            }
+            match self.tail.compare_exchange_weak(
+                tail,
+                tail & !SCHEDULED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Release::Released,
+                Err(t) => tail = t,
+            }
+        }
+    }
+
+    /// The actor's state flags.
+    #[inline]
+    pub fn flags(&self) -> usize {
+        self.tail.load(Ordering::Acquire) & FLAGS
+    }
+
+    /// Sets `bits | CLOSED | SCHEDULED`; true if the caller must schedule the
+    /// actor (it was idle) so it sees them.
+    pub fn request_stop(&self, bits: usize) -> bool {
+        self.tail
+            .fetch_or(bits | CLOSED | SCHEDULED, Ordering::AcqRel)
+            & SCHEDULED
+            == 0
+    }
+
+    /// Finalized: closed, stopped, and scheduled for good.
+    pub(crate) fn mark_stopped(&self) {
+        self.tail
+            .fetch_or(STOPPED | CLOSED | SCHEDULED, Ordering::AcqRel);
     }
 
     /// Resets a block that no producer or consumer references any more and
@@ -304,7 +391,7 @@ mod tests {
         let q = Unbounded::new();
         for round in 0..3 {
             for i in 0..1000 {
-                q.push(i + round * 1000);
+                let _ = q.push(i + round * 1000);
             }
             assert_eq!(q.len(), 1000);
             for i in 0..1000 {
@@ -322,7 +409,7 @@ mod tests {
         let marker = Arc::new(());
         let q = Unbounded::new();
         for _ in 0..100 {
-            q.push(marker.clone());
+            let _ = q.push(marker.clone());
         }
         drop(q);
         assert_eq!(Arc::strong_count(&marker), 1);
@@ -338,7 +425,7 @@ mod tests {
                 let q = q.clone();
                 std::thread::spawn(move || {
                     for i in 0..N {
-                        q.push((p, i));
+                        let _ = q.push((p, i));
                     }
                 })
             })

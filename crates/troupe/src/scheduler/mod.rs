@@ -19,22 +19,55 @@ pub(crate) mod worker;
 
 use crossbeam_deque::{Injector, Stealer, Worker as Deque};
 use crossbeam_utils::sync::{Parker, Unparker};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 pub(crate) use worker::{is_worker_thread, WorkerLocal};
 
-/// A scheduled actor, type-erased. Running it consumes the task; the actor
-/// either re-schedules itself or releases its `SCHEDULED` bit.
-pub(crate) type Task = Arc<dyn Runnable>;
+/// A scheduled actor: a type-erased, non-owning pointer to its cell. Running
+/// it consumes the task; the actor either re-schedules itself (a new task) or
+/// releases its `SCHEDULED` bit.
+///
+/// Why a raw pointer is enough (and saves two atomic RMWs per message hop
+/// over an `Arc`): a task exists only while its creator holds the actor's
+/// `SCHEDULED` bit, and the system's actor table keeps a strong reference to
+/// the cell until the actor is finalized, which only the task holder does,
+/// consuming the task. So the cell outlives every task that points to it.
+pub(crate) struct Task(NonNull<dyn Runnable>);
+
+// SAFETY: a task is handed from thread to thread, with exclusive rights to run
+// its actor; the cell it points to is `Send + Sync` (`Runnable` requires it).
+unsafe impl Send for Task {}
+
+impl Task {
+    /// A task for `actor`. The caller must hold (or have just taken) the
+    /// actor's `SCHEDULED` bit, which this task now carries.
+    #[inline]
+    pub(crate) fn new(actor: &(dyn Runnable + 'static)) -> Task {
+        Task(NonNull::from(actor))
+    }
+
+    /// Runs one turn of the actor. If the actor finalized, its table entry
+    /// comes back and is dropped here, after the cell is no longer borrowed.
+    #[inline]
+    pub(crate) fn run(self, worker: &WorkerLocal) {
+        // SAFETY: see the type's docs: the cell is alive while the task exists,
+        // and this task is the only one for the actor.
+        let retired = unsafe { self.0.as_ref() }.run(worker);
+        drop(retired);
+    }
+}
 
 /// What the scheduler needs from an actor.
 pub(crate) trait Runnable: Send + Sync + 'static {
-    /// Runs one turn: at most `throughput` messages.
-    fn run(self: Arc<Self>, worker: &WorkerLocal);
+    /// Runs one turn: at most `throughput` messages. Returns the actor's
+    /// table entry if the actor finalized during the turn; the caller drops it
+    /// once it no longer borrows the actor (it may be the last reference).
+    fn run(&self, worker: &WorkerLocal) -> Option<Arc<dyn Runnable>>;
     /// Asks the actor to stop (used by system shutdown).
-    fn request_stop(self: Arc<Self>, kind: crate::cell::StopRequest);
+    fn request_stop(&self, kind: crate::cell::StopRequest);
 }
 
 static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
