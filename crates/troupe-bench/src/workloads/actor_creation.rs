@@ -3,9 +3,11 @@
 //! actor(P) must answer 2^P - 1. Also measures the memory of idle actors.
 
 use super::{params, verify, RunCfg};
-use crate::stats::{reset_peak_rss, rss_bytes, Figure, Sample};
+use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 use troupe::{Actor, ActorRef, Context};
 
@@ -68,6 +70,71 @@ impl Actor for Node {
     }
 }
 
+/// glibc's `struct mallinfo2` (all fields `size_t`).
+#[repr(C)]
+#[derive(Default)]
+struct MallInfo2 {
+    arena: usize,
+    ordblks: usize,
+    smblks: usize,
+    hblks: usize,
+    hblkhd: usize,
+    usmblks: usize,
+    fsmblks: usize,
+    uordblks: usize,
+    fordblks: usize,
+    keepcost: usize,
+}
+
+extern "C" {
+    fn mallinfo2() -> MallInfo2;
+}
+
+/// Bytes of heap in use right now, over every malloc arena (glibc sums them):
+/// unlike resident memory, this sees allocations that reuse memory freed by
+/// earlier workloads in this process.
+pub fn heap_in_use() -> u64 {
+    // SAFETY: `mallinfo2` takes no arguments, only reads allocator statistics
+    // (under the arenas' locks) and returns a plain struct by value; glibc
+    // >= 2.33 provides it (Debian 12 ships 2.36).
+    let m = unsafe { mallinfo2() };
+    (m.uordblks + m.hblkhd) as u64
+}
+
+/// Samples `heap_in_use` every millisecond until dropped; keeps the peak.
+struct PeakHeap {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PeakHeap {
+    fn start() -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(heap_in_use()));
+        let (s, p) = (stop.clone(), peak.clone());
+        let handle = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                p.fetch_max(heap_in_use(), Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+        PeakHeap {
+            stop,
+            peak,
+            handle: Some(handle),
+        }
+    }
+
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        self.peak.load(Ordering::Relaxed).max(heap_in_use())
+    }
+}
+
 /// An actor that does nothing: what an idle actor costs.
 pub struct Idle;
 
@@ -87,8 +154,8 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         || {
             let system = cfg.system();
             let (tx, rx) = bounded(1);
-            reset_peak_rss();
-            let before = rss_bytes();
+            let before = heap_in_use();
+            let sampler = PeakHeap::start();
             let t0 = Instant::now();
             system.spawn(Node {
                 x: p.pow,
@@ -98,20 +165,22 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
             });
             let answer = rx.recv().map_err(|e| e.to_string())?;
             let seconds = t0.elapsed().as_secs_f64();
-            let peak = (crate::stats::peak_rss_mb() * 1024.0 * 1024.0) as u64;
+            let peak = sampler.finish();
             verify(answer == actors, || {
                 format!("actor_creation: root answered {answer}, expected {actors}")
             })?;
             system.shutdown();
+            // Peak heap growth while the tree lived, over all its actors
+            // (depth-first scheduling keeps few alive at once).
             Ok(Sample::new(seconds, actors as f64)
-                .with("peak_rss_growth_bytes", peak.saturating_sub(before))
+                .with("peak_heap_growth_bytes", peak.saturating_sub(before))
                 .with(
                     "bytes_per_actor",
                     peak.saturating_sub(before) as f64 / actors as f64,
                 ))
         },
     )?;
-    // Idle actors: spawn K that stay alive, measure resident memory growth.
+    // Idle actors: spawn K that stay alive, measure the heap they occupy.
     let k = (actors as usize).clamp(10_000, 1_000_000);
     let idle =
         cfg.measure(
@@ -122,19 +191,19 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
             "actors/s",
             || {
                 let system = cfg.system();
-                let before = rss_bytes();
+                let mut refs: Vec<ActorRef<Idle>> = Vec::with_capacity(k);
+                let before = heap_in_use();
                 let t0 = Instant::now();
-                let refs: Vec<ActorRef<Idle>> = (0..k).map(|_| system.spawn(Idle)).collect();
+                refs.extend((0..k).map(|_| system.spawn(Idle)));
                 // Wait until every actor has run its start (a turn) and is idle.
                 while refs.last().map(|r| r.mailbox_len()).unwrap_or(0) > 0 {
                     std::thread::yield_now();
                 }
                 let seconds = t0.elapsed().as_secs_f64();
                 std::thread::sleep(std::time::Duration::from_millis(20));
-                // The handles themselves (8 bytes each) are not the actors' cost.
-                let grown = rss_bytes()
-                    .saturating_sub(before)
-                    .saturating_sub((k * 8) as u64);
+                // Everything the runtime allocated for K idle actors (cells and
+                // table entries); the handles' Vec was allocated before.
+                let grown = heap_in_use().saturating_sub(before);
                 verify(system.live_actors() == k, || {
                     format!("idle actors: {} alive, expected {k}", system.live_actors())
                 })?;
