@@ -401,3 +401,24 @@ impl<A: Actor> Drop for ActorCell<A> {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    struct Unit;
+    impl Actor for Unit {
+        type Msg = u64;
+        fn handle(&mut self, _: u64, _: &mut Context<'_, Self>) {}
+    }
+
+    /// Guards the per-actor memory budget (an idle actor, cell plus table
+    /// entry, must stay within 256 bytes): the cell itself for a zero-sized
+    /// actor, before the `Arc` header (16 bytes) and the table slot.
+    #[test]
+    fn cell_stays_small() {
+        let size = std::mem::size_of::<ActorCell<Unit>>();
+        eprintln!("ActorCell<zero-sized actor> = {size} bytes");
+        assert!(size <= 160, "ActorCell grew to {size} bytes");
+    }
+}
