@@ -66,11 +66,16 @@ impl Actor for Auditor {
 
 fn main() {
     let system = ActorSystem::new();
-    let store = system.spawn(Store { map: Default::default() });
+    let store = system.spawn(Store {
+        map: Default::default(),
+    });
     store.tell(StoreMsg::Put("apples".into(), 3)).unwrap();
 
     // From a plain thread: block for at most a second.
-    let apples = store.ask(|r| StoreMsg::Get("apples".into(), r), Duration::from_secs(1));
+    let apples = store.ask(
+        |r| StoreMsg::Get("apples".into(), r),
+        Duration::from_secs(1),
+    );
     println!("apples: {apples:?}");
 
     // From async code: a future (here simply waited on).
@@ -78,14 +83,19 @@ fn main() {
     println!("pears: {:?}", pears.wait_timeout(Duration::from_secs(1)));
 
     // From another actor.
-    let auditor = system.spawn(Auditor { store: store.clone() });
+    let auditor = system.spawn(Auditor {
+        store: store.clone(),
+    });
     auditor.tell(AuditMsg::Check("apples".into())).unwrap();
     auditor.join();
 
     // A panicking handler stops that actor only; asks to it fail at once.
     store.tell(StoreMsg::Crash).unwrap();
     println!("store stopped: {}", store.join());
-    let late = store.ask(|r| StoreMsg::Get("apples".into(), r), Duration::from_secs(1));
+    let late = store.ask(
+        |r| StoreMsg::Get("apples".into(), r),
+        Duration::from_secs(1),
+    );
     assert_eq!(late, Err(AskError::ActorStopped));
     println!("asking a stopped actor: {}", late.unwrap_err());
 }

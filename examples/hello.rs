@@ -30,7 +30,9 @@ fn main() {
     let system = ActorSystem::new();
     let greeter = system.spawn(Greeter { greeted: 0 });
     for name in ["Ada", "Grace", "Barbara"] {
-        greeter.tell(name.to_string()).expect("the greeter is alive");
+        greeter
+            .tell(name.to_string())
+            .expect("the greeter is alive");
     }
     // Shutdown lets the greeter handle what is queued, then stops it.
     let report = system.shutdown();

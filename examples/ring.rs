@@ -34,16 +34,31 @@ impl Actor for Node {
 }
 
 fn main() {
-    let args: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let (rings, actors, laps) = (*args.first().unwrap_or(&4), *args.get(1).unwrap_or(&1000), *args.get(2).unwrap_or(&100));
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let (rings, actors, laps) = (
+        *args.first().unwrap_or(&4),
+        *args.get(1).unwrap_or(&1000),
+        *args.get(2).unwrap_or(&100),
+    );
     let system = ActorSystem::new();
     let (tx, rx) = std::sync::mpsc::channel();
     let t0 = Instant::now();
     let firsts: Vec<ActorRef<Node>> = (0..rings)
         .map(|_| {
-            let nodes: Vec<_> = (0..actors).map(|_| system.spawn(Node { next: None, done: tx.clone() })).collect();
+            let nodes: Vec<_> = (0..actors)
+                .map(|_| {
+                    system.spawn(Node {
+                        next: None,
+                        done: tx.clone(),
+                    })
+                })
+                .collect();
             for (i, n) in nodes.iter().enumerate() {
-                n.tell(Msg::Link(nodes[(i + 1) % nodes.len()].clone())).unwrap();
+                n.tell(Msg::Link(nodes[(i + 1) % nodes.len()].clone()))
+                    .unwrap();
             }
             nodes[0].clone()
         })
@@ -58,5 +73,9 @@ fn main() {
     }
     let secs = t0.elapsed().as_secs_f64();
     let hops = (rings * actors * laps) as f64;
-    println!("{hops} hops in {secs:.3} s: {:.1} M hops/s on {} threads", hops / secs / 1e6, system.threads());
+    println!(
+        "{hops} hops in {secs:.3} s: {:.1} M hops/s on {} threads",
+        hops / secs / 1e6,
+        system.threads()
+    );
 }

@@ -22,7 +22,7 @@ use crate::actor::{Actor, ActorId, Context};
 use crate::ask::{while_dropping, ReplySink};
 use crate::error::{AskError, SendError, StopReason};
 use crate::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
-use crate::scheduler::{Runnable, Task, WorkerLocal};
+use crate::scheduler::{Pool, Runnable, Task, WorkerLocal};
 use crate::state;
 use crate::system::SystemInner;
 use parking_lot::{Condvar, Mutex};
@@ -62,6 +62,10 @@ pub(crate) struct ActorCell<A: Actor> {
     /// Messages and the actor's state bits (see `mailbox`).
     pub(crate) mailbox: Mailbox<A::Msg>,
     pub(crate) system: Arc<SystemInner>,
+    /// The pool the actor runs on when not the system's default one.
+    pool: Option<Arc<Pool>>,
+    /// The pool is this actor's own thread: stop it when the actor stops.
+    dedicated: bool,
     pub(crate) id: ActorId,
     /// Set with `STOP_NOW`: read per message by the running worker. Kept apart
     /// from the state bits, whose cache line the senders write.
@@ -97,10 +101,14 @@ impl<A: Actor> ActorCell<A> {
         table_key: u64,
         mailbox: MailboxConfig,
         system: Arc<SystemInner>,
+        pool: Option<Arc<Pool>>,
+        dedicated: bool,
     ) -> Self {
         ActorCell {
             mailbox: Mailbox::new(mailbox),
             system,
+            pool,
+            dedicated,
             id,
             killed: AtomicBool::new(false),
             table_key,
@@ -111,6 +119,12 @@ impl<A: Actor> ActorCell<A> {
             exit: Mutex::new(Exit::Running(Vec::new())),
             exit_cv: Condvar::new(),
         }
+    }
+
+    /// The pool this actor runs on.
+    #[inline]
+    pub(crate) fn pool(&self) -> &Arc<Pool> {
+        self.pool.as_ref().unwrap_or(&self.system.pool)
     }
 
     /// A new strong reference to this cell.
@@ -135,7 +149,7 @@ impl<A: Actor> ActorCell<A> {
                 }
                 if schedule {
                     // We took the SCHEDULED bit: the task is ours to hand over.
-                    self.system.pool.schedule(Task::new(self));
+                    self.pool().schedule(Task::new(self));
                 }
                 Ok(())
             }
@@ -146,8 +160,8 @@ impl<A: Actor> ActorCell<A> {
 
     #[cold]
     fn drop_evicted(&self, evicted: A::Msg) {
-        while_dropping(AskError::MailboxFull, || drop(evicted));
         self.system.dropped.fetch_add(1, Ordering::Relaxed);
+        while_dropping(AskError::MailboxFull, || drop(evicted));
     }
 
     /// Asks the actor to stop; schedules it if idle so it sees the request.
@@ -162,7 +176,7 @@ impl<A: Actor> ActorCell<A> {
             self.killed.store(true, Ordering::Release);
         }
         if self.mailbox.request_stop(bits) {
-            self.system.pool.schedule(Task::new(self));
+            self.pool().schedule(Task::new(self));
         }
     }
 
@@ -243,17 +257,19 @@ impl<A: Actor> ActorCell<A> {
         if let StopReason::Panicked(msg) = &reason {
             tracing::error!(actor = %self.id, panic = %msg, "actor panicked and was stopped");
         }
-        // SAFETY: we are still the only consumer (task holder).
+        // Count each leftover before dropping it: dropping a request's
+        // `ReplyTo` wakes its asker, who may read the counter at once.
         let dropped = while_dropping(AskError::ActorStopped, || {
             let mut n = 0u64;
+            // SAFETY: we are still the only consumer (task holder).
             while let Some(m) = unsafe { self.mailbox.pop() } {
+                self.system.dropped.fetch_add(1, Ordering::Relaxed);
                 drop(m);
                 n += 1;
             }
             n
         });
         if dropped > 0 {
-            self.system.dropped.fetch_add(dropped, Ordering::Relaxed);
             tracing::debug!(actor = %self.id, dropped, "stopped actor's pending messages dropped");
         }
         let watchers = {
@@ -266,6 +282,10 @@ impl<A: Actor> ActorCell<A> {
         self.exit_cv.notify_all();
         for w in watchers {
             w(self.id, &reason);
+        }
+        if self.dedicated {
+            // Our own thread: it exits once this turn returns.
+            self.pool().begin_shutdown();
         }
         self.system.actor_finished(self.table_key)
     }
@@ -388,17 +408,15 @@ impl<A: Actor> Drop for ActorCell<A> {
     fn drop(&mut self) {
         // Messages that raced with the actor's stop (sent after its final
         // drain) end here: dropped and counted, asks failed.
-        let mut n = 0u64;
+        let system = &self.system;
+        let mailbox = &self.mailbox;
         while_dropping(AskError::ActorStopped, || {
             // SAFETY: `&mut self`: no other reference exists.
-            while let Some(m) = unsafe { self.mailbox.pop() } {
+            while let Some(m) = unsafe { mailbox.pop() } {
+                system.dropped.fetch_add(1, Ordering::Relaxed);
                 drop(m);
-                n += 1;
             }
         });
-        if n > 0 {
-            self.system.dropped.fetch_add(n, Ordering::Relaxed);
-        }
     }
 }
 

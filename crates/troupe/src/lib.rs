@@ -43,6 +43,7 @@
 pub mod actor;
 mod ask;
 mod cell;
+pub mod dispatcher;
 mod error;
 pub mod mailbox;
 mod scheduler;
@@ -52,6 +53,7 @@ mod system;
 
 pub use actor::{Actor, ActorId, ActorRef, Context};
 pub use ask::{AskFuture, ReplyTo};
+pub use dispatcher::{io_pool_size, Dispatcher, DispatcherKind};
 pub use error::{AskError, SendError, StopReason};
 pub use mailbox::{MailboxConfig, OverflowPolicy};
 pub use system::{ActorSystem, ShutdownReport, SpawnOptions, SystemBuilder, SystemHandle};

@@ -16,8 +16,9 @@
 
 use crate::actor::{Actor, ActorId, ActorRef};
 use crate::cell::{ActorCell, StopRequest};
+use crate::dispatcher::{Dispatcher, DispatcherKind};
 use crate::mailbox::MailboxConfig;
-use crate::scheduler::{is_worker_thread, Pool, Runnable, Task};
+use crate::scheduler::{is_worker_thread, Pool, PoolConfig, Runnable, Task};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 use slab::Slab;
@@ -108,6 +109,9 @@ impl ActorTable {
     }
 }
 
+/// A pool and its worker threads' handles.
+type PoolThreads = (Arc<Pool>, Vec<JoinHandle<()>>);
+
 pub(crate) struct SystemInner {
     pub(crate) pool: Arc<Pool>,
     table: ActorTable,
@@ -118,29 +122,67 @@ pub(crate) struct SystemInner {
     pub(crate) dropped: AtomicU64,
     stopped: AtomicU64,
     default_mailbox: MailboxConfig,
+    throughput: usize,
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// Pools other than the default one (named dispatchers and dedicated
+    /// threads): stopped and joined at shutdown.
+    extra_pools: Mutex<Vec<PoolThreads>>,
     report: Mutex<Option<ShutdownReport>>,
 }
 
 impl SystemInner {
+    /// Starts a pool that the system will stop and join at shutdown.
+    pub(crate) fn start_pool(&self, config: PoolConfig) -> Arc<Pool> {
+        let (pool, handles) = Pool::start(config);
+        let mut pools = self.extra_pools.lock();
+        // Forget dedicated threads that have already exited.
+        pools.retain(|(p, hs)| !(p.is_shut_down() && hs.iter().all(|h| h.is_finished())));
+        pools.push((pool.clone(), handles));
+        pool
+    }
+
+    pub(crate) fn pool_config(&self, name: &str, threads: usize) -> PoolConfig {
+        PoolConfig {
+            threads,
+            throughput: self.throughput,
+            name: name.into(),
+            shared_queue: false,
+            pin: None,
+        }
+    }
+
     pub(crate) fn spawn_cell<A: Actor>(
         self: &Arc<Self>,
         actor: A,
         options: SpawnOptions,
     ) -> Arc<ActorCell<A>> {
         let mailbox = options.mailbox.unwrap_or(self.default_mailbox);
+        let (pool, dedicated) = if options.dedicated {
+            let name = options.thread_name.as_deref().unwrap_or("troupe-dedicated");
+            (Some(self.start_pool(self.pool_config(name, 1))), true)
+        } else {
+            (options.dispatcher.map(|d| d.pool), false)
+        };
         self.live.fetch_add(1, Ordering::SeqCst);
         let id = next_id();
-        let cell = self
-            .table
-            .insert(|key| Arc::new(ActorCell::new(actor, id, key, mailbox, self.clone())));
+        let cell = self.table.insert(|key| {
+            Arc::new(ActorCell::new(
+                actor,
+                id,
+                key,
+                mailbox,
+                self.clone(),
+                pool,
+                dedicated,
+            ))
+        });
         // Pairs with shutdown's store-then-snapshot: either the snapshot sees
         // this actor, or we see `closing` here.
         if self.closing.load(Ordering::SeqCst) {
             cell.stop_request(StopRequest::Shutdown);
         }
         // The new actor starts SCHEDULED: this task runs its `started` hook.
-        self.pool.schedule(Task::new(&*cell));
+        cell.pool().schedule(Task::new(&*cell));
         cell
     }
 
@@ -200,9 +242,18 @@ impl SystemInner {
         }
         let unresponsive = self.live.load(Ordering::SeqCst);
         self.pool.begin_shutdown();
+        let extra: Vec<_> = self.extra_pools.lock().drain(..).collect();
+        for (p, _) in &extra {
+            p.begin_shutdown();
+        }
         if unresponsive == 0 {
             for h in self.workers.lock().drain(..) {
                 let _ = h.join();
+            }
+            for (_, hs) in extra {
+                for h in hs {
+                    let _ = h.join();
+                }
             }
         }
         let report = ShutdownReport {
@@ -282,6 +333,9 @@ impl fmt::Display for ShutdownReport {
 #[derive(Clone, Debug, Default)]
 pub struct SpawnOptions {
     mailbox: Option<MailboxConfig>,
+    dispatcher: Option<Dispatcher>,
+    dedicated: bool,
+    thread_name: Option<String>,
 }
 
 impl SpawnOptions {
@@ -293,6 +347,28 @@ impl SpawnOptions {
     /// The actor's mailbox.
     pub fn mailbox(mut self, mailbox: MailboxConfig) -> Self {
         self.mailbox = Some(mailbox);
+        self
+    }
+
+    /// Run the actor's handlers on `dispatcher` (default: the system's
+    /// work-stealing pool).
+    pub fn dispatcher(mut self, dispatcher: &Dispatcher) -> Self {
+        self.dispatcher = Some(dispatcher.clone());
+        self.dedicated = false;
+        self
+    }
+
+    /// Give the actor an OS thread of its own for its whole life
+    /// (SObjectizer's active_obj); the thread exits when the actor stops.
+    pub fn dedicated_thread(mut self) -> Self {
+        self.dedicated = true;
+        self.dispatcher = None;
+        self
+    }
+
+    /// Name of the dedicated thread (with [`dedicated_thread`](Self::dedicated_thread)).
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = Some(name.into());
         self
     }
 }
@@ -352,7 +428,13 @@ impl SystemBuilder {
 
     /// Starts the workers.
     pub fn build(self) -> ActorSystem {
-        let (pool, workers) = Pool::start(self.threads, self.throughput, &self.name);
+        let (pool, workers) = Pool::start(PoolConfig {
+            threads: self.threads,
+            throughput: self.throughput,
+            name: self.name.clone(),
+            shared_queue: false,
+            pin: None,
+        });
         let inner = Arc::new(SystemInner {
             pool,
             table: ActorTable::new(),
@@ -363,7 +445,9 @@ impl SystemBuilder {
             dropped: AtomicU64::new(0),
             stopped: AtomicU64::new(0),
             default_mailbox: self.mailbox,
+            throughput: self.throughput,
             workers: Mutex::new(workers),
+            extra_pools: Mutex::new(Vec::new()),
             report: Mutex::new(None),
         });
         ActorSystem {
@@ -409,6 +493,59 @@ impl SystemHandle {
     /// Worker threads.
     pub fn threads(&self) -> usize {
         self.inner.pool.threads()
+    }
+
+    /// The system's default dispatcher (its work-stealing pool).
+    pub fn default_dispatcher(&self) -> Dispatcher {
+        Dispatcher::new(
+            self.inner.pool.clone(),
+            DispatcherKind::WorkStealing,
+            "default",
+        )
+    }
+
+    /// A new, independent work-stealing pool of `threads` workers.
+    pub fn work_stealing_pool(&self, name: &str, threads: usize) -> Dispatcher {
+        let pool = self.inner.start_pool(self.inner.pool_config(name, threads));
+        Dispatcher::new(pool, DispatcherKind::WorkStealing, name)
+    }
+
+    /// A pool whose `threads` workers all pull from one shared queue.
+    pub fn shared_queue_pool(&self, name: &str, threads: usize) -> Dispatcher {
+        let mut cfg = self.inner.pool_config(name, threads);
+        cfg.shared_queue = true;
+        Dispatcher::new(
+            self.inner.start_pool(cfg),
+            DispatcherKind::SharedQueue,
+            name,
+        )
+    }
+
+    /// One thread for a group of actors (SObjectizer's one_thread /
+    /// active_group): spawn every member with this dispatcher.
+    pub fn one_thread(&self, name: &str) -> Dispatcher {
+        let pool = self.inner.start_pool(self.inner.pool_config(name, 1));
+        Dispatcher::new(pool, DispatcherKind::OneThread, name)
+    }
+
+    /// A work-stealing pool with one worker pinned to each CPU in `cpus`.
+    pub fn pinned_pool(&self, name: &str, cpus: &[usize]) -> Dispatcher {
+        let mut cfg = self.inner.pool_config(name, cpus.len().max(1));
+        cfg.pin = Some(cpus.to_vec());
+        Dispatcher::new(
+            self.inner.start_pool(cfg),
+            DispatcherKind::Pinned(cpus.to_vec()),
+            name,
+        )
+    }
+
+    /// A pool for handlers that block (files, sockets, sleeps): shared-queue,
+    /// so no task waits in a blocked worker's LIFO slot. Size it with
+    /// [`io_pool_size`](crate::io_pool_size).
+    pub fn blocking_pool(&self, name: &str, threads: usize) -> Dispatcher {
+        let mut cfg = self.inner.pool_config(name, threads);
+        cfg.shared_queue = true;
+        Dispatcher::new(self.inner.start_pool(cfg), DispatcherKind::Blocking, name)
     }
 
     /// Asks every actor to stop after draining its mailbox, without waiting.

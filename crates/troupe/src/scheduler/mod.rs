@@ -13,6 +13,13 @@
 //!   back of the line so a flooded actor cannot starve the others.
 //!
 //! Idle workers search (injector, then stealing), then park ([`park`]).
+//!
+//! A pool in **shared-queue** mode (`PoolConfig::shared_queue`) skips the LIFO
+//! slot and the local deques: every task goes through the injector and every
+//! worker pulls from it, the classic thread pool the Scala post of seed 002
+//! compares work stealing against (also used for blocking/IO pools, where a
+//! task parked in a blocked worker's LIFO slot would wait for the blocking
+//! call). A pool may pin each worker to a CPU (`PoolConfig::pin`).
 
 pub(crate) mod park;
 pub(crate) mod worker;
@@ -72,6 +79,18 @@ pub(crate) trait Runnable: Send + Sync + 'static {
 
 static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
 
+/// How to build a pool.
+#[derive(Clone, Debug)]
+pub(crate) struct PoolConfig {
+    pub(crate) threads: usize,
+    pub(crate) throughput: usize,
+    pub(crate) name: String,
+    /// All tasks through the injector; no LIFO slot, no local deques.
+    pub(crate) shared_queue: bool,
+    /// CPU id for each worker (`pin[i % pin.len()]`), if pinned.
+    pub(crate) pin: Option<Vec<usize>>,
+}
+
 /// A set of worker threads with their queues.
 pub(crate) struct Pool {
     pub(crate) id: usize,
@@ -81,16 +100,14 @@ pub(crate) struct Pool {
     pub(crate) idle: park::Idle,
     pub(crate) shutdown: AtomicBool,
     pub(crate) throughput: usize,
+    pub(crate) shared_queue: bool,
 }
 
 impl Pool {
-    /// Starts `threads` workers named `{name}-{i}`.
-    pub(crate) fn start(
-        threads: usize,
-        throughput: usize,
-        name: &str,
-    ) -> (Arc<Pool>, Vec<JoinHandle<()>>) {
-        let threads = threads.max(1);
+    /// Starts the workers, named `{name}-{i}`.
+    pub(crate) fn start(config: PoolConfig) -> (Arc<Pool>, Vec<JoinHandle<()>>) {
+        let threads = config.threads.max(1);
+        let name = config.name.as_str();
         let deques: Vec<Deque<Task>> = (0..threads).map(|_| Deque::new_lifo()).collect();
         let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
         let pool = Arc::new(Pool {
@@ -100,7 +117,8 @@ impl Pool {
             unparkers: parkers.iter().map(|p| p.unparker().clone()).collect(),
             idle: park::Idle::new(threads),
             shutdown: AtomicBool::new(false),
-            throughput: throughput.max(1),
+            throughput: config.throughput.max(1),
+            shared_queue: config.shared_queue,
         });
         let handles = deques
             .into_iter()
@@ -108,9 +126,21 @@ impl Pool {
             .enumerate()
             .map(|(index, (deque, parker))| {
                 let pool = pool.clone();
+                let cpu = config
+                    .pin
+                    .as_ref()
+                    .filter(|p| !p.is_empty())
+                    .map(|p| p[index % p.len()]);
                 std::thread::Builder::new()
                     .name(format!("{name}-{index}"))
-                    .spawn(move || WorkerLocal::new(pool, index, deque, parker).run())
+                    .spawn(move || {
+                        if let Some(cpu) = cpu {
+                            if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+                                tracing::warn!(cpu, "could not pin worker thread to its CPU");
+                            }
+                        }
+                        WorkerLocal::new(pool, index, deque, parker, cpu).run()
+                    })
                     .expect("failed to spawn a troupe worker thread")
             })
             .collect();
@@ -126,6 +156,9 @@ impl Pool {
     /// when called from one of this pool's workers, else onto the injector.
     #[inline]
     pub(crate) fn schedule(self: &Arc<Self>, task: Task) {
+        if self.shared_queue {
+            return self.inject(task);
+        }
         match worker::current_for(self.id) {
             Some(w) => w.schedule_local(task),
             None => self.inject(task),
@@ -148,6 +181,11 @@ impl Pool {
     /// Whether any queue visible to a thief holds a task.
     pub(crate) fn has_stealable_work(&self) -> bool {
         !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    /// Whether `begin_shutdown` was called.
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
     }
 
     /// Tells the workers to exit once idle, and wakes them all.

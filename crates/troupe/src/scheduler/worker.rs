@@ -48,6 +48,17 @@ pub(crate) fn current_for<'a>(pool_id: usize) -> Option<&'a WorkerLocal> {
     (w.pool.id == pool_id).then_some(w)
 }
 
+/// The CPU the calling worker thread is pinned to (`None` off a worker or on
+/// an unpinned pool).
+pub(crate) fn current_pinned_cpu() -> Option<usize> {
+    let w = CURRENT.with(|c| c.get());
+    if w.is_null() {
+        return None;
+    }
+    // SAFETY: as in `current_for`: non-null only inside this thread's run loop.
+    unsafe { &*w }.cpu
+}
+
 /// Whether the calling thread is a worker of any pool (such a thread must not
 /// block waiting for mailbox space).
 pub(crate) fn is_worker_thread() -> bool {
@@ -64,6 +75,8 @@ pub(crate) struct WorkerLocal {
     tick: Cell<u32>,
     parker: Parker,
     rng: Cell<u32>,
+    /// The CPU this worker is pinned to, if any.
+    pub(crate) cpu: Option<usize>,
 }
 
 struct ClearCurrent;
@@ -75,7 +88,13 @@ impl Drop for ClearCurrent {
 }
 
 impl WorkerLocal {
-    pub(crate) fn new(pool: Arc<Pool>, index: usize, deque: Deque<Task>, parker: Parker) -> Self {
+    pub(crate) fn new(
+        pool: Arc<Pool>,
+        index: usize,
+        deque: Deque<Task>,
+        parker: Parker,
+        cpu: Option<usize>,
+    ) -> Self {
         WorkerLocal {
             pool,
             index,
@@ -84,6 +103,7 @@ impl WorkerLocal {
             tick: Cell::new(0),
             parker,
             rng: Cell::new(0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B)),
+            cpu,
         }
     }
 
@@ -97,6 +117,9 @@ impl WorkerLocal {
     /// moves to the (stealable) deque.
     #[inline]
     pub(crate) fn schedule_local(&self, task: Task) {
+        if self.pool.shared_queue {
+            return self.pool.inject(task);
+        }
         if let Some(old) = self.lifo.replace(Some(task)) {
             self.deque.push(old);
             self.pool.notify();
@@ -105,6 +128,9 @@ impl WorkerLocal {
 
     /// Schedules onto the local deque, leaving the LIFO slot alone.
     pub(crate) fn push_local(&self, task: Task) {
+        if self.pool.shared_queue {
+            return self.pool.inject(task);
+        }
         self.deque.push(task);
         self.pool.notify();
     }
@@ -130,6 +156,11 @@ impl WorkerLocal {
     }
 
     fn next_local(&self) -> Option<Task> {
+        if self.pool.shared_queue {
+            // One task at a time from the shared queue: no batching into a
+            // local deque, so every worker sees every task.
+            return steal_one(|| self.pool.injector.steal());
+        }
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick % FAIRNESS_INTERVAL == 0 {
@@ -153,6 +184,9 @@ impl WorkerLocal {
     }
 
     fn steal_any(&self) -> Option<Task> {
+        if self.pool.shared_queue {
+            return steal_one(|| self.pool.injector.steal());
+        }
         if let Some(t) = steal_one(|| self.pool.injector.steal_batch_and_pop(&self.deque)) {
             return Some(t);
         }
