@@ -47,6 +47,7 @@ pub mod dispatcher;
 mod error;
 pub mod mailbox;
 mod scheduler;
+pub mod shared;
 mod state;
 mod sync;
 mod system;

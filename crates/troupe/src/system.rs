@@ -42,7 +42,7 @@ thread_local! {
     static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
-fn next_id() -> ActorId {
+pub(crate) fn next_id() -> ActorId {
     IDS.with(|ids| {
         let (mut next, mut end) = ids.get();
         if next == end {
@@ -83,7 +83,7 @@ impl ActorTable {
         }
     }
 
-    fn insert<A: Actor>(&self, make: impl FnOnce(u64) -> Arc<ActorCell<A>>) -> Arc<ActorCell<A>> {
+    fn insert<T: Runnable>(&self, make: impl FnOnce(u64) -> Arc<T>) -> Arc<T> {
         let shard = my_shard();
         let mut slab = self.shards[shard].lock();
         let entry = slab.vacant_entry();
@@ -184,6 +184,17 @@ impl SystemInner {
         // The new actor starts SCHEDULED: this task runs its `started` hook.
         cell.pool().schedule(Task::new(&*cell));
         cell
+    }
+
+    /// Adds a live actor other than an `ActorCell` (a shared actor) to the
+    /// table and the live count; a shutdown in progress stops it at once.
+    pub(crate) fn register<T: Runnable>(&self, make: impl FnOnce(u64) -> Arc<T>) -> Arc<T> {
+        self.live.fetch_add(1, Ordering::SeqCst);
+        let entry = self.table.insert(make);
+        if self.closing.load(Ordering::SeqCst) {
+            entry.request_stop(StopRequest::Shutdown);
+        }
+        entry
     }
 
     /// Called once by each actor's finalizer; returns the actor's table
@@ -546,6 +557,17 @@ impl SystemHandle {
         let mut cfg = self.inner.pool_config(name, threads);
         cfg.shared_queue = true;
         Dispatcher::new(self.inner.start_pool(cfg), DispatcherKind::Blocking, name)
+    }
+
+    /// Spawns a [`SharedActor`](crate::shared::SharedActor) on `dispatcher`:
+    /// its thread-safe handlers run in parallel on the dispatcher's workers.
+    pub fn spawn_shared<A: crate::shared::SharedActor>(
+        &self,
+        actor: A,
+        dispatcher: &Dispatcher,
+        fifo: crate::shared::Fifo,
+    ) -> crate::shared::SharedRef<A> {
+        self.inner.spawn_shared_cell(actor, dispatcher, fifo)
     }
 
     /// Asks every actor to stop after draining its mailbox, without waiting.
