@@ -547,10 +547,13 @@ constexpr uint64_t groups_n = 10;
 
 void registry(actor_system& sys, uint64_t size) {
   scoped_actor self{sys};
+  // Fresh group names every round, so no member of an earlier round (stopped
+  // asynchronously) can still be in a group.
+  static uint64_t round = 0;
+  auto prefix = "r" + std::to_string(round++) + "-k" + std::to_string(size) + "-g";
   std::vector<group> groups;
   for (uint64_t g = 0; g < groups_n; ++g)
-    groups.push_back(
-      sys.groups().get_local("k" + std::to_string(size) + "-g" + std::to_string(g)));
+    groups.push_back(sys.groups().get_local(prefix + std::to_string(g)));
   std::vector<atom_value> names;
   std::vector<actor> members;
   for (uint64_t i = 0; i < size; ++i) {
