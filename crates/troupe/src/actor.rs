@@ -132,6 +132,29 @@ impl<'a, A: Actor> Context<'a, A> {
         }));
     }
 
+    /// Runs `fut` on the system's async runtime (see [`crate::bridge`]); when
+    /// it completes, this actor receives `to_msg(output)`. The worker is not
+    /// blocked meanwhile.
+    #[cfg(feature = "async")]
+    pub fn spawn_future<F>(
+        &self,
+        fut: F,
+        to_msg: impl FnOnce(F::Output) -> A::Msg + Send + 'static,
+    ) -> crate::bridge::FutureHandle
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let me = self.cell.arc();
+        let handle = self.cell.system.bridge.lock().handle();
+        crate::bridge::FutureHandle(handle.spawn(async move {
+            let out = fut.await;
+            if me.send(to_msg(out)).is_err() {
+                me.system.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }))
+    }
+
     /// Sends a request to `target` without blocking; the reply (or the error
     /// that replaced it) comes back to this actor as a message, converted with
     /// `From<Result<R, AskError>>`. Costs no allocation beyond the request.

@@ -128,6 +128,8 @@ pub(crate) struct SystemInner {
     /// threads): stopped and joined at shutdown.
     extra_pools: Mutex<Vec<PoolThreads>>,
     report: Mutex<Option<ShutdownReport>>,
+    #[cfg(feature = "async")]
+    pub(crate) bridge: Mutex<crate::bridge::AsyncBridge>,
 }
 
 impl SystemInner {
@@ -267,6 +269,8 @@ impl SystemInner {
                 }
             }
         }
+        #[cfg(feature = "async")]
+        self.bridge.lock().shutdown();
         let report = ShutdownReport {
             actors_stopped: self.stopped.load(Ordering::Relaxed),
             messages_dropped: self.dropped.load(Ordering::Relaxed),
@@ -396,6 +400,8 @@ pub struct SystemBuilder {
     throughput: usize,
     mailbox: MailboxConfig,
     name: String,
+    #[cfg(feature = "async")]
+    tokio: Option<tokio::runtime::Handle>,
 }
 
 impl Default for SystemBuilder {
@@ -407,6 +413,8 @@ impl Default for SystemBuilder {
             throughput: 64,
             mailbox: MailboxConfig::Unbounded,
             name: "troupe-worker".into(),
+            #[cfg(feature = "async")]
+            tokio: None,
         }
     }
 }
@@ -437,6 +445,15 @@ impl SystemBuilder {
         self
     }
 
+    /// Run futures started with
+    /// [`Context::spawn_future`](crate::Context::spawn_future) on this tokio
+    /// runtime instead of one the system starts itself.
+    #[cfg(feature = "async")]
+    pub fn tokio_handle(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.tokio = Some(handle);
+        self
+    }
+
     /// Starts the workers.
     pub fn build(self) -> ActorSystem {
         let (pool, workers) = Pool::start(PoolConfig {
@@ -460,6 +477,8 @@ impl SystemBuilder {
             workers: Mutex::new(workers),
             extra_pools: Mutex::new(Vec::new()),
             report: Mutex::new(None),
+            #[cfg(feature = "async")]
+            bridge: Mutex::new(crate::bridge::AsyncBridge::new(self.tokio)),
         });
         ActorSystem {
             handle: SystemHandle { inner },

@@ -1,0 +1,94 @@
+//! The async bridge: a handler starts a future on a tokio runtime and gets
+//! its output back as a message, so waiting on I/O never blocks a worker.
+//!
+//! The runtime is the one passed to
+//! [`SystemBuilder::tokio_handle`](crate::SystemBuilder::tokio_handle), or
+//! else one the system starts on first use (one worker thread, timers on) and
+//! shuts down with itself. If the actor has stopped when the future
+//! completes, the output is dropped (and counted as a dropped message).
+//!
+//! ```
+//! use troupe::{Actor, ActorSystem, Context};
+//! use std::time::Duration;
+//!
+//! struct Fetcher { got: Option<u64> }
+//! enum Msg { Start, Fetched(u64) }
+//!
+//! impl Actor for Fetcher {
+//!     type Msg = Msg;
+//!     fn handle(&mut self, msg: Msg, ctx: &mut Context<'_, Self>) {
+//!         match msg {
+//!             Msg::Start => {
+//!                 // Stands in for network I/O: the worker is free meanwhile.
+//!                 ctx.spawn_future(async {
+//!                     tokio::time::sleep(Duration::from_millis(5)).await;
+//!                     42
+//!                 }, Msg::Fetched);
+//!             }
+//!             Msg::Fetched(v) => { self.got = Some(v); ctx.stop(); }
+//!         }
+//!     }
+//! }
+//!
+//! let system = ActorSystem::new();
+//! let f = system.spawn(Fetcher { got: None });
+//! f.tell(Msg::Start).unwrap();
+//! assert_eq!(f.join(), troupe::StopReason::Normal);
+//! ```
+
+use std::sync::OnceLock;
+
+/// The async runtime a system's futures run on.
+pub(crate) struct AsyncBridge {
+    given: Option<tokio::runtime::Handle>,
+    owned: OnceLock<tokio::runtime::Runtime>,
+}
+
+impl AsyncBridge {
+    pub(crate) fn new(given: Option<tokio::runtime::Handle>) -> Self {
+        AsyncBridge { given, owned: OnceLock::new() }
+    }
+
+    /// The handle to spawn on, starting the owned runtime on first use.
+    pub(crate) fn handle(&self) -> tokio::runtime::Handle {
+        if let Some(h) = &self.given {
+            return h.clone();
+        }
+        self.owned
+            .get_or_init(|| {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("troupe-async")
+                    .enable_time()
+                    .build()
+                    .expect("failed to start the async bridge's tokio runtime")
+            })
+            .handle()
+            .clone()
+    }
+
+    /// Stops the owned runtime (without waiting for its tasks).
+    pub(crate) fn shutdown(&mut self) {
+        if let Some(rt) = self.owned.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A future started by [`Context::spawn_future`](crate::Context::spawn_future);
+/// [`abort`](Self::abort) cancels it (its message is then never sent).
+/// Dropping the handle does not cancel.
+#[derive(Debug)]
+pub struct FutureHandle(pub(crate) tokio::task::JoinHandle<()>);
+
+impl FutureHandle {
+    /// Cancels the future.
+    pub fn abort(&self) {
+        self.0.abort();
+    }
+
+    /// Whether the future has completed (and its message was sent).
+    pub fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+}
