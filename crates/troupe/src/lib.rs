@@ -42,6 +42,8 @@
 
 pub mod actor;
 mod ask;
+#[cfg(feature = "async")]
+pub mod bridge;
 mod cell;
 pub mod dispatcher;
 mod error;
