@@ -45,14 +45,20 @@ mod ask;
 #[cfg(feature = "async")]
 pub mod bridge;
 mod cell;
+pub mod channel;
 pub mod dispatcher;
 mod error;
+pub mod limits;
 pub mod mailbox;
+pub mod mchain;
+pub mod recipient;
 mod scheduler;
 pub mod shared;
 mod state;
+pub mod states;
 mod sync;
 mod system;
+pub mod timer;
 
 pub use actor::{Actor, ActorId, ActorRef, Context};
 pub use ask::{AskFuture, ReplyTo};
@@ -60,6 +66,15 @@ pub use dispatcher::{io_pool_size, Dispatcher, DispatcherKind};
 pub use error::{AskError, SendError, StopReason};
 pub use mailbox::{MailboxConfig, OverflowPolicy};
 pub use system::{ActorSystem, ShutdownReport, SpawnOptions, SystemBuilder, SystemHandle};
+
+pub use channel::{Channel, Subscription};
+pub use limits::{LimitPolicy, LimitStats, Limited, MessageLimit};
+pub use mchain::{
+    case, select, Close, MChain, MChainOverflow, Receive, ReceiveResult, ReceiveStatus, RecvError,
+};
+pub use recipient::{Deliver, DeliveryError, Recipient};
+pub use states::{Flow, StateMachine, StateTable, StateTimeout, Stateful};
+pub use timer::{send_delayed, send_periodic, TimerHandle};
 
 /// Internals exposed for the loom model tests only.
 #[cfg(loom)]
