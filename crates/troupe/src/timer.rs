@@ -306,6 +306,18 @@ pub fn send_delayed<M: Send + 'static>(
     })
 }
 
+/// Sends `msg` to `to` once, at `deadline` (now, if it has passed).
+pub fn send_at<M: Send + 'static>(
+    to: impl Into<Recipient<M>>,
+    deadline: Instant,
+    msg: M,
+) -> TimerHandle {
+    let to = to.into();
+    call_at(deadline, move || {
+        let _ = to.send(msg);
+    })
+}
+
 /// Sends a clone of `msg` to `to` after `initial_delay`, then every
 /// `period` (at least 1 µs), until cancelled or until `to` closes.
 pub fn send_periodic<M: Clone + Send + 'static>(
