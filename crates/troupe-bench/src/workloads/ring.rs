@@ -48,17 +48,29 @@ impl Actor for Node {
 
 /// One sample on a fresh system; returns (hops/s sample, creation seconds).
 pub fn sample(system: &troupe::SystemHandle, p: &Params) -> Result<Sample, String> {
+    sample_with(system, p, &troupe::SpawnOptions::new)
+}
+
+/// As [`sample`], spawning every ring actor with `options()` (its dispatcher).
+pub fn sample_with(
+    system: &troupe::SystemHandle,
+    p: &Params,
+    options: &dyn Fn() -> troupe::SpawnOptions,
+) -> Result<Sample, String> {
     let (done_tx, done_rx) = bounded(p.rings);
     let t_create = Instant::now();
     let mut firsts = Vec::with_capacity(p.rings);
     for _ in 0..p.rings {
         let nodes: Vec<ActorRef<Node>> = (0..p.actors)
             .map(|index| {
-                system.spawn(Node {
-                    index,
-                    next: None,
-                    done: done_tx.clone(),
-                })
+                system.spawn_with(
+                    Node {
+                        index,
+                        next: None,
+                        done: done_tx.clone(),
+                    },
+                    options(),
+                )
             })
             .collect();
         for i in 0..p.actors {

@@ -1,0 +1,104 @@
+//! `schedulers` (seed 002): the ring under every dispatcher Troupe offers,
+//! each permutation run automatically, as the Scala post's framework did for
+//! its schedulers. A dedicated thread per actor cannot host 10,000 actors, so
+//! that row runs a ring of 2 x 16 actors (named in the row).
+
+use super::ring::{sample_with, Params as RingParams};
+use super::{params, RunCfg};
+use crate::stats::Figure;
+use serde_json::json;
+use troupe::{ActorSystem, Dispatcher, SpawnOptions, SystemHandle};
+
+pub struct Params {
+    pub rings: usize,
+    pub actors: usize,
+    pub laps: usize,
+}
+
+const DEFAULT: &str = "default work-stealing";
+
+/// A dispatcher under test: name, and how to make it on a fresh system.
+type Make = fn(&SystemHandle, usize) -> Option<Dispatcher>;
+
+fn kinds() -> Vec<(&'static str, Make)> {
+    vec![
+        (DEFAULT, |_, _| None),
+        ("work-stealing pool", |s, n| {
+            Some(s.work_stealing_pool("ws", n))
+        }),
+        ("shared-queue pool", |s, n| {
+            Some(s.shared_queue_pool("sq", n))
+        }),
+        ("pinned pool", |s, n| {
+            let cpus: Vec<usize> = (0..n).collect();
+            Some(s.pinned_pool("pin", &cpus))
+        }),
+        ("blocking pool", |s, n| Some(s.blocking_pool("io", n))),
+        ("one thread", |s, _| Some(s.one_thread("one"))),
+    ]
+}
+
+pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
+    let mut figs = Vec::new();
+    let ring = RingParams {
+        rings: p.rings,
+        actors: p.actors,
+        laps: p.laps,
+    };
+    for (kind, make) in kinds() {
+        let fig = cfg.measure(
+            "troupe",
+            "schedulers",
+            format!("ring {}x{}x{} on {kind}", p.rings, p.actors, p.laps),
+            params(&[
+                ("dispatcher", json!(kind)),
+                ("rings", json!(p.rings)),
+                ("actors", json!(p.actors)),
+                ("laps", json!(p.laps)),
+            ]),
+            "hops/s",
+            || {
+                // The default pool gets the workers when it is under test;
+                // otherwise it keeps one idle worker and the pool gets them.
+                let default_threads = if kind == DEFAULT { cfg.threads } else { 1 };
+                let system = ActorSystem::builder().threads(default_threads).build();
+                let d = make(&system, cfg.threads);
+                let opts = || match &d {
+                    Some(d) => SpawnOptions::new().dispatcher(d),
+                    None => SpawnOptions::new(),
+                };
+                let s = sample_with(&system, &ring, &opts);
+                system.shutdown();
+                s
+            },
+        )?;
+        figs.push(fig);
+    }
+    let small = RingParams {
+        rings: 2,
+        actors: 16,
+        laps: p.laps.min(100),
+    };
+    figs.push(cfg.measure(
+        "troupe",
+        "schedulers",
+        format!(
+            "ring {}x{}x{} on dedicated threads",
+            small.rings, small.actors, small.laps
+        ),
+        params(&[
+            ("dispatcher", json!("dedicated thread per actor")),
+            ("rings", json!(small.rings)),
+            ("actors", json!(small.actors)),
+            ("laps", json!(small.laps)),
+        ]),
+        "hops/s",
+        || {
+            let system = ActorSystem::builder().threads(1).build();
+            let s = sample_with(&system, &small, &|| SpawnOptions::new().dedicated_thread());
+            system.shutdown();
+            s
+        },
+    )?);
+    Ok(figs)
+}
