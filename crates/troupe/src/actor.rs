@@ -150,7 +150,9 @@ impl<'a, A: Actor> Context<'a, A> {
         crate::bridge::FutureHandle(handle.spawn(async move {
             let out = fut.await;
             if me.send(to_msg(out)).is_err() {
-                me.system.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                me.system
+                    .dropped
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }))
     }

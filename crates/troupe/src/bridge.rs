@@ -46,7 +46,10 @@ pub(crate) struct AsyncBridge {
 
 impl AsyncBridge {
     pub(crate) fn new(given: Option<tokio::runtime::Handle>) -> Self {
-        AsyncBridge { given, owned: OnceLock::new() }
+        AsyncBridge {
+            given,
+            owned: OnceLock::new(),
+        }
     }
 
     /// The handle to spawn on, starting the owned runtime on first use.

@@ -54,10 +54,17 @@ impl Actor for Fetcher {
 fn a_pending_future_does_not_block_the_worker_and_its_output_comes_back() {
     // One worker: if the future blocked it, the Status ask could not run.
     let system = ActorSystem::builder().threads(1).build();
-    let f = system.spawn(Fetcher { got: Vec::new(), pending: None });
+    let f = system.spawn(Fetcher {
+        got: Vec::new(),
+        pending: None,
+    });
     let (tx, rx) = tokio::sync::oneshot::channel();
     f.tell(Msg::Start(rx)).unwrap();
-    assert_eq!(f.ask(Msg::Status, T), Ok(vec![]), "the worker must serve messages while the future waits");
+    assert_eq!(
+        f.ask(Msg::Status, T),
+        Ok(vec![]),
+        "the worker must serve messages while the future waits"
+    );
     tx.send(7).unwrap();
     let deadline = std::time::Instant::now() + T;
     loop {
@@ -67,7 +74,10 @@ fn a_pending_future_does_not_block_the_worker_and_its_output_comes_back() {
             assert!(got[0].starts_with("7@troupe-async"), "{got:?}");
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the future's output never arrived");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the future's output never arrived"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -79,8 +89,14 @@ fn a_user_supplied_runtime_runs_the_futures() {
         .thread_name("user-rt")
         .build()
         .unwrap();
-    let system = ActorSystem::builder().threads(1).tokio_handle(rt.handle().clone()).build();
-    let f = system.spawn(Fetcher { got: Vec::new(), pending: None });
+    let system = ActorSystem::builder()
+        .threads(1)
+        .tokio_handle(rt.handle().clone())
+        .build();
+    let f = system.spawn(Fetcher {
+        got: Vec::new(),
+        pending: None,
+    });
     let (tx, rx) = tokio::sync::oneshot::channel();
     f.tell(Msg::Start(rx)).unwrap();
     tx.send(1).unwrap();
@@ -99,7 +115,10 @@ fn a_user_supplied_runtime_runs_the_futures() {
 #[test]
 fn an_aborted_future_sends_nothing() {
     let system = ActorSystem::builder().threads(1).build();
-    let f = system.spawn(Fetcher { got: Vec::new(), pending: None });
+    let f = system.spawn(Fetcher {
+        got: Vec::new(),
+        pending: None,
+    });
     let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
     f.tell(Msg::Start(rx)).unwrap();
     f.tell(Msg::Abort).unwrap();
@@ -107,7 +126,10 @@ fn an_aborted_future_sends_nothing() {
     // The receiver was dropped with the aborted future.
     let deadline = std::time::Instant::now() + T;
     while !tx.is_closed() {
-        assert!(std::time::Instant::now() < deadline, "the aborted future was never dropped");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the aborted future was never dropped"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     f.tell(Msg::Stop).unwrap();
