@@ -116,12 +116,14 @@ pub fn peak_rss_mb() -> f64 {
 }
 
 /// Current resident set in bytes (VmRSS).
+#[allow(dead_code)]
 pub fn rss_bytes() -> u64 {
     proc_status_kb("VmRSS:") * 1024
 }
 
 /// Resets the peak-RSS watermark (Linux `clear_refs` 5), so a workload's peak
 /// is its own.
+#[allow(dead_code)]
 pub fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }

@@ -1,0 +1,463 @@
+//! `--peers`: runs the peer programs (peers/README.md) on the same workload
+//! and parameters, parses their JSON lines, and puts them beside Troupe.
+//!
+//! Contract: `<peer> <workload> [--threads N] [--samples K] [params]`, one JSON
+//! line per figure and sample on stdout; a line with an `unsupported` field
+//! means the peer cannot express the workload. troupe-bench installs nothing:
+//! a missing program is reported as not installed.
+
+use crate::compare::higher_is_better;
+use crate::stats::{fmt_ns, fmt_rate, Figure};
+use serde_json::{Map, Value};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The peers, in report order.
+pub const PEERS: &[&str] = &["actix", "xtra", "ractor", "kameo", "caf", "erlang"];
+
+/// What running one peer on one workload gave.
+#[derive(Debug)]
+pub enum PeerOutcome {
+    Figures(Vec<Figure>),
+    Unsupported(String),
+    Failed(String),
+    NotInstalled(PathBuf),
+}
+
+/// The repository root: the working directory if it has `peers/`, else the
+/// checkout this binary was built from.
+pub fn repo_root() -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    if cwd.join("peers").is_dir() {
+        return cwd;
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if built.join("peers").is_dir() {
+        return built;
+    }
+    cwd
+}
+
+/// Where a peer's program is.
+pub fn program(peer: &str, root: &Path) -> PathBuf {
+    match peer {
+        "caf" => root.join("peers/caf/build/peer-caf"),
+        "erlang" => root.join("peers/erlang/peer-erlang"),
+        rust => {
+            let exe_dir = std::env::current_exe()
+                .ok()
+                .and_then(|p| p.parent().map(Path::to_path_buf));
+            let name = format!("peer-{rust}");
+            match exe_dir {
+                Some(d) if d.join(&name).is_file() => d.join(name),
+                _ => root.join("target/release").join(name),
+            }
+        }
+    }
+}
+
+/// Runs `prog args`, killing it (and its process group) after `timeout`.
+/// Returns its stdout when it exits 0.
+pub fn run_with_timeout(prog: &Path, args: &[String], timeout: Duration) -> Result<String, String> {
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start: {e}"))?;
+    let mut so = child.stdout.take().expect("piped");
+    let mut se = child.stderr.take().expect("piped");
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if Instant::now() >= deadline => break None,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("wait: {e}")),
+        }
+    };
+    let Some(status) = status else {
+        // The peer's own process group (an Erlang VM under its launcher too).
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", child.id())])
+            .status();
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("timeout after {} s", timeout.as_secs()));
+    };
+    let stdout = out_t.join().unwrap_or_default();
+    let stderr = err_t.join().unwrap_or_default();
+    if !status.success() {
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        return Err(format!("{status}: {last}"));
+    }
+    Ok(stdout)
+}
+
+/// Turns a peer's JSON lines into figures: the lines of one (params, unit)
+/// are the samples of one figure.
+pub fn parse_output(peer: &str, workload: &str, stdout: &str) -> PeerOutcome {
+    let mut groups: Vec<(String, Vec<Map<String, Value>>)> = Vec::new();
+    for line in stdout.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => return PeerOutcome::Failed(format!("bad JSON line `{line}`: {e}")),
+        };
+        let Some(obj) = v.as_object() else {
+            return PeerOutcome::Failed(format!("not a JSON object: `{line}`"));
+        };
+        if let Some(why) = obj.get("unsupported") {
+            return PeerOutcome::Unsupported(why.as_str().unwrap_or("unsupported").to_string());
+        }
+        if obj.get("rate").and_then(Value::as_f64).is_none() {
+            return PeerOutcome::Failed(format!("no rate in `{line}`"));
+        }
+        let k = format!(
+            "{}|{}",
+            obj.get("params").cloned().unwrap_or(Value::Null),
+            obj.get("unit").and_then(Value::as_str).unwrap_or("")
+        );
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(obj.clone()),
+            None => groups.push((k, vec![obj.clone()])),
+        }
+    }
+    if groups.is_empty() {
+        return PeerOutcome::Failed("no output".into());
+    }
+    PeerOutcome::Figures(
+        groups
+            .into_iter()
+            .map(|(_, lines)| figure_of(peer, workload, &lines))
+            .collect(),
+    )
+}
+
+fn figure_of(peer: &str, workload: &str, lines: &[Map<String, Value>]) -> Figure {
+    let first = &lines[0];
+    let unit = first
+        .get("unit")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let framework = first
+        .get("framework")
+        .and_then(Value::as_str)
+        .unwrap_or(peer)
+        .to_string();
+    let params = first
+        .get("params")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let rate_of = |l: &Map<String, Value>| l.get("rate").and_then(Value::as_f64).unwrap_or(0.0);
+    let ns_of = |l: &Map<String, Value>| {
+        let r = rate_of(l);
+        if higher_is_better(&unit) {
+            1e9 / r.max(1e-300)
+        } else {
+            r
+        }
+    };
+    let mut ns: Vec<f64> = lines.iter().map(ns_of).collect();
+    ns.sort_by(f64::total_cmp);
+    let median = ns[ns.len() / 2];
+    let mean = ns.iter().sum::<f64>() / ns.len() as f64;
+    let var = ns.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / ns.len() as f64;
+    let p99 = ns[((ns.len() as f64 * 0.99).ceil() as usize).clamp(1, ns.len()) - 1];
+    // The sample at the median gives seconds, rate and extras.
+    let mid = lines
+        .iter()
+        .min_by(|a, b| {
+            (ns_of(a) - median)
+                .abs()
+                .total_cmp(&(ns_of(b) - median).abs())
+        })
+        .expect("non-empty");
+    let known = [
+        "framework",
+        "workload",
+        "params",
+        "seconds",
+        "rate",
+        "unit",
+        "rss_mb",
+        "threads",
+    ];
+    let extra: Map<String, Value> = mid
+        .iter()
+        .filter(|(k, _)| !known.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let compact: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    Figure {
+        framework,
+        workload: workload.to_string(),
+        name: format!("{workload} {}", compact.join(" ")).replace('"', ""),
+        params,
+        seconds: mid.get("seconds").and_then(Value::as_f64).unwrap_or(0.0),
+        rate: rate_of(mid),
+        unit,
+        rss_mb: lines
+            .iter()
+            .filter_map(|l| l.get("rss_mb").and_then(Value::as_f64))
+            .fold(0.0, f64::max),
+        threads: mid.get("threads").and_then(Value::as_u64).unwrap_or(0) as usize,
+        samples: lines.len(),
+        ns_per_op_mean: mean,
+        ns_per_op_stddev: var.sqrt(),
+        ns_per_op_median: median,
+        ns_per_op_p99: p99,
+        extra,
+    }
+}
+
+/// Runs one peer on a workload.
+pub fn run_peer(
+    peer: &str,
+    root: &Path,
+    workload: &str,
+    flags: &[String],
+    threads: usize,
+    samples: usize,
+    timeout: Duration,
+) -> PeerOutcome {
+    let prog = program(peer, root);
+    if !prog.is_file() {
+        return PeerOutcome::NotInstalled(prog);
+    }
+    let mut args = vec![
+        workload.to_string(),
+        "--threads".into(),
+        threads.to_string(),
+        "--samples".into(),
+        samples.to_string(),
+    ];
+    args.extend(flags.iter().cloned());
+    match run_with_timeout(&prog, &args, timeout) {
+        Ok(out) => parse_output(peer, workload, &out),
+        Err(e) => PeerOutcome::Failed(e),
+    }
+}
+
+/// Troupe's speed relative to a peer figure, as text.
+pub fn ratio_text(troupe: Option<&Figure>, peer: &Figure) -> String {
+    let Some(t) = troupe else {
+        return "n/a".into();
+    };
+    if t.unit != peer.unit || t.ns_per_op_median <= 0.0 || peer.ns_per_op_median <= 0.0 {
+        return "n/a".into();
+    }
+    let r = peer.ns_per_op_median / t.ns_per_op_median;
+    if r >= 1.0 {
+        format!("troupe {r:.1}x faster")
+    } else {
+        format!("troupe {r:.2}x (slower)")
+    }
+}
+
+/// The table for one workload: Troupe's figures, then each peer's.
+pub fn render_table(workload: &str, troupe: &[&Figure], peers: &[(String, PeerOutcome)]) -> String {
+    let mut rows: Vec<[String; 6]> = Vec::new();
+    for t in troupe {
+        rows.push([
+            "troupe".into(),
+            t.name.clone(),
+            fmt_rate(t.rate),
+            t.unit.clone(),
+            fmt_ns(t.ns_per_op_median),
+            "-".into(),
+        ]);
+    }
+    if troupe.is_empty() {
+        rows.push([
+            "troupe".into(),
+            "-".into(),
+            "n/a".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+        ]);
+    }
+    for (peer, outcome) in peers {
+        match outcome {
+            PeerOutcome::Figures(figs) => {
+                for f in figs {
+                    let matching = troupe
+                        .iter()
+                        .find(|t| t.params == f.params && t.unit == f.unit)
+                        .or_else(|| troupe.iter().find(|t| t.unit == f.unit))
+                        .copied();
+                    rows.push([
+                        f.framework.clone(),
+                        f.name.clone(),
+                        fmt_rate(f.rate),
+                        f.unit.clone(),
+                        fmt_ns(f.ns_per_op_median),
+                        ratio_text(matching, f),
+                    ]);
+                }
+            }
+            PeerOutcome::Unsupported(why) => rows.push([
+                peer.clone(),
+                format!("n/a: {why}"),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]),
+            PeerOutcome::Failed(why) => rows.push([
+                peer.clone(),
+                format!("failed: {why}"),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]),
+            PeerOutcome::NotInstalled(p) => rows.push([
+                peer.clone(),
+                format!("not installed (run peers/setup.sh): {}", p.display()),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]),
+        }
+    }
+    let w0 = rows.iter().map(|r| r[0].len()).max().unwrap_or(9).max(9) + 2;
+    let w1 = rows
+        .iter()
+        .filter(|r| !r[2].is_empty())
+        .map(|r| r[1].chars().count())
+        .max()
+        .unwrap_or(6)
+        .max(6)
+        + 2;
+    let mut out = format!("\n== peers: {workload}\n");
+    out.push_str(&format!(
+        "{:<w0$}{:<w1$}{:>12}  {:<16}{:>12}   {}\n",
+        "Framework", "Figure", "rate", "unit", "ns/op", "Troupe vs it"
+    ));
+    for r in rows {
+        if r[2].is_empty() {
+            out.push_str(&format!("{:<w0$}{}\n", r[0], r[1]));
+        } else {
+            out.push_str(&format!(
+                "{:<w0$}{:<w1$}{:>12}  {:<16}{:>12}   {}\n",
+                r[0], r[1], r[2], r[3], r[4], r[5]
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_samples_into_one_figure() {
+        let out = "{\"framework\":\"ractor\",\"workload\":\"pingpong\",\"params\":{\"round_trips\":1000},\"seconds\":0.001,\"rate\":1000000.0,\"unit\":\"round-trips/s\",\"rss_mb\":3.0,\"threads\":2,\"ns_per_op\":1000.0}\n\
+                   {\"framework\":\"ractor\",\"workload\":\"pingpong\",\"params\":{\"round_trips\":1000},\"seconds\":0.002,\"rate\":500000.0,\"unit\":\"round-trips/s\",\"rss_mb\":4.0,\"threads\":2,\"ns_per_op\":2000.0}\n\
+                   {\"framework\":\"ractor\",\"workload\":\"pingpong\",\"params\":{\"round_trips\":1000},\"seconds\":0.0015,\"rate\":666666.7,\"unit\":\"round-trips/s\",\"rss_mb\":4.0,\"threads\":2,\"ns_per_op\":1500.0}\n";
+        let PeerOutcome::Figures(figs) = parse_output("ractor", "pingpong", out) else {
+            panic!("figures expected");
+        };
+        assert_eq!(figs.len(), 1);
+        let f = &figs[0];
+        assert_eq!(f.samples, 3);
+        assert_eq!(f.framework, "ractor");
+        assert!((f.ns_per_op_median - 1500.0).abs() < 0.01);
+        assert!((f.seconds - 0.0015).abs() < 1e-12);
+        assert_eq!(f.rss_mb, 4.0);
+        assert_eq!(f.extra["ns_per_op"], 1500.0);
+    }
+
+    #[test]
+    fn unsupported_and_bad_output() {
+        let u =
+            "{\"framework\":\"actix\",\"workload\":\"registry\",\"unsupported\":\"no registry\"}";
+        assert!(
+            matches!(parse_output("actix", "registry", u), PeerOutcome::Unsupported(w) if w == "no registry")
+        );
+        assert!(matches!(
+            parse_output("x", "ring", "garbage"),
+            PeerOutcome::Failed(_)
+        ));
+        assert!(matches!(
+            parse_output("x", "ring", ""),
+            PeerOutcome::Failed(_)
+        ));
+    }
+
+    #[test]
+    fn time_unit_lines_group_per_params() {
+        let out = "{\"framework\":\"ractor\",\"workload\":\"registry\",\"params\":{\"size\":10,\"op\":\"find\"},\"seconds\":0.01,\"rate\":92.0,\"unit\":\"ns/op\"}\n\
+                   {\"framework\":\"ractor\",\"workload\":\"registry\",\"params\":{\"size\":100,\"op\":\"find\"},\"seconds\":0.01,\"rate\":95.0,\"unit\":\"ns/op\"}\n";
+        let PeerOutcome::Figures(figs) = parse_output("ractor", "registry", out) else {
+            panic!()
+        };
+        assert_eq!(figs.len(), 2);
+        assert!((figs[0].ns_per_op_median - 92.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ratio_wording() {
+        let PeerOutcome::Figures(p) = parse_output(
+            "p",
+            "pingpong",
+            "{\"framework\":\"p\",\"params\":{},\"seconds\":1,\"rate\":100.0,\"unit\":\"x/s\"}",
+        ) else {
+            panic!()
+        };
+        let PeerOutcome::Figures(t) = parse_output(
+            "troupe",
+            "pingpong",
+            "{\"framework\":\"troupe\",\"params\":{},\"seconds\":1,\"rate\":320.0,\"unit\":\"x/s\"}",
+        ) else {
+            panic!()
+        };
+        assert_eq!(ratio_text(Some(&t[0]), &p[0]), "troupe 3.2x faster");
+        assert_eq!(ratio_text(Some(&p[0]), &t[0]), "troupe 0.31x (slower)");
+        assert_eq!(ratio_text(None, &p[0]), "n/a");
+    }
+
+    #[test]
+    fn times_out_and_kills() {
+        let t0 = Instant::now();
+        let r = run_with_timeout(
+            Path::new("/bin/sh"),
+            &["-c".into(), "sleep 30".into()],
+            Duration::from_millis(300),
+        );
+        assert!(r.unwrap_err().starts_with("timeout"));
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        let r = run_with_timeout(
+            Path::new("/bin/sh"),
+            &["-c".into(), "echo oops >&2; exit 3".into()],
+            Duration::from_secs(10),
+        );
+        assert!(r.unwrap_err().contains("oops"));
+    }
+}
