@@ -52,10 +52,12 @@ pub mod limits;
 pub mod mailbox;
 pub mod mchain;
 pub mod recipient;
+pub mod registry;
 mod scheduler;
 pub mod shared;
 mod state;
 pub mod states;
+pub mod supervision;
 mod sync;
 mod system;
 pub mod timer;
@@ -75,6 +77,9 @@ pub use mchain::{
 pub use recipient::{Deliver, DeliveryError, Recipient};
 pub use states::{Flow, StateMachine, StateTable, StateTimeout, Stateful};
 pub use timer::{send_delayed, send_periodic, TimerHandle};
+
+pub use registry::{NamedSendError, RegisterError, Registry};
+pub use supervision::{ChildSpec, Restart, Strategy, SupervisedRef, SupervisorRef, SupervisorSpec};
 
 /// Internals exposed for the loom model tests only.
 #[cfg(loom)]
