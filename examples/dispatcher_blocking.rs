@@ -13,7 +13,10 @@ impl Actor for BlockingReader {
     type Msg = u32;
     fn handle(&mut self, n: u32, _ctx: &mut Context<'_, Self>) {
         std::thread::sleep(Duration::from_millis(50));
-        println!("blocking read {n} done on {}", std::thread::current().name().unwrap_or("?"));
+        println!(
+            "blocking read {n} done on {}",
+            std::thread::current().name().unwrap_or("?")
+        );
     }
 }
 
@@ -59,8 +62,9 @@ fn main() {
     println!("blocking pool: {threads} threads");
     let io = system.blocking_pool("io", threads);
     let t0 = Instant::now();
-    let readers: Vec<_> =
-        (0..8).map(|_| system.spawn_with(BlockingReader, SpawnOptions::new().dispatcher(&io))).collect();
+    let readers: Vec<_> = (0..8)
+        .map(|_| system.spawn_with(BlockingReader, SpawnOptions::new().dispatcher(&io)))
+        .collect();
     for (i, r) in readers.iter().enumerate() {
         r.tell(i as u32).unwrap();
     }
@@ -69,5 +73,9 @@ fn main() {
         a.tell(AsyncMsg::Read(i)).unwrap();
     }
     a.join();
-    println!("{}; 16 reads of 50 ms took {:?}", system.shutdown(), t0.elapsed());
+    println!(
+        "{}; 16 reads of 50 ms took {:?}",
+        system.shutdown(),
+        t0.elapsed()
+    );
 }

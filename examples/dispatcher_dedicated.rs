@@ -10,7 +10,11 @@ struct Reporter(&'static str);
 impl Actor for Reporter {
     type Msg = ();
     fn handle(&mut self, _: (), _ctx: &mut Context<'_, Self>) {
-        println!("{:<10} runs on {:?}", self.0, std::thread::current().name().unwrap_or("?"));
+        println!(
+            "{:<10} runs on {:?}",
+            self.0,
+            std::thread::current().name().unwrap_or("?")
+        );
     }
 }
 
@@ -20,7 +24,9 @@ fn main() {
     // thread-bound library); the thread exits when the actor stops.
     let device = system.spawn_with(
         Reporter("device"),
-        SpawnOptions::new().dedicated_thread().thread_name("device-io"),
+        SpawnOptions::new()
+            .dedicated_thread()
+            .thread_name("device-io"),
     );
     // These three share one thread: their handlers never run in parallel.
     let group = system.one_thread("ui");

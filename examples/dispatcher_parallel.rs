@@ -42,12 +42,18 @@ fn main() {
     let system = ActorSystem::builder().threads(1).build();
     let pool = system.work_stealing_pool("resizers", 2);
     let resizer = system.spawn_shared(
-        Resizer { resized: AtomicU64::new(0), checksum: AtomicU64::new(0), factor: 2 },
+        Resizer {
+            resized: AtomicU64::new(0),
+            checksum: AtomicU64::new(0),
+            factor: 2,
+        },
         &pool,
         Fifo::PerActor,
     );
     for frame in 0..100u32 {
-        let pixels: Vec<u8> = (0..640 * 480).map(|i| (i as u32 * 7 + frame) as u8).collect();
+        let pixels: Vec<u8> = (0..640 * 480)
+            .map(|i| (i as u32 * 7 + frame) as u8)
+            .collect();
         resizer.tell(Msg::Frame(pixels)).unwrap();
         if frame == 50 {
             resizer.tell(Msg::SetFactor(4)).unwrap();

@@ -11,15 +11,24 @@ struct Where;
 impl Actor for Where {
     type Msg = u32;
     fn handle(&mut self, n: u32, _ctx: &mut Context<'_, Self>) {
-        println!("message {n}: pinned to {:?}, running on {:?}", current_worker_cpu(), current_cpu());
+        println!(
+            "message {n}: pinned to {:?}, running on {:?}",
+            current_worker_cpu(),
+            current_cpu()
+        );
     }
 }
 
 fn main() {
     let system = ActorSystem::builder().threads(1).build();
-    let cpus: Vec<usize> = (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect();
+    let cpus: Vec<usize> = (0..std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1))
+        .collect();
     let pinned = system.pinned_pool("pinned", &cpus);
-    let actors: Vec<_> = (0..4).map(|_| system.spawn_with(Where, SpawnOptions::new().dispatcher(&pinned))).collect();
+    let actors: Vec<_> = (0..4)
+        .map(|_| system.spawn_with(Where, SpawnOptions::new().dispatcher(&pinned)))
+        .collect();
     for (i, a) in actors.iter().enumerate() {
         a.tell(i as u32).unwrap();
     }

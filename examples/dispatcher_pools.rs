@@ -23,8 +23,14 @@ fn main() {
     let fifo = system.shared_queue_pool("fifo", 2);
 
     let a = system.spawn(Worker("default-pool actor"));
-    let b = system.spawn_with(Worker("billing actor"), SpawnOptions::new().dispatcher(&billing));
-    let c = system.spawn_with(Worker("shared-queue actor"), SpawnOptions::new().dispatcher(&fifo));
+    let b = system.spawn_with(
+        Worker("billing actor"),
+        SpawnOptions::new().dispatcher(&billing),
+    );
+    let c = system.spawn_with(
+        Worker("shared-queue actor"),
+        SpawnOptions::new().dispatcher(&fifo),
+    );
     for n in 0..3 {
         a.tell(n).unwrap();
         b.tell(n).unwrap();
