@@ -161,9 +161,60 @@ impl<M> std::error::Error for NamedSendError<M> {}
 
 /// One registered actor: what to undo when it stops.
 struct Member<A: Actor> {
-    names: Vec<String>,
-    groups: Vec<Arc<Group<A>>>,
+    names: Few<Arc<str>>,
+    groups: Few<Arc<Group<A>>>,
     actor: ActorRef<A>,
+}
+
+/// A list that usually holds one element: no allocation for zero or one.
+enum Few<T> {
+    Zero,
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> Few<T> {
+    fn push(&mut self, t: T) {
+        *self = match std::mem::replace(self, Few::Zero) {
+            Few::Zero => Few::One(t),
+            Few::One(a) => Few::Many(vec![a, t]),
+            Few::Many(mut v) => {
+                v.push(t);
+                Few::Many(v)
+            }
+        }
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        *self = match std::mem::replace(self, Few::Zero) {
+            Few::Zero => Few::Zero,
+            Few::One(a) if keep(&a) => Few::One(a),
+            Few::One(_) => Few::Zero,
+            Few::Many(mut v) => {
+                v.retain(keep);
+                match (v.pop(), v.is_empty()) {
+                    (None, _) => Few::Zero,
+                    (Some(a), true) => Few::One(a),
+                    (Some(a), false) => {
+                        v.push(a);
+                        Few::Many(v)
+                    }
+                }
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        matches!(self, Few::Zero)
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, T> {
+        match self {
+            Few::Zero => [].iter(),
+            Few::One(a) => std::slice::from_ref(a).iter(),
+            Few::Many(v) => v.iter(),
+        }
+    }
 }
 
 /// A group's members, dense for dispatch.
@@ -215,7 +266,7 @@ impl<A: Actor> Group<A> {
 type MemberShard<A> = RwLock<HashMap<ActorId, Member<A>, Hasher>>;
 
 struct Inner<A: Actor> {
-    names: papaya::HashMap<String, ActorRef<A>, Hasher>,
+    names: papaya::HashMap<Arc<str>, ActorRef<A>, Hasher>,
     members: Box<[MemberShard<A>]>,
     groups: RwLock<HashMap<String, Arc<Group<A>>, Hasher>>,
 }
@@ -246,12 +297,10 @@ impl<A: Actor> Inner<A> {
             return;
         };
         let guard = self.names.guard();
-        for name in &member.names {
-            let _ = self
-                .names
-                .remove_if(name.as_str(), |_, v| v.id() == id, &guard);
+        for name in member.names.iter() {
+            let _ = self.names.remove_if(&**name, |_, v| v.id() == id, &guard);
         }
-        for g in &member.groups {
+        for g in member.groups.iter() {
             g.remove(id);
         }
     }
@@ -318,8 +367,8 @@ impl<A: Actor> Registry<A> {
             let m = shard.entry(id).or_insert_with(|| {
                 new = true;
                 Member {
-                    names: Vec::new(),
-                    groups: Vec::new(),
+                    names: Few::Zero,
+                    groups: Few::Zero,
                     actor: actor.clone(),
                 }
             });
@@ -348,39 +397,41 @@ impl<A: Actor> Registry<A> {
     /// [`unregister`](Self::unregister).
     pub fn register(
         &self,
-        name: impl Into<String>,
+        name: impl AsRef<str>,
         actor: &ActorRef<A>,
     ) -> Result<(), RegisterError> {
-        let name = name.into();
+        let name: &str = name.as_ref();
         let id = actor.id();
         self.with_member(actor, |m| {
             let guard = self.inner.names.guard();
-            let mut key = name.clone();
+            let key: Arc<str> = Arc::from(name);
             loop {
-                match self.inner.names.try_insert(key, actor.clone(), &guard) {
+                match self
+                    .inner
+                    .names
+                    .try_insert(key.clone(), actor.clone(), &guard)
+                {
                     Ok(_) => {
-                        m.names.push(name.clone());
+                        m.names.push(key);
                         return Ok(());
                     }
                     Err(occupied) => {
                         let holder = occupied.current.clone();
-                        key = name.clone();
                         if holder.id() == id {
                             return Ok(());
                         }
                         if holder.is_alive() {
                             return Err(RegisterError::NameTaken {
-                                name: name.clone(),
+                                name: name.to_string(),
                                 holder: holder.id(),
                             });
                         }
                         // The holder stopped and its monitor has not run
                         // yet: take the name over, if it is still that one.
-                        let _ = self.inner.names.remove_if(
-                            name.as_str(),
-                            |_, v| v.id() == holder.id(),
-                            &guard,
-                        );
+                        let _ =
+                            self.inner
+                                .names
+                                .remove_if(name, |_, v| v.id() == holder.id(), &guard);
                     }
                 }
             }
@@ -402,7 +453,7 @@ impl<A: Actor> Registry<A> {
             .flatten()
             .map(|(_, v)| v.clone());
         if let Some(m) = shard.get_mut(&id) {
-            m.names.retain(|n| n != name);
+            m.names.retain(|n| &**n != name);
             if m.names.is_empty() && m.groups.is_empty() {
                 shard.remove(&id);
             }
@@ -566,7 +617,7 @@ impl<A: Actor> Registry<A> {
 
 /// Many lookups under one epoch guard; from [`Registry::reader`].
 pub struct Reader<'a, A: Actor> {
-    map: papaya::HashMapRef<'a, String, ActorRef<A>, Hasher, papaya::LocalGuard<'a>>,
+    map: papaya::HashMapRef<'a, Arc<str>, ActorRef<A>, Hasher, papaya::LocalGuard<'a>>,
 }
 
 impl<A: Actor> Reader<'_, A> {

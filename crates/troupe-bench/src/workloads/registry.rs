@@ -1,0 +1,303 @@
+//! `registry` (seed 001, the Gleam library chip): K actors registered by name
+//! and put in 10 groups (actor i in group i % 10), as the peers do
+//! (`peers/README.md`). Per size, one figure per operation:
+//!
+//! * `find`: names looked up round robin (~200,000 lookups, at least two
+//!   rounds), each checked against the expected actor's id, through a
+//!   [`troupe::registry::Reader`] re-taken every 1,024 lookups (one epoch
+//!   guard per batch, the reference borrowed);
+//! * `find_owned`: the same through `Registry::find`, which takes its own
+//!   guard and clones the `ActorRef` per call (what ractor's `where_is` and
+//!   kameo's `lookup` return);
+//! * `dispatch_group`: one message to every member of group 0, repeated until
+//!   about 100,000 deliveries (10 to 10,000 rounds); every member answers the
+//!   driver, which starts the next round once all have; time per member
+//!   delivered. The driver is an actor (the peers' drivers run on their
+//!   runtimes too), so the dispatch runs on a worker;
+//! * `dispatch`: the same to every registered actor;
+//! * `memory`: heap in use (glibc `mallinfo2`) added by registering the K
+//!   actors (name, group, the monitor that removes them), per entry. Its
+//!   `ns_per_op_*` fields read as bytes per entry (also in `bytes_per_entry`).
+//!
+//! Dispatch figures are taken at sizes up to 10,000 only; `find` at every
+//! size (1,000,000 included).
+
+use super::actor_creation::heap_in_use;
+use super::{params, verify, RunCfg};
+use crate::stats::{Figure, Sample};
+use crossbeam_channel::{bounded, Sender};
+use serde_json::json;
+use std::time::Instant;
+use troupe::{Actor, ActorRef, Context, Registry};
+
+pub struct Params {
+    pub sizes: Vec<usize>,
+}
+
+const GROUPS: usize = 10;
+const MAX_DISPATCH_SIZE: usize = 10_000;
+
+/// A registered actor: answers every ping to the driver.
+pub struct Member {
+    driver: ActorRef<Driver>,
+}
+
+#[derive(Clone, Copy)]
+pub struct Ping;
+
+impl Actor for Member {
+    type Msg = Ping;
+    #[inline]
+    fn handle(&mut self, _: Ping, _: &mut Context<'_, Self>) {
+        let _ = self.driver.tell(DriverMsg::Ack);
+    }
+}
+
+pub enum DriverMsg {
+    /// Run `rounds` dispatches (to `group`, or to all when `None`) and report
+    /// (seconds, deliveries) or an error.
+    Start {
+        registry: Registry<Member>,
+        group: Option<String>,
+        rounds: usize,
+        done: Sender<Result<(f64, u64), String>>,
+    },
+    Ack,
+}
+
+struct Run {
+    registry: Registry<Member>,
+    group: Option<String>,
+    rounds_left: usize,
+    expected: usize,
+    acks: usize,
+    delivered: u64,
+    started: Instant,
+    done: Sender<Result<(f64, u64), String>>,
+}
+
+/// Drives the dispatch rounds from a worker thread.
+#[derive(Default)]
+pub struct Driver {
+    run: Option<Run>,
+}
+
+impl Run {
+    fn round(&mut self) -> Result<(), String> {
+        let sent = match &self.group {
+            Some(g) => self.registry.dispatch_group(g, Ping),
+            None => self.registry.dispatch(Ping),
+        };
+        verify(sent == self.expected, || {
+            format!(
+                "registry: dispatch reached {sent} members, expected {}",
+                self.expected
+            )
+        })?;
+        self.acks = 0;
+        self.rounds_left -= 1;
+        Ok(())
+    }
+}
+
+impl Actor for Driver {
+    type Msg = DriverMsg;
+    fn handle(&mut self, msg: DriverMsg, _: &mut Context<'_, Self>) {
+        match msg {
+            DriverMsg::Start {
+                registry,
+                group,
+                rounds,
+                done,
+            } => {
+                let expected = match &group {
+                    Some(g) => registry.group_len(g),
+                    None => registry.len(),
+                };
+                let mut run = Run {
+                    registry,
+                    group,
+                    rounds_left: rounds.max(1),
+                    expected,
+                    acks: 0,
+                    delivered: 0,
+                    started: Instant::now(),
+                    done,
+                };
+                if let Err(e) = run.round() {
+                    let _ = run.done.send(Err(e));
+                    return;
+                }
+                self.run = Some(run);
+            }
+            DriverMsg::Ack => {
+                let Some(run) = self.run.as_mut() else {
+                    return;
+                };
+                run.acks += 1;
+                run.delivered += 1;
+                if run.acks < run.expected {
+                    return;
+                }
+                if run.rounds_left == 0 {
+                    let secs = run.started.elapsed().as_secs_f64();
+                    let _ = run.done.send(Ok((secs, run.delivered)));
+                    self.run = None;
+                } else if let Err(e) = run.round() {
+                    let _ = run.done.send(Err(e));
+                    self.run = None;
+                }
+            }
+        }
+    }
+}
+
+fn letter(i: usize) -> char {
+    (b'a' + (i % 26) as u8) as char
+}
+
+fn figure_params(size: usize, op: &str) -> serde_json::Map<String, serde_json::Value> {
+    params(&[("size", json!(size)), ("op", json!(op))])
+}
+
+pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
+    let mut figures = Vec::new();
+    for (i, &size) in p.sizes.iter().enumerate() {
+        if size == 0 {
+            return Err("registry: sizes must be positive".into());
+        }
+        let l = letter(i);
+        let system = cfg.system();
+        let driver = system.spawn(Driver::default());
+        let registry: Registry<Member> = Registry::new();
+        let names: Vec<String> = (0..size).map(|j| format!("k{size}-actor-{j}")).collect();
+        let groups: Vec<String> = (0..GROUPS).map(|g| format!("k{size}-group-{g}")).collect();
+        let actors: Vec<ActorRef<Member>> = (0..size)
+            .map(|_| {
+                system.spawn(Member {
+                    driver: driver.clone(),
+                })
+            })
+            .collect();
+        let heap_before = heap_in_use();
+        for (j, a) in actors.iter().enumerate() {
+            registry
+                .register(&names[j], a)
+                .map_err(|e| e.to_string())?;
+            registry.join(&groups[j % GROUPS], a);
+        }
+        let heap_after = heap_in_use();
+        let bytes_per_entry = heap_after.saturating_sub(heap_before) as f64 / size as f64;
+        let ids: Vec<_> = actors.iter().map(|a| a.id()).collect();
+        let lookups = (200_000 / size).max(2) * size;
+
+        figures.push(cfg.measure(
+            "troupe",
+            "registry",
+            format!("{l} {size} find"),
+            figure_params(size, "find"),
+            "finds/s",
+            || {
+                let t0 = Instant::now();
+                let mut wrong = 0usize;
+                let mut j = 0usize;
+                let mut done = 0usize;
+                while done < lookups {
+                    let reader = registry.reader();
+                    let batch = (lookups - done).min(1024);
+                    for _ in 0..batch {
+                        match reader.find(&names[j]) {
+                            Some(a) if a.id() == ids[j] => {}
+                            _ => wrong += 1,
+                        }
+                        j += 1;
+                        if j == size {
+                            j = 0;
+                        }
+                    }
+                    done += batch;
+                }
+                let secs = t0.elapsed().as_secs_f64();
+                verify(wrong == 0, || format!("registry: {wrong} lookups failed"))?;
+                Ok(Sample::new(secs, lookups as f64))
+            },
+        )?);
+
+        figures.push(cfg.measure(
+            "troupe",
+            "registry",
+            format!("{l} {size} find_owned"),
+            figure_params(size, "find_owned"),
+            "finds/s",
+            || {
+                let t0 = Instant::now();
+                let mut wrong = 0usize;
+                let mut j = 0usize;
+                for _ in 0..lookups {
+                    match registry.find(&names[j]) {
+                        Some(a) if a.id() == ids[j] => {}
+                        _ => wrong += 1,
+                    }
+                    j += 1;
+                    if j == size {
+                        j = 0;
+                    }
+                }
+                let secs = t0.elapsed().as_secs_f64();
+                verify(wrong == 0, || format!("registry: {wrong} lookups failed"))?;
+                Ok(Sample::new(secs, lookups as f64))
+            },
+        )?);
+
+        if size <= MAX_DISPATCH_SIZE {
+            for (op, group, members) in [
+                (
+                    "dispatch_group",
+                    Some(groups[0].clone()),
+                    size.div_ceil(GROUPS),
+                ),
+                ("dispatch", None, size),
+            ] {
+                let rounds = (100_000 / members).clamp(10, 10_000);
+                figures.push(cfg.measure(
+                    "troupe",
+                    "registry",
+                    format!("{l} {size} {op}"),
+                    figure_params(size, op),
+                    "deliveries/s",
+                    || {
+                        let (tx, rx) = bounded(1);
+                        driver
+                            .tell(DriverMsg::Start {
+                                registry: registry.clone(),
+                                group: group.clone(),
+                                rounds,
+                                done: tx,
+                            })
+                            .map_err(|e| e.to_string())?;
+                        let (secs, delivered) = rx.recv().map_err(|e| e.to_string())??;
+                        let expected = (rounds * members) as u64;
+                        verify(delivered == expected, || {
+                            format!("registry: {delivered} deliveries, expected {expected}")
+                        })?;
+                        Ok(Sample::new(secs, delivered as f64))
+                    },
+                )?);
+            }
+        }
+
+        let mem = Sample::new(bytes_per_entry * 1e-9, 1.0).with("bytes_per_entry", bytes_per_entry);
+        figures.push(Figure::from_samples(
+            "troupe",
+            "registry",
+            format!("{l} {size} memory"),
+            figure_params(size, "memory"),
+            "bytes/entry",
+            cfg.threads,
+            &[mem],
+        ));
+        drop(actors);
+        system.shutdown();
+    }
+    Ok(figures)
+}
