@@ -64,7 +64,18 @@
 //! Dispatch sends with `tell`: it never waits for a member to handle the
 //! message. Called from inside an actor, each woken member is scheduled on
 //! the caller's worker (cheap); from a plain thread, through the global
-//! queue.
+//! queue. It holds the group's read lock while sending: with
+//! `OverflowPolicy::Block` mailboxes, a plain-thread dispatch that blocks on
+//! a full member also holds up joins, leaves and cleanups of that group
+//! until the member has room.
+//!
+//! # Memory
+//!
+//! Per registered actor with one name and one group (measured with
+//! `mallinfo2` at 10,000 entries): ~200 bytes for the name entry, the key
+//! and the member record, ~45 bytes for the group membership, ~12 bytes for
+//! the monitor's closure, plus 80 bytes for the actor's watcher list when
+//! this monitor is its first watcher (the runtime allocates room for four).
 
 use crate::actor::{Actor, ActorId, ActorRef};
 use crate::error::SendError;
@@ -340,7 +351,10 @@ impl<A: Actor> Registry<A> {
     pub fn new() -> Self {
         Registry {
             inner: Arc::new(Inner {
-                names: papaya::HashMap::builder().hasher(Hasher::default()).build(),
+                names: papaya::HashMap::builder()
+                    .hasher(Hasher::default())
+                    .resize_mode(papaya::ResizeMode::Blocking)
+                    .build(),
                 members: (0..SHARDS)
                     .map(|_| RwLock::new(HashMap::default()))
                     .collect(),
