@@ -71,6 +71,9 @@ struct State<M> {
     queue: VecDeque<M>,
     closed: bool,
     selectors: Vec<Arc<Notify>>,
+    /// Senders waiting on `not_full`: every pop wakes one while any waits
+    /// (waking only on a full -> not-full edge would strand the others).
+    blocked_senders: usize,
 }
 
 struct Inner<M> {
@@ -266,6 +269,7 @@ impl<M: Send + 'static> MChain<M> {
                     queue: VecDeque::with_capacity(capacity.unwrap_or(0).min(1024)),
                     closed: false,
                     selectors: Vec::new(),
+                    blocked_senders: 0,
                 }),
                 not_empty: Condvar::new(),
                 not_full: Condvar::new(),
@@ -304,7 +308,11 @@ impl<M: Send + 'static> MChain<M> {
                         }
                         let deadline = Instant::now() + timeout;
                         while st.queue.len() >= cap && !st.closed {
-                            if inner.not_full.wait_until(&mut st, deadline).timed_out() {
+                            st.blocked_senders += 1;
+                            let timed_out =
+                                inner.not_full.wait_until(&mut st, deadline).timed_out();
+                            st.blocked_senders -= 1;
+                            if timed_out {
                                 break;
                             }
                         }
@@ -344,9 +352,9 @@ impl<M: Send + 'static> MChain<M> {
         let mut st = inner.state.lock();
         match st.queue.pop_front() {
             Some(m) => {
-                let was_full = inner.capacity.is_some_and(|c| st.queue.len() + 1 >= c);
+                let sender_waits = st.blocked_senders > 0;
                 drop(st);
-                if was_full {
+                if sender_waits {
                     inner.not_full.notify_one();
                 }
                 Pop::Msg(m)
@@ -362,10 +370,10 @@ impl<M: Send + 'static> MChain<M> {
         let mut st = inner.state.lock();
         loop {
             if let Some(m) = st.queue.pop_front() {
-                let was_full = inner.capacity.is_some_and(|c| st.queue.len() + 1 >= c);
+                let sender_waits = st.blocked_senders > 0;
                 let more = !st.queue.is_empty();
                 drop(st);
-                if was_full {
+                if sender_waits {
                     inner.not_full.notify_one();
                 }
                 if more {
@@ -382,6 +390,11 @@ impl<M: Send + 'static> MChain<M> {
                 Some(d) => {
                     if Instant::now() >= d || inner.not_empty.wait_until(&mut st, d).timed_out() {
                         if let Some(m) = st.queue.pop_front() {
+                            let wake = st.blocked_senders > 0;
+                            drop(st);
+                            if wake {
+                                inner.not_full.notify_one();
+                            }
                             return Pop::Msg(m);
                         }
                         return if st.closed { Pop::Closed } else { Pop::Empty };

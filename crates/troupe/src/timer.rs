@@ -194,7 +194,7 @@ impl Service {
                             .is_ok()
                         {
                             self.fired.fetch_add(1, Ordering::Relaxed);
-                            f();
+                            fire_guarded(f);
                         } else {
                             self.cancelled.fetch_sub(1, Ordering::Relaxed);
                         }
@@ -208,7 +208,7 @@ impl Service {
                             continue;
                         }
                         self.fired.fetch_add(1, Ordering::Relaxed);
-                        if !fire() {
+                        if !fire_guarded(&mut **fire) {
                             e.state.state.store(DONE, Ordering::Release);
                             continue;
                         }
@@ -225,6 +225,18 @@ impl Service {
                     heap.push(e);
                 }
             }
+        }
+    }
+}
+
+/// Runs a timer's action; a panic in it (a user's conversion or closure)
+/// is logged and stops that timer only, never the timer thread.
+fn fire_guarded<R: Default>(f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            tracing::error!("a timer's delivery panicked; the timer is stopped");
+            R::default()
         }
     }
 }

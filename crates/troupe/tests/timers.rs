@@ -254,3 +254,12 @@ fn timers_scheduled_from_many_threads_all_fire() {
     assert_eq!(r.handled, 10_000);
     assert_eq!(sum, 10_000 * 9_999 / 2);
 }
+
+#[test]
+fn a_panicking_delivery_does_not_stop_the_timer_thread() {
+    let _g = serial();
+    timer::call_at(Instant::now(), || panic!("deliberate panic in a timer")).detach();
+    let out = MChain::unbounded();
+    let _t = send_delayed(&out, Duration::from_millis(10), 1u8);
+    assert_eq!(out.recv_timeout(T), Ok(1));
+}
