@@ -88,6 +88,10 @@ type Hasher = foldhash::fast::RandomState;
 
 const SHARDS: usize = 16;
 
+/// A registered name: up to 24 bytes stored inline (no allocation, no
+/// pointer to chase on lookup), longer ones on the heap.
+type Name = compact_str::CompactString;
+
 /// Why a registration failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RegisterError {
@@ -172,7 +176,7 @@ impl<M> std::error::Error for NamedSendError<M> {}
 
 /// One registered actor: what to undo when it stops.
 struct Member<A: Actor> {
-    names: Few<Arc<str>>,
+    names: Few<Name>,
     groups: Few<Arc<Group<A>>>,
     actor: ActorRef<A>,
 }
@@ -277,7 +281,7 @@ impl<A: Actor> Group<A> {
 type MemberShard<A> = RwLock<HashMap<ActorId, Member<A>, Hasher>>;
 
 struct Inner<A: Actor> {
-    names: papaya::HashMap<Arc<str>, ActorRef<A>, Hasher>,
+    names: papaya::HashMap<Name, ActorRef<A>, Hasher>,
     members: Box<[MemberShard<A>]>,
     groups: RwLock<HashMap<String, Arc<Group<A>>, Hasher>>,
 }
@@ -418,7 +422,7 @@ impl<A: Actor> Registry<A> {
         let id = actor.id();
         self.with_member(actor, |m| {
             let guard = self.inner.names.guard();
-            let key: Arc<str> = Arc::from(name);
+            let key = Name::from(name);
             loop {
                 match self
                     .inner
@@ -631,7 +635,7 @@ impl<A: Actor> Registry<A> {
 
 /// Many lookups under one epoch guard; from [`Registry::reader`].
 pub struct Reader<'a, A: Actor> {
-    map: papaya::HashMapRef<'a, Arc<str>, ActorRef<A>, Hasher, papaya::LocalGuard<'a>>,
+    map: papaya::HashMapRef<'a, Name, ActorRef<A>, Hasher, papaya::LocalGuard<'a>>,
 }
 
 impl<A: Actor> Reader<'_, A> {
