@@ -72,10 +72,11 @@
 //! # Memory
 //!
 //! Per registered actor with one name and one group (measured with
-//! `mallinfo2` at 10,000 entries): ~200 bytes for the name entry, the key
-//! and the member record, ~45 bytes for the group membership, ~12 bytes for
-//! the monitor's closure, plus 80 bytes for the actor's watcher list when
-//! this monitor is its first watcher (the runtime allocates room for four).
+//! `mallinfo2` at 10,000 entries): ~230 bytes for the name entry (names up
+//! to 24 bytes are stored inline), the member record and the monitor's
+//! closure, ~45 bytes for the group membership, plus 80 bytes for the
+//! actor's watcher list when this monitor is its first watcher (the runtime
+//! allocates room for four).
 
 use crate::actor::{Actor, ActorId, ActorRef};
 use crate::error::SendError;
