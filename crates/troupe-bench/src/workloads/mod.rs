@@ -3,12 +3,14 @@
 
 pub mod actor_creation;
 pub mod baseline;
+pub mod channels;
 pub mod mailbox_performance;
 pub mod max_throughput;
 pub mod message;
 pub mod mixed_case;
 pub mod pingpong;
 pub mod reader_db;
+pub mod registry;
 pub mod ring;
 pub mod schedulers;
 pub mod spawn_and_await;

@@ -181,9 +181,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
             .collect();
         let heap_before = heap_in_use();
         for (j, a) in actors.iter().enumerate() {
-            registry
-                .register(&names[j], a)
-                .map_err(|e| e.to_string())?;
+            registry.register(&names[j], a).map_err(|e| e.to_string())?;
             registry.join(&groups[j % GROUPS], a);
         }
         let heap_after = heap_in_use();

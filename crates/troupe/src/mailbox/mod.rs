@@ -2,9 +2,9 @@
 //!
 //! Two flavours sit side by side, chosen per actor at spawn
 //! ([`MailboxConfig`]):
-//! * [`unbounded`]: a lock-free segmented MPSC queue, the default. No
+//! * `unbounded`: a lock-free segmented MPSC queue, the default. No
 //!   allocation per message in steady state (blocks of slots are recycled).
-//! * [`bounded`]: a preallocated lock-free ring with an [`OverflowPolicy`].
+//! * `bounded`: a preallocated lock-free ring with an [`OverflowPolicy`].
 //!
 //! Each flavour also carries the actor's state word (`state.rs`): the
 //! unbounded queue inside its tail word, the bounded ring beside it. The
