@@ -171,9 +171,41 @@ fn wait_polling<R>(
 
 /// The answer to an [`ActorRef::ask_async`](crate::ActorRef::ask_async): a
 /// future that resolves to the reply or to the error that replaced it.
+///
+/// ```
+/// use troupe::{Actor, ActorSystem, AskError, Context, ReplyTo};
+/// use std::time::Duration;
+/// struct Silent;
+/// impl Actor for Silent {
+///     type Msg = ReplyTo<u32>;
+///     fn handle(&mut self, r: ReplyTo<u32>, _ctx: &mut Context<'_, Self>) {
+///         std::mem::forget(r); // never answers
+///     }
+/// }
+/// let system = ActorSystem::new();
+/// let a = system.spawn(Silent);
+/// let fut = a.ask_async(|r| r).with_timeout(Duration::from_millis(20));
+/// // Any executor works; a timer thread wakes the future at the deadline.
+/// let out = tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(fut);
+/// assert_eq!(out, Err(AskError::Timeout));
+/// ```
 #[must_use = "an AskFuture does nothing unless awaited"]
 pub struct AskFuture<R> {
     state: AskState<R>,
+    deadline: Option<Deadline>,
+}
+
+/// An async deadline: the timer marks it expired and wakes the task.
+struct Deadline {
+    at: std::time::Instant,
+    shared: Arc<DeadlineShared>,
+    _timer: crate::timer::TimerHandle,
+}
+
+#[derive(Default)]
+struct DeadlineShared {
+    expired: std::sync::atomic::AtomicBool,
+    waker: parking_lot::Mutex<Option<std::task::Waker>>,
 }
 
 enum AskState<R> {
@@ -187,17 +219,45 @@ impl<R> AskFuture<R> {
     pub(crate) fn waiting(rx: oneshot::Receiver<Result<R, AskError>>) -> Self {
         AskFuture {
             state: AskState::Waiting(rx),
+            deadline: None,
         }
     }
 
     pub(crate) fn failed(e: AskError) -> Self {
         AskFuture {
             state: AskState::Failed(Some(e)),
+            deadline: None,
         }
     }
 
-    /// Waits for the reply on this thread, at most `timeout`.
+    /// Resolves to `Err(AskError::Timeout)` if no reply came within
+    /// `timeout` (counted from now). Works with any executor: the deadline is
+    /// kept by Troupe's timer thread, which wakes the task.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        let at = std::time::Instant::now() + timeout;
+        let shared = Arc::new(DeadlineShared::default());
+        let s = shared.clone();
+        let timer = crate::timer::call_at(at, move || {
+            s.expired.store(true, std::sync::atomic::Ordering::Release);
+            if let Some(w) = s.waker.lock().take() {
+                w.wake();
+            }
+        });
+        self.deadline = Some(Deadline {
+            at,
+            shared,
+            _timer: timer,
+        });
+        self
+    }
+
+    /// Waits for the reply on this thread, at most `timeout` (and at most
+    /// until a deadline set with [`with_timeout`](Self::with_timeout)).
     pub fn wait_timeout(self, timeout: Duration) -> Result<R, AskError> {
+        let timeout = match &self.deadline {
+            Some(d) => timeout.min(d.at.saturating_duration_since(std::time::Instant::now())),
+            None => timeout,
+        };
         match self.state {
             AskState::Waiting(rx) => wait_reply(rx, timeout),
             // Already polled as a future: finish it on this thread.
@@ -226,7 +286,20 @@ impl<R> Future for AskFuture<R> {
                     this.state = AskState::Done;
                     Poll::Ready(r.unwrap_or(Err(AskError::ActorStopped)))
                 }
-                Poll::Pending => Poll::Pending,
+                Poll::Pending => match &this.deadline {
+                    Some(d) => {
+                        *d.shared.waker.lock() = Some(cx.waker().clone());
+                        // Checked after storing the waker: a timer firing in
+                        // between either sees the waker or is seen here.
+                        if d.shared.expired.load(std::sync::atomic::Ordering::Acquire) {
+                            this.state = AskState::Done;
+                            Poll::Ready(Err(AskError::Timeout))
+                        } else {
+                            Poll::Pending
+                        }
+                    }
+                    None => Poll::Pending,
+                },
             },
             AskState::Failed(e) => Poll::Ready(Err(e.take().unwrap_or(AskError::ActorStopped))),
             AskState::Waiting(_) | AskState::Done => Poll::Ready(Err(AskError::ActorStopped)),

@@ -184,7 +184,14 @@ impl<A: Actor> ActorCell<A> {
     pub(crate) fn add_watcher(&self, w: Watcher) {
         let mut exit = self.exit.lock();
         match &mut *exit {
-            Exit::Running(ws) => ws.push(w),
+            Exit::Running(ws) => {
+                // Most actors get one watcher (a monitor, a registry entry):
+                // don't let the first push reserve room for four.
+                if ws.capacity() == 0 {
+                    ws.reserve_exact(1);
+                }
+                ws.push(w)
+            }
             Exit::Stopped(reason) => {
                 let reason = reason.clone();
                 drop(exit);

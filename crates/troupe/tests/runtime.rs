@@ -230,7 +230,8 @@ fn block_on<F: std::future::Future>(fut: F) -> F::Output {
         if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;
         }
-        std::thread::park_timeout(Duration::from_millis(100));
+        // Long: a future that is never woken shows up as a slow test.
+        std::thread::park_timeout(T);
     }
 }
 
