@@ -381,10 +381,9 @@ impl<A: SharedActor> SharedRef<A> {
                 None
             } else {
                 let result = catch_unwind(AssertUnwindSafe(|| {
-                    // SAFETY: the coordinator started this job only under the
-                    // rules in the module docs: exclusive = sole access,
-                    // shared = only shared accesses alongside. The actor is
-                    // dropped only when nothing is in flight.
+                    // SAFETY: the coordinator started this job under the module
+                    // rules (exclusive = sole access; shared = shared only), and
+                    // the actor is dropped only when nothing is in flight.
                     unsafe {
                         if exclusive {
                             if let Some(a) = (*me.actor.get()).as_mut() {

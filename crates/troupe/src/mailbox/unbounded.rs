@@ -204,12 +204,9 @@ impl<T> Unbounded<T> {
                 Ordering::Acquire,
             ) {
                 Ok(_) => {
-                    // SAFETY: our CAS moved the tail index past our slot, so
-                    // `block` (loaded after `tail`, and the tail block for
-                    // every index of its lap; indices never repeat) is the
-                    // live tail block and slot `offset` is ours alone. The
-                    // consumer cannot leave this block before reading the slot
-                    // we are about to write, so the block stays allocated.
+                    // Our CAS proves `block` (loaded after `tail`; indices never
+                    // repeat) is the live tail block and slot `offset` is ours;
+                    // SAFETY: the consumer cannot free it before reading our slot.
                     unsafe {
                         if offset + 1 == BLOCK_CAP {
                             let next = next_block;
@@ -251,10 +248,9 @@ impl<T> Unbounded<T> {
         }
         let head = self.head_index.load(Ordering::Relaxed);
         let offset = head % LAP;
-        // SAFETY: `block` is the head block, which stays allocated until the
-        // consumer (us, by the caller's contract) leaves it. Slots are only
-        // read after their WRITE bit was observed with Acquire, which orders
-        // the producer's write of the value before our read.
+        // SAFETY: the head block lives until its consumer (us) leaves it; a
+        // slot is read only after its WRITE bit (Acquire), so the producer's
+        // write of the value happens before our read.
         unsafe {
             let slot = (*block).slots.get_unchecked(offset);
             if slot.state.load(Ordering::Acquire) & WRITE == 0 {
