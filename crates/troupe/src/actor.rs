@@ -1,7 +1,7 @@
 //! Actors: the [`Actor`] trait, the [`Context`] handlers get, and the
 //! [`ActorRef`] everyone else uses to reach an actor.
 
-use crate::ask::{drop_silently, wait_reply, AskFuture, ReplyTo};
+use crate::ask::{request_not_sent, wait_reply, AskFuture, ReplyTo};
 use crate::cell::{ActorCell, StopRequest};
 use crate::error::{AskError, SendError, StopReason};
 use crate::system::{SpawnOptions, SystemHandle};
@@ -169,19 +169,9 @@ impl<'a, A: Actor> Context<'a, A> {
         A::Msg: From<Result<R, AskError>>,
     {
         let reply = ReplyTo::to_sink(self.cell.arc());
-        target.cell.send(make(reply)).map_err(|e| match e {
-            // The request carries the reply handle; dropped normally it would
-            // also deliver the error to us as a message. The caller learns of
-            // the failure from the return value instead.
-            SendError::Stopped(m) => {
-                drop_silently(m);
-                AskError::ActorStopped
-            }
-            SendError::Full(m) => {
-                drop_silently(m);
-                AskError::MailboxFull
-            }
-        })
+        // Dropped normally, the request's reply handle would also deliver
+        // the error to us as a message; the caller learns it from here.
+        target.cell.send(make(reply)).map_err(request_not_sent)
     }
 }
 
@@ -250,12 +240,7 @@ impl<A: Actor> ActorRef<A> {
     }
 
     fn send_request(&self, msg: A::Msg) -> Result<(), AskError> {
-        self.cell.send(msg).map_err(|e| match e {
-            // Dropping the request drops its reply handle, which tells the
-            // (not yet waiting) receiver; we return the precise error instead.
-            SendError::Stopped(_) => AskError::ActorStopped,
-            SendError::Full(_) => AskError::MailboxFull,
-        })
+        self.cell.send(msg).map_err(request_not_sent)
     }
 
     /// Asks the actor to stop after handling the messages already in its

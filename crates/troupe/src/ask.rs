@@ -40,6 +40,21 @@ pub(crate) fn while_dropping<R>(why: AskError, f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// The error for a request that could not be sent. The request is dropped
+/// without its `ReplyTo` reporting: the asker learns of the failure here.
+pub(crate) fn request_not_sent<M>(e: crate::error::SendError<M>) -> AskError {
+    match e {
+        crate::error::SendError::Stopped(m) => {
+            drop_silently(m);
+            AskError::ActorStopped
+        }
+        crate::error::SendError::Full(m) => {
+            drop_silently(m);
+            AskError::MailboxFull
+        }
+    }
+}
+
 /// Where a reply is delivered: a waiting thread/future or an actor's mailbox.
 pub(crate) trait ReplySink<R>: Send + Sync {
     fn deliver(self: Arc<Self>, reply: Result<R, AskError>);

@@ -228,6 +228,13 @@ impl SystemInner {
         true
     }
 
+    /// Shutdown steps 1 and 2: refuse new actors, ask every live one to drain
+    /// and stop.
+    fn begin_closing(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        self.request_all(StopRequest::Shutdown);
+    }
+
     fn request_all(&self, kind: StopRequest) {
         for task in self.table.snapshot() {
             task.request_stop(kind);
@@ -240,8 +247,7 @@ impl SystemInner {
             return r.clone();
         }
         let started = Instant::now();
-        self.closing.store(true, Ordering::SeqCst);
-        self.request_all(StopRequest::Shutdown);
+        self.begin_closing();
         if is_worker_thread() {
             // A worker cannot wait for the pool it runs on: the stops are
             // requested; the owner's `join`/drop completes the shutdown.
@@ -592,8 +598,7 @@ impl SystemHandle {
     /// Asks every actor to stop after draining its mailbox, without waiting.
     /// The owning [`ActorSystem`] completes the shutdown.
     pub fn request_shutdown(&self) {
-        self.inner.closing.store(true, Ordering::SeqCst);
-        self.inner.request_all(StopRequest::Shutdown);
+        self.inner.begin_closing();
     }
 }
 

@@ -148,6 +148,35 @@ fn roundtrip<T: Serialize + for<'de> Deserialize<'de>>(v: &T, buf: &mut [u8]) ->
     postcard::from_bytes(&buf[..used]).expect("decodes")
 }
 
+/// (c) one serialize + deserialize figure: `n` round trips of `value`
+/// through postcard, each decoded value scored by `score`, which must add up
+/// to `n * expected`.
+fn serde_figure<T: Serialize + for<'de> Deserialize<'de>>(
+    cfg: &RunCfg,
+    n: u64,
+    what: &str,
+    value: &T,
+    score: impl Fn(&T) -> i64,
+    expected: i64,
+) -> Result<Figure, String> {
+    cfg.measure(
+        "troupe",
+        "message",
+        format!("serde+postcard {what}"),
+        params(&[("iterations", json!(n))]),
+        "ops/s",
+        || {
+            let mut buf = [0u8; 64];
+            let mut sum = 0i64;
+            let s = time_loop(n, |_| sum += score(&roundtrip(black_box(value), &mut buf)));
+            verify(sum == expected * n as i64, || {
+                format!("message: {what} decoded wrong")
+            })?;
+            Ok(micro(s, n))
+        },
+    )
+}
+
 pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     let n = p.iterations.max(1);
     let ps = || params(&[("iterations", json!(n))]);
@@ -235,58 +264,29 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     verify(roundtrip(&two, &mut buf) == two, || {
         "int,int roundtrip".into()
     })?;
-    figs.push(cfg.measure(
-        "troupe",
-        "message",
-        "serde+postcard foo{10,20}".into(),
-        ps(),
-        "ops/s",
-        || {
-            let mut buf = [0u8; 64];
-            let mut sum = 0i64;
-            let s = time_loop(n, |_| {
-                let v = roundtrip(black_box(&foo_msg), &mut buf);
-                sum += (v.a + v.b) as i64;
-            });
-            verify(sum == 30 * n as i64, || "message: foo decoded wrong".into())?;
-            Ok(micro(s, n))
-        },
+    figs.push(serde_figure(
+        cfg,
+        n,
+        "foo{10,20}",
+        &foo_msg,
+        |v| (v.a + v.b) as i64,
+        30,
     )?);
-    figs.push(cfg.measure(
-        "troupe",
-        "message",
-        "serde+postcard bar{foo{1,2},\"three\"}".into(),
-        ps(),
-        "ops/s",
-        || {
-            let mut buf = [0u8; 64];
-            let mut sum = 0i64;
-            let s = time_loop(n, |_| {
-                let v = roundtrip(black_box(&bar), &mut buf);
-                sum += (v.a.a + v.a.b) as i64 + v.b.len() as i64;
-            });
-            verify(sum == 8 * n as i64, || "message: bar decoded wrong".into())?;
-            Ok(micro(s, n))
-        },
+    figs.push(serde_figure(
+        cfg,
+        n,
+        "bar{foo{1,2},\"three\"}",
+        &bar,
+        |v| (v.a.a + v.a.b) as i64 + v.b.len() as i64,
+        8,
     )?);
-    figs.push(cfg.measure(
-        "troupe",
-        "message",
-        "serde+postcard (int,int)".into(),
-        ps(),
-        "ops/s",
-        || {
-            let mut buf = [0u8; 64];
-            let mut sum = 0i64;
-            let s = time_loop(n, |_| {
-                let v = roundtrip(black_box(&two), &mut buf);
-                sum += (v.0 + v.1) as i64;
-            });
-            verify(sum == 3 * n as i64, || {
-                "message: (int,int) decoded wrong".into()
-            })?;
-            Ok(micro(s, n))
-        },
+    figs.push(serde_figure(
+        cfg,
+        n,
+        "(int,int)",
+        &two,
+        |v| (v.0 + v.1) as i64,
+        3,
     )?);
     Ok(figs)
 }

@@ -117,9 +117,9 @@ impl WorkerLocal {
     /// moves to the (stealable) deque.
     #[inline]
     pub(crate) fn schedule_local(&self, task: Task) {
-        if self.pool.shared_queue {
-            return self.pool.inject(task);
-        }
+        // `Pool::schedule`, the only caller, sends shared-queue pools' tasks
+        // to the injector before getting here.
+        debug_assert!(!self.pool.shared_queue);
         if let Some(old) = self.lifo.replace(Some(task)) {
             self.deque.push(old);
             self.pool.notify();
