@@ -2,6 +2,7 @@
 //! [`ActorRef`] everyone else uses to reach an actor.
 
 use crate::ask::{request_not_sent, wait_reply, AskFuture, ReplyTo};
+pub use crate::cell::WatchId;
 use crate::cell::{ActorCell, StopRequest};
 use crate::error::{AskError, SendError, StopReason};
 use crate::system::{SpawnOptions, SystemHandle};
@@ -119,17 +120,18 @@ impl<'a, A: Actor> Context<'a, A> {
         }
     }
 
-    /// Monitors `target`: when it stops, this actor receives `to_msg(id, reason)`.
+    /// If it has already stopped, the message is sent at once. Cancel with
+    /// `target.demonitor(id)`.
     /// If it has already stopped, the message is sent at once.
     pub fn watch<B: Actor>(
         &self,
         target: &ActorRef<B>,
         to_msg: impl FnOnce(ActorId, StopReason) -> A::Msg + Send + 'static,
-    ) {
+    ) -> WatchId {
         let me = self.cell.arc();
         target.cell.add_watcher(Box::new(move |id, reason| {
             let _ = me.send(to_msg(id, reason.clone()));
-        }));
+        }))
     }
 
     /// Runs `fut` on the system's async runtime (see [`crate::bridge`]); when
@@ -297,7 +299,35 @@ impl<A: Actor> ActorRef<A> {
 
     /// Calls `f` with the reason when the actor stops (at once if it has):
     /// a monitor usable from plain code.
-    pub fn on_stop(&self, f: impl FnOnce(ActorId, &StopReason) + Send + 'static) {
-        self.cell.add_watcher(Box::new(f));
+    ///
+    /// Returns an id that [`demonitor`](Self::demonitor) takes to cancel it.
+    pub fn on_stop(&self, f: impl FnOnce(ActorId, &StopReason) + Send + 'static) -> WatchId {
+        self.cell.add_watcher(Box::new(f))
+    }
+
+    /// Cancels a watcher set with [`on_stop`](Self::on_stop) or
+    /// [`Context::watch`] on this actor; returns `false` if it has already
+    /// run (the actor stopped) or was cancelled before.
+    ///
+    /// ```
+    /// use troupe::{Actor, ActorSystem, Context};
+    ///
+    /// struct Idle;
+    /// impl Actor for Idle {
+    ///     type Msg = ();
+    ///     fn handle(&mut self, _: (), _: &mut Context<'_, Self>) {}
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(1).build();
+    /// let a = system.spawn(Idle);
+    /// let watch = a.on_stop(|_, _| panic!("cancelled: never called"));
+    /// assert!(a.demonitor(watch));
+    /// assert!(!a.demonitor(watch));
+    /// a.stop();
+    /// a.join();
+    /// # system.shutdown();
+    /// ```
+    pub fn demonitor(&self, watch: WatchId) -> bool {
+        self.cell.remove_watcher(watch)
     }
 }

@@ -48,9 +48,50 @@ pub(crate) enum StopRequest {
 /// Called with the actor's id and stop reason when it stops.
 pub(crate) type Watcher = Box<dyn FnOnce(ActorId, &StopReason) + Send>;
 
+/// A shared watcher of many actors (a registry): told the stopped actor's
+/// id, the token it was registered with, and the reason. Costs no
+/// allocation per watched actor: the first listener sits in the cell.
+pub(crate) trait StopListener: Send + Sync {
+    fn actor_stopped(&self, id: ActorId, token: u64, reason: &StopReason);
+}
+
+/// Identifies one `on_stop` watcher, to cancel it with
+/// [`ActorRef::demonitor`](crate::ActorRef::demonitor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WatchId(u64);
+
+static NEXT_WATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+impl WatchId {
+    fn next() -> Self {
+        WatchId(NEXT_WATCH.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// A listener and the token it is told.
+type Listening = (Arc<dyn StopListener>, u64);
+
+/// A watcher beyond the first listener.
+enum Extra {
+    Listener(Listening),
+    Once(WatchId, Watcher),
+}
+
+/// Who is told when the actor stops.
+#[derive(Default)]
+struct Watchers {
+    /// The first listener, inline (a registry entry costs nothing here).
+    listener: Option<Listening>,
+    rest: Vec<Extra>,
+}
+
 enum Exit {
-    Running(Vec<Watcher>),
+    Running(Watchers),
     Stopped(StopReason),
+}
+
+fn same_listener(a: &Arc<dyn StopListener>, b: &Arc<dyn StopListener>) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
 struct Slot<A> {
@@ -116,7 +157,7 @@ impl<A: Actor> ActorCell<A> {
                 actor: Some(actor),
                 started: false,
             }),
-            exit: Mutex::new(Exit::Running(Vec::new())),
+            exit: Mutex::new(Exit::Running(Watchers::default())),
             exit_cv: Condvar::new(),
         }
     }
@@ -181,16 +222,17 @@ impl<A: Actor> ActorCell<A> {
     }
 
     /// Registers `w` to run when the actor stops; runs it now if it already has.
-    pub(crate) fn add_watcher(&self, w: Watcher) {
+    pub(crate) fn add_watcher(&self, w: Watcher) -> WatchId {
+        let id = WatchId::next();
         let mut exit = self.exit.lock();
         match &mut *exit {
             Exit::Running(ws) => {
-                // Most actors get one watcher (a monitor, a registry entry):
-                // don't let the first push reserve room for four.
-                if ws.capacity() == 0 {
-                    ws.reserve_exact(1);
+                // Most actors get one watcher (a monitor): don't let the
+                // first push reserve room for four.
+                if ws.rest.capacity() == 0 {
+                    ws.rest.reserve_exact(1);
                 }
-                ws.push(w)
+                ws.rest.push(Extra::Once(id, w))
             }
             Exit::Stopped(reason) => {
                 let reason = reason.clone();
@@ -198,6 +240,87 @@ impl<A: Actor> ActorCell<A> {
                 w(self.id, &reason);
             }
         }
+        id
+    }
+
+    /// Cancels a watcher from [`add_watcher`](Self::add_watcher); `false` if
+    /// it has run (or is running) already.
+    pub(crate) fn remove_watcher(&self, id: WatchId) -> bool {
+        let mut exit = self.exit.lock();
+        let Exit::Running(ws) = &mut *exit else {
+            return false;
+        };
+        let Some(at) = ws
+            .rest
+            .iter()
+            .position(|x| matches!(x, Extra::Once(k, _) if *k == id))
+        else {
+            return false;
+        };
+        let w = ws.rest.swap_remove(at);
+        drop(exit);
+        drop(w);
+        true
+    }
+
+    /// Tells `listener` (with `token`) when the actor stops. Returns `false`
+    /// (and registers nothing, tells nothing) if it has stopped already.
+    pub(crate) fn add_listener(&self, listener: Arc<dyn StopListener>, token: u64) -> bool {
+        let mut exit = self.exit.lock();
+        let Exit::Running(ws) = &mut *exit else {
+            return false;
+        };
+        if ws.listener.is_none() {
+            ws.listener = Some((listener, token));
+        } else {
+            ws.rest.push(Extra::Listener((listener, token)));
+        }
+        true
+    }
+
+    /// The token `listener` listens to this actor with, if it does (and the
+    /// actor has not stopped).
+    pub(crate) fn listener_token(&self, listener: &Arc<dyn StopListener>) -> Option<u64> {
+        let exit = self.exit.lock();
+        let Exit::Running(ws) = &*exit else {
+            return None;
+        };
+        let rest = ws.rest.iter().filter_map(|x| match x {
+            Extra::Listener(l) => Some(l),
+            Extra::Once(..) => None,
+        });
+        ws.listener
+            .iter()
+            .chain(rest)
+            .find(|(l, _)| same_listener(l, listener))
+            .map(|(_, t)| *t)
+    }
+
+    /// Stops telling `listener` about this actor; `false` if it was not
+    /// listening (or the actor has stopped and it is being told).
+    pub(crate) fn remove_listener(&self, listener: &Arc<dyn StopListener>) -> bool {
+        let removed =
+            {
+                let mut exit = self.exit.lock();
+                let Exit::Running(ws) = &mut *exit else {
+                    return false;
+                };
+                if ws
+                    .listener
+                    .as_ref()
+                    .is_some_and(|(l, _)| same_listener(l, listener))
+                {
+                    ws.listener.take().map(Extra::Listener)
+                } else if let Some(at) = ws.rest.iter().position(
+                    |x| matches!(x, Extra::Listener((l, _)) if same_listener(l, listener)),
+                ) {
+                    Some(ws.rest.swap_remove(at))
+                } else {
+                    None
+                }
+            };
+        // Dropped outside the lock: it may be the listener's last reference.
+        removed.is_some()
     }
 
     /// The stop reason, once stopped.
@@ -283,12 +406,18 @@ impl<A: Actor> ActorCell<A> {
             let mut exit = self.exit.lock();
             match std::mem::replace(&mut *exit, Exit::Stopped(reason.clone())) {
                 Exit::Running(ws) => ws,
-                Exit::Stopped(_) => Vec::new(),
+                Exit::Stopped(_) => Watchers::default(),
             }
         };
         self.exit_cv.notify_all();
-        for w in watchers {
-            w(self.id, &reason);
+        if let Some((l, token)) = watchers.listener {
+            l.actor_stopped(self.id, token, &reason);
+        }
+        for x in watchers.rest {
+            match x {
+                Extra::Listener((l, token)) => l.actor_stopped(self.id, token, &reason),
+                Extra::Once(_, w) => w(self.id, &reason),
+            }
         }
         if self.dedicated {
             // Our own thread: it exits once this turn returns.

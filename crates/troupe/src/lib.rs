@@ -62,7 +62,7 @@ mod sync;
 mod system;
 pub mod timer;
 
-pub use actor::{Actor, ActorId, ActorRef, Context};
+pub use actor::{Actor, ActorId, ActorRef, Context, WatchId};
 pub use ask::{AskFuture, ReplyTo};
 pub use dispatcher::{io_pool_size, Dispatcher, DispatcherKind};
 pub use error::{AskError, SendError, StopReason};

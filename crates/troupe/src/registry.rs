@@ -27,71 +27,84 @@
 //!
 //! # Layout
 //!
-//! * **Names**: a lock-free hash map (`papaya`, foldhash) from name to
-//!   `ActorRef`. A lookup is plain atomic loads under an epoch guard; the
-//!   guard is the only per-call cost beyond the probe, and
-//!   [`Registry::reader`] lets a caller hold one guard for many lookups.
-//!   Cost does not depend on the number of entries (beyond the cache misses
-//!   a larger table takes).
-//! * **Members**: one record per registered actor (its names and groups),
-//!   in 16 shards by actor id, each under a `parking_lot::RwLock`. Every
-//!   mutation of an actor's registration takes its shard's write lock, so an
-//!   actor's registration and its cleanup are serialized.
-//! * **Groups**: a dense `Vec<ActorRef>` per group (plus a position index for
-//!   O(1) removal by swap), under a read-write lock; dispatch iterates the
-//!   vector under the read lock. Groups are found by name in a small map.
+//! * **Names**: Troupe's own open-addressing hash table (linear probing,
+//!   foldhash). A slot is one `u64`: 32 bits of the name's hash and the
+//!   index of a *name record* (the name, up to 24 bytes inline, and the
+//!   `ActorRef`). Records live in chunks that never move (16, 16, 32, …,
+//!   512, then 1,024 records each), so a lookup is: hash, one slot load, one
+//!   record load, one compare. Lookups take no lock and write no shared
+//!   memory: they run under an epoch guard (`crossbeam-epoch`), and
+//!   [`Registry::reader`] holds one guard for many lookups.
+//! * **Writes** (register, unregister, join, leave, and the cleanup of a
+//!   stopped actor) are serialized by one mutex. A removed name's slot
+//!   becomes a tombstone; its record (and the `ActorRef` it holds) is freed
+//!   for reuse only after every guard that could have seen it is gone. The
+//!   table is rebuilt (doubled, or purged of tombstones) at 7/8 full and
+//!   the old one freed the same way.
+//! * **Members**: one 16-byte record per registered actor (its place in
+//!   the list of all members, its first name, its first group and its
+//!   position there; more in a side map), in the same kind of chunks,
+//!   touched only by writers.
+//! * **Groups**: per group, a dense vector of `ActorRef`s (and of their
+//!   member records, for O(1) removal by swap) under a read-write lock;
+//!   dispatch iterates it under the read lock.
 //!
 //! # Invariants
 //!
-//! * An actor that has a record has exactly one monitor installed by this
-//!   registry (`ActorRef::on_stop`), installed after its record is inserted
-//!   and outside every lock (the monitor runs at once if the actor has
-//!   already stopped). The monitor holds only a `Weak` to the registry and
-//!   the actor's id: a dropped registry frees its memory.
-//! * When an actor stops, its monitor removes its record, every name it holds
-//!   (`remove_if` the entry is still this actor: a name taken over by a new
-//!   actor is left alone) and its group memberships. No entry outlives its
-//!   actor by more than the monitor's run; an entry found in that instant
-//!   gives [`NamedSendError::Stopped`] on send.
-//! * A name held by a stopped actor whose monitor has not run yet may be
-//!   taken over by a new registration (the old entry is replaced only if it
-//!   is still that dead actor).
+//! * A registered actor has exactly one monitor from this registry: a
+//!   *listener* entry in its cell holding the registry's shared hook and the
+//!   member record's index (no allocation per actor). It is installed under
+//!   the write lock, before any name or group of the actor is visible.
+//! * When the actor stops, the hook removes its member record, every name it
+//!   holds and its group memberships. A name found in that instant gives
+//!   [`NamedSendError::Stopped`] on send. The hook checks that the member
+//!   record still belongs to that actor, so a late hook never removes
+//!   another actor's entry.
+//! * A name held by an actor that no longer accepts messages may be taken
+//!   over by a new registration (a restarted child registering again).
 //! * Dispatch costs one read lock per group and one `tell` per member: the
 //!   per-message cost does not grow with the number of registered actors or
 //!   monitors (seed 001's "selector bloat" cannot happen: monitors are
-//!   callbacks on the watched actor, not entries scanned per message).
+//!   entries in the watched actor, not entries scanned per message).
 //!
 //! Dispatch sends with `tell`: it never waits for a member to handle the
 //! message. Called from inside an actor, each woken member is scheduled on
 //! the caller's worker (cheap); from a plain thread, through the global
-//! queue. It holds the group's read lock while sending: with
-//! `OverflowPolicy::Block` mailboxes, a plain-thread dispatch that blocks on
-//! a full member also holds up joins, leaves and cleanups of that group
-//! until the member has room.
+//! queue. It holds the group's read lock (for [`Registry::dispatch`], the
+//! write mutex) while sending: with `OverflowPolicy::Block` mailboxes, a
+//! plain-thread dispatch that blocks on a full member also holds up changes
+//! to that group until the member has room.
 //!
 //! # Memory
 //!
-//! Per registered actor with one name and one group (measured with
-//! `mallinfo2` at 10,000 entries): ~230 bytes for the name entry (names up
-//! to 24 bytes are stored inline), the member record and the monitor's
-//! closure, ~45 bytes for the group membership, plus 80 bytes for the
-//! actor's watcher list when this monitor is its first watcher (the runtime
-//! allocates room for four).
+//! Per registered actor with one name and one group, measured with
+//! `mallinfo2` by the `registry` benchmark: the 40-byte name record, the
+//! 32-byte member record, 9 to 18 bytes of table slots and 12 to 24 bytes of
+//! group vectors; the monitor sits inline in the actor's cell. Each group
+//! costs about 200 bytes more, and each thread that reads a registry
+//! registers once with the epoch collector.
 
 use crate::actor::{Actor, ActorId, ActorRef};
-use crate::error::SendError;
-use parking_lot::RwLock;
+use crate::cell::StopListener;
+use crate::error::{SendError, StopReason};
+use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned};
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasher;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 type Hasher = foldhash::fast::RandomState;
 
-const SHARDS: usize = 16;
-
 /// A registered name: up to 24 bytes stored inline (no allocation, no
 /// pointer to chase on lookup), longer ones on the heap.
 type Name = compact_str::CompactString;
+
+/// "No record" in a member's first-name or first-group field.
+const NONE: u32 = u32::MAX;
 
 /// Why a registration failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -175,149 +188,687 @@ impl<M> fmt::Display for NamedSendError<M> {
 
 impl<M> std::error::Error for NamedSendError<M> {}
 
-/// One registered actor: what to undo when it stops.
-struct Member<A: Actor> {
-    names: Few<Name>,
-    groups: Few<Arc<Group<A>>>,
-    actor: ActorRef<A>,
+// ---------------------------------------------------------------------------
+// Chunked storage: elements at stable addresses, found by index.
+
+/// Chunk `c` holds 16, 16, 32, …, 512 elements for `c` < 7 (1,024 in all),
+/// then 1,024 each: little slack for small registries, at most 1,023 spare
+/// elements for large ones, and no element ever moves.
+const fn chunk_len(c: usize) -> usize {
+    if c == 0 {
+        16
+    } else if c < 7 {
+        8 << c
+    } else {
+        1024
+    }
 }
 
-/// A list that usually holds one element: no allocation for zero or one.
-enum Few<T> {
-    Zero,
-    One(T),
-    Many(Vec<T>),
+/// The chunk and offset of element `i`.
+#[inline]
+fn locate(i: usize) -> (usize, usize) {
+    if i < 16 {
+        (0, i)
+    } else if i < 1024 {
+        let b = i.ilog2() as usize;
+        (b - 3, i - (1 << b))
+    } else {
+        ((i >> 10) + 6, i & 1023)
+    }
 }
 
-impl<T> Few<T> {
-    fn push(&mut self, t: T) {
-        *self = match std::mem::replace(self, Few::Zero) {
-            Few::Zero => Few::One(t),
-            Few::One(a) => Few::Many(vec![a, t]),
-            Few::Many(mut v) => {
-                v.push(t);
-                Few::Many(v)
-            }
+struct Dir<T> {
+    chunks: Box<[AtomicPtr<MaybeUninit<T>>]>,
+}
+
+impl<T> Dir<T> {
+    fn new(n: usize, from: Option<&Dir<T>>) -> Box<Self> {
+        Box::new(Dir {
+            chunks: (0..n)
+                .map(|c| {
+                    let p = from
+                        .and_then(|d| d.chunks.get(c))
+                        .map_or(ptr::null_mut(), |p| p.load(Ordering::Relaxed));
+                    AtomicPtr::new(p)
+                })
+                .collect(),
+        })
+    }
+}
+
+/// Elements that never move, read by index from any thread, added by one
+/// writer at a time (the caller serializes [`ensure`](Self::ensure)).
+/// Holds raw `MaybeUninit<T>`: whoever writes an element drops it.
+struct Chunked<T> {
+    dir: AtomicPtr<Dir<T>>,
+    /// Directories replaced by bigger ones: a reader may still be reading
+    /// one, so they are freed with the whole (a few words per 1,024
+    /// elements).
+    /// Boxed: readers hold pointers to the `Dir` itself.
+    #[allow(clippy::vec_box)]
+    retired: Mutex<Vec<Box<Dir<T>>>>,
+}
+
+impl<T> Chunked<T> {
+    fn new() -> Self {
+        Chunked {
+            dir: AtomicPtr::new(Box::into_raw(Dir::new(8, None))),
+            retired: Mutex::new(Vec::new()),
         }
     }
 
-    fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
-        *self = match std::mem::replace(self, Few::Zero) {
-            Few::Zero => Few::Zero,
-            Few::One(a) if keep(&a) => Few::One(a),
-            Few::One(_) => Few::Zero,
-            Few::Many(mut v) => {
-                v.retain(keep);
-                match (v.pop(), v.is_empty()) {
-                    (None, _) => Few::Zero,
-                    (Some(a), true) => Few::One(a),
-                    (Some(a), false) => {
-                        v.push(a);
-                        Few::Many(v)
-                    }
-                }
-            }
+    /// Element `i`.
+    ///
+    /// # Safety
+    /// `ensure(i)` must have happened before this call (through the lock
+    /// that serializes writers, or a release store the caller acquired).
+    #[inline]
+    unsafe fn at(&self, i: usize) -> *mut MaybeUninit<T> {
+        let (c, off) = locate(i);
+        // SAFETY: `dir` always points to a live directory (replaced ones are
+        // kept until drop); per the caller, chunk `c` was allocated and
+        // published (release) before; `off` is within its length.
+        unsafe {
+            let dir = &*self.dir.load(Ordering::Acquire);
+            dir.chunks.get_unchecked(c).load(Ordering::Acquire).add(off)
         }
     }
 
+    /// Makes element `i` addressable. Callers are serialized.
+    fn ensure(&self, i: usize) {
+        let (c, _) = locate(i);
+        // SAFETY: `dir` is live; only serialized writers replace it.
+        let dir = unsafe { &*self.dir.load(Ordering::Acquire) };
+        if c >= dir.chunks.len() {
+            let new = Dir::new((c + 1).next_power_of_two(), Some(dir));
+            let old = self.dir.swap(Box::into_raw(new), Ordering::AcqRel);
+            // SAFETY: `old` came from `Box::into_raw` and is no longer
+            // reachable through `dir`; readers that loaded it may still use
+            // it, so it is kept until `self` drops.
+            self.retired.lock().push(unsafe { Box::from_raw(old) });
+            return self.ensure(i);
+        }
+        if dir.chunks[c].load(Ordering::Relaxed).is_null() {
+            let chunk: Box<[MaybeUninit<T>]> =
+                (0..chunk_len(c)).map(|_| MaybeUninit::uninit()).collect();
+            let p = Box::into_raw(chunk) as *mut MaybeUninit<T>;
+            dir.chunks[c].store(p, Ordering::Release);
+        }
+    }
+}
+
+impl<T> Drop for Chunked<T> {
+    /// Frees the chunks; the elements' owners have dropped them already.
+    fn drop(&mut self) {
+        // SAFETY: `dir` came from `Box::into_raw`; we are the last user.
+        let dir = unsafe { Box::from_raw(*self.dir.get_mut()) };
+        for (c, p) in dir.chunks.iter().enumerate() {
+            let p = p.load(Ordering::Relaxed);
+            if !p.is_null() {
+                let chunk = ptr::slice_from_raw_parts_mut(p, chunk_len(c));
+                // SAFETY: allocated in `ensure` as a boxed slice of this length.
+                drop(unsafe { Box::from_raw(chunk) });
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The name table.
+
+/// An empty slot ends a probe.
+const EMPTY: u64 = 0;
+/// A removed entry: probes go on past it.
+const TOMB: u64 = 1;
+const TAG_MASK: u64 = 0xFFFF_FFFF_0000_0000;
+
+/// The upper half of a slot: 31 bits of the hash and a set top bit (so that
+/// no tag equals `EMPTY` or `TOMB`).
+#[inline]
+fn tag_of(hash: u64) -> u64 {
+    (hash | (1 << 63)) & TAG_MASK
+}
+
+/// Slots (a power of two of them): `EMPTY`, `TOMB`, or tag | record index.
+struct Table {
+    slots: Box<[AtomicU64]>,
+}
+
+impl Table {
+    fn new(len: usize) -> Self {
+        Table {
+            slots: (0..len).map(|_| AtomicU64::new(EMPTY)).collect(),
+        }
+    }
+
+    /// Where a new entry with `hash` goes: the first tombstone or empty slot
+    /// on its probe path (writers only).
+    fn free_slot(&self, hash: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            if self.slots[i].load(Ordering::Relaxed) <= TOMB {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
+/// A name and the actor holding it; immutable while reachable from the
+/// table. `owner` is the holder's member record.
+struct NameRec<A: Actor> {
+    name: ManuallyDrop<Name>,
+    actor: ManuallyDrop<ActorRef<A>>,
+    owner: u32,
+}
+
+// ---------------------------------------------------------------------------
+// Members and groups (writers only, under the write lock).
+
+/// One registered actor: what to undo when it stops (16 bytes; names and
+/// groups beyond the first in [`State::more`]).
+struct Member {
+    /// Its position in the list of all members (`NONE`: a vacant record).
+    all_pos: u32,
+    /// Its first name record (`NONE`: none).
+    name: u32,
+    /// Its first group and its position there (`NONE`: none).
+    gid: u32,
+    pos: u32,
+}
+
+/// Names and groups beyond a member's first.
+#[derive(Default)]
+struct More {
+    names: Vec<u32>,
+    groups: Vec<(u32, u32)>,
+}
+
+impl More {
     fn is_empty(&self) -> bool {
-        matches!(self, Few::Zero)
+        self.names.is_empty() && self.groups.is_empty()
     }
+}
 
-    fn iter(&self) -> std::slice::Iter<'_, T> {
-        match self {
-            Few::Zero => [].iter(),
-            Few::One(a) => std::slice::from_ref(a).iter(),
-            Few::Many(v) => v.iter(),
+impl Member {
+    fn new(all_pos: u32) -> Self {
+        Member {
+            all_pos,
+            name: NONE,
+            gid: NONE,
+            pos: 0,
         }
     }
 }
 
-/// A group's members, dense for dispatch.
+/// A group's members, dense for dispatch; `owners[i]` is `refs[i]`'s member
+/// record.
 struct GroupMembers<A: Actor> {
     refs: Vec<ActorRef<A>>,
-    pos: HashMap<ActorId, usize, Hasher>,
+    owners: Vec<u32>,
 }
 
 struct Group<A: Actor> {
+    name: Name,
     members: RwLock<GroupMembers<A>>,
 }
 
-impl<A: Actor> Group<A> {
-    fn new() -> Self {
-        Group {
-            members: RwLock::new(GroupMembers {
-                refs: Vec::new(),
-                pos: HashMap::default(),
-            }),
-        }
-    }
+struct Groups<A: Actor> {
+    by_name: HashMap<Name, u32, Hasher>,
+    list: Vec<Group<A>>,
+}
 
-    fn add(&self, actor: &ActorRef<A>) -> bool {
-        let mut g = self.members.write();
-        if g.pos.contains_key(&actor.id()) {
-            return false;
-        }
-        let at = g.refs.len();
-        g.refs.push(actor.clone());
-        g.pos.insert(actor.id(), at);
-        true
-    }
-
-    fn remove(&self, id: ActorId) -> bool {
-        let mut g = self.members.write();
-        let Some(at) = g.pos.remove(&id) else {
-            return false;
-        };
-        g.refs.swap_remove(at);
-        if let Some(moved) = g.refs.get(at) {
-            let moved = moved.id();
-            g.pos.insert(moved, at);
-        }
-        true
+impl<A: Actor> Groups<A> {
+    fn get(&self, name: &str) -> Option<&Group<A>> {
+        self.by_name.get(name).map(|&g| &self.list[g as usize])
     }
 }
 
-/// One shard of the member records.
-type MemberShard<A> = RwLock<HashMap<ActorId, Member<A>, Hasher>>;
+/// What the write lock guards.
+struct State {
+    members: Chunked<Member>,
+    /// Member records initialized so far.
+    members_hwm: usize,
+    free_members: Vec<u32>,
+    /// Names and groups beyond the first, by member record (rare).
+    more: HashMap<u32, More, Hasher>,
+    /// Name records initialized so far (reused ones come from `limbo`).
+    names_hwm: usize,
+    /// Table slots in use and tombstones.
+    live: usize,
+    tombs: usize,
+}
+
+impl State {
+    fn member(&mut self, m: u32) -> &mut Member {
+        debug_assert!((m as usize) < self.members_hwm);
+        // SAFETY: records below `members_hwm` were initialized (and only
+        // writers, serialized by the lock we hold, touch them).
+        unsafe { (*self.members.at(m as usize)).assume_init_mut() }
+    }
+
+    fn names_of(&mut self, m: u32) -> Vec<u32> {
+        let first = self.member(m).name;
+        let more = self.more.get(&m).into_iter().flat_map(|x| x.names.iter());
+        (first != NONE)
+            .then_some(first)
+            .into_iter()
+            .chain(more.copied())
+            .collect()
+    }
+
+    fn groups_of(&mut self, m: u32) -> Vec<(u32, u32)> {
+        let Member { gid, pos, .. } = *self.member(m);
+        let more = self.more.get(&m).into_iter().flat_map(|x| x.groups.iter());
+        (gid != NONE)
+            .then_some((gid, pos))
+            .into_iter()
+            .chain(more.copied())
+            .collect()
+    }
+
+    fn add_name(&mut self, m: u32, idx: u32) {
+        let member = self.member(m);
+        if member.name == NONE {
+            member.name = idx;
+        } else {
+            self.more.entry(m).or_default().names.push(idx);
+        }
+    }
+
+    fn remove_name(&mut self, m: u32, idx: u32) {
+        if self.member(m).name == idx {
+            let next = self.more.get_mut(&m).and_then(|x| x.names.pop());
+            self.member(m).name = next.unwrap_or(NONE);
+        } else if let Some(x) = self.more.get_mut(&m) {
+            x.names.retain(|&n| n != idx);
+        }
+        self.trim(m);
+    }
+
+    fn group_pos(&mut self, m: u32, gid: u32) -> Option<u32> {
+        let member = self.member(m);
+        if member.gid == gid {
+            return Some(member.pos);
+        }
+        let x = self.more.get(&m)?;
+        x.groups.iter().find(|g| g.0 == gid).map(|g| g.1)
+    }
+
+    fn add_group(&mut self, m: u32, gid: u32, pos: u32) {
+        let member = self.member(m);
+        if member.gid == NONE {
+            (member.gid, member.pos) = (gid, pos);
+        } else {
+            self.more.entry(m).or_default().groups.push((gid, pos));
+        }
+    }
+
+    fn set_pos(&mut self, m: u32, gid: u32, pos: u32) {
+        let member = self.member(m);
+        if member.gid == gid {
+            member.pos = pos;
+        } else if let Some(g) = self
+            .more
+            .get_mut(&m)
+            .and_then(|x| x.groups.iter_mut().find(|g| g.0 == gid))
+        {
+            g.1 = pos;
+        }
+    }
+
+    fn remove_group(&mut self, m: u32, gid: u32) {
+        if self.member(m).gid == gid {
+            let next = self.more.get_mut(&m).and_then(|x| x.groups.pop());
+            let member = self.member(m);
+            (member.gid, member.pos) = next.unwrap_or((NONE, 0));
+        } else if let Some(x) = self.more.get_mut(&m) {
+            x.groups.retain(|g| g.0 != gid);
+        }
+        self.trim(m);
+    }
+
+    fn trim(&mut self, m: u32) {
+        if self.more.get(&m).is_some_and(More::is_empty) {
+            self.more.remove(&m);
+        }
+    }
+
+    /// Holds no name and no group.
+    fn is_empty(&mut self, m: u32) -> bool {
+        let member = self.member(m);
+        member.name == NONE && member.gid == NONE
+    }
+}
+
+/// The registry's monitor of its actors, shared by all of them.
+struct Hook<A: Actor> {
+    inner: Weak<Inner<A>>,
+}
+
+impl<A: Actor> StopListener for Hook<A> {
+    fn actor_stopped(&self, id: ActorId, token: u64, _reason: &StopReason) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.forget(id, token as u32);
+        }
+    }
+}
 
 struct Inner<A: Actor> {
-    names: papaya::HashMap<Name, ActorRef<A>, Hasher>,
-    members: Box<[MemberShard<A>]>,
-    groups: RwLock<HashMap<String, Arc<Group<A>>, Hasher>>,
+    hasher: Hasher,
+    table: Atomic<Table>,
+    names: Chunked<NameRec<A>>,
+    names_len: AtomicUsize,
+    state: Mutex<State>,
+    groups: RwLock<Groups<A>>,
+    /// Every member, dense (for `dispatch` and `len`); `owners[i]` is
+    /// `refs[i]`'s member record, which holds `i` as `all_pos`.
+    all: RwLock<GroupMembers<A>>,
+    /// Name records whose last reader is gone, free for reuse.
+    limbo: Arc<Mutex<Vec<u32>>>,
+    hook: Arc<dyn StopListener>,
 }
 
+// SAFETY: the name records (read from any thread) hold `ActorRef`s and names,
+// both `Send + Sync`; everything else is behind locks or atomics.
+unsafe impl<A: Actor> Sync for Inner<A> {}
+// SAFETY: as above.
+unsafe impl<A: Actor> Send for Inner<A> {}
+
 impl<A: Actor> Inner<A> {
-    fn shard(&self, id: ActorId) -> &MemberShard<A> {
-        &self.members[(id.as_u64() as usize) % SHARDS]
+    /// The record at `idx`.
+    ///
+    /// # Safety
+    /// `idx` was read from a table slot under `guard` (or under the write
+    /// lock), so the record is initialized and is not reused while the
+    /// guard lives.
+    #[inline]
+    unsafe fn rec<'g>(&self, idx: u32, _guard: &'g Guard) -> &'g NameRec<A> {
+        // SAFETY: per the caller.
+        unsafe { (*self.names.at(idx as usize)).assume_init_ref() }
     }
 
-    fn group(&self, name: &str) -> Option<Arc<Group<A>>> {
-        self.groups.read().get(name).cloned()
-    }
-
-    fn group_or_create(&self, name: &str) -> Arc<Group<A>> {
-        if let Some(g) = self.group(name) {
-            return g;
+    /// The slot and record holding `name`.
+    #[inline]
+    fn lookup<'g>(&self, name: &str, guard: &'g Guard) -> Option<(usize, u32, &'g NameRec<A>)> {
+        let hash = self.hasher.hash_one(name);
+        let tag = tag_of(hash);
+        // SAFETY: the table is never null; a replaced one is freed only once
+        // every guard that could have loaded it is gone.
+        let table = unsafe { self.table.load(Ordering::Acquire, guard).deref() };
+        let mask = table.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let v = table.slots[i].load(Ordering::Acquire);
+            if v == EMPTY {
+                return None;
+            }
+            if v & TAG_MASK == tag {
+                // SAFETY: read from a slot under `guard` (acquire pairs with
+                // the writer's release store after initializing it).
+                let rec = unsafe { self.rec(v as u32, guard) };
+                if rec.name.as_str() == name {
+                    return Some((i, v as u32, rec));
+                }
+            }
+            i = (i + 1) & mask;
         }
-        self.groups
-            .write()
-            .entry(name.to_string())
-            .or_insert_with(|| Arc::new(Group::new()))
-            .clone()
+    }
+
+    /// The member record of `actor` in this registry, if it has one.
+    fn member_of(&self, actor: &ActorRef<A>) -> Option<u32> {
+        actor.cell.listener_token(&self.hook).map(|t| t as u32)
+    }
+
+    /// A new member record for `actor`, its monitor installed; `None` if
+    /// the actor has stopped.
+    fn new_member(&self, st: &mut State, actor: &ActorRef<A>) -> Option<u32> {
+        let m = match st.free_members.pop() {
+            Some(m) => m,
+            None => {
+                let m = st.members_hwm;
+                st.members.ensure(m);
+                // SAFETY: just made addressable; uninitialized until now.
+                unsafe { (*st.members.at(m)).write(Member::new(NONE)) };
+                st.members_hwm += 1;
+                m as u32
+            }
+        };
+        if !actor.cell.add_listener(self.hook.clone(), m as u64) {
+            st.free_members.push(m);
+            return None;
+        }
+        let mut all = self.all.write();
+        *st.member(m) = Member::new(all.refs.len() as u32);
+        all.refs.push(actor.clone());
+        all.owners.push(m);
+        Some(m)
+    }
+
+    /// The actor of live member record `m`.
+    fn actor_of(&self, st: &mut State, m: u32) -> Option<ActorRef<A>> {
+        let at = st.member(m).all_pos;
+        (at != NONE).then(|| self.all.read().refs[at as usize].clone())
+    }
+
+    /// Frees member record `m` (its names and groups already gone).
+    fn free_member(&self, st: &mut State, m: u32) {
+        let at = std::mem::replace(&mut st.member(m).all_pos, NONE);
+        if at == NONE {
+            return;
+        }
+        *st.member(m) = Member::new(NONE);
+        st.more.remove(&m);
+        let mut all = self.all.write();
+        all.refs.swap_remove(at as usize);
+        all.owners.swap_remove(at as usize);
+        if let Some(&moved) = all.owners.get(at as usize) {
+            st.member(moved).all_pos = at;
+        }
+        st.free_members.push(m);
+    }
+
+    /// Frees `m` if it holds no name and no group any more, and removes its
+    /// monitor.
+    fn drop_member_if_empty(&self, st: &mut State, m: u32) {
+        if !st.is_empty(m) {
+            return;
+        }
+        if let Some(actor) = self.actor_of(st, m) {
+            actor.cell.remove_listener(&self.hook);
+            self.free_member(st, m);
+        }
+    }
+
+    /// Adds the name record (`name` → `actor`, member `owner`).
+    fn insert_name(
+        &self,
+        st: &mut State,
+        name: &str,
+        actor: &ActorRef<A>,
+        owner: u32,
+        guard: &Guard,
+    ) -> u32 {
+        let idx = match self.limbo.lock().pop() {
+            Some(i) => i as usize,
+            None => {
+                let i = st.names_hwm;
+                self.names.ensure(i);
+                st.names_hwm += 1;
+                i
+            }
+        };
+        let rec = NameRec {
+            name: ManuallyDrop::new(Name::from(name)),
+            actor: ManuallyDrop::new(actor.clone()),
+            owner,
+        };
+        // SAFETY: the element is addressable, and unreachable by readers: it
+        // is fresh, or came back from `limbo` after its last reader (its old
+        // contents were moved out by `retire`).
+        unsafe { (*self.names.at(idx)).write(rec) };
+        self.grow_if_full(st, guard);
+        // SAFETY: as in `lookup`.
+        let table = unsafe { self.table.load(Ordering::Acquire, guard).deref() };
+        let hash = self.hasher.hash_one(name);
+        let i = table.free_slot(hash);
+        if table.slots[i].load(Ordering::Relaxed) == TOMB {
+            st.tombs -= 1;
+        }
+        table.slots[i].store(tag_of(hash) | idx as u64, Ordering::Release);
+        st.live += 1;
+        self.names_len.fetch_add(1, Ordering::Relaxed);
+        idx as u32
+    }
+
+    /// Rebuilds the table, doubled or purged of tombstones, when one more
+    /// entry would fill it past 7/8. Sized for at most 7/16 full after.
+    fn grow_if_full(&self, st: &mut State, guard: &Guard) {
+        let old = self.table.load(Ordering::Acquire, guard);
+        // SAFETY: as in `lookup`.
+        let table = unsafe { old.deref() };
+        let len = table.slots.len();
+        if (st.live + st.tombs + 1) * 8 <= len * 7 {
+            return;
+        }
+        let mut new_len = 16;
+        while (st.live + 1) * 16 > new_len * 7 {
+            new_len *= 2;
+        }
+        let new = Table::new(new_len);
+        for s in table.slots.iter() {
+            let v = s.load(Ordering::Relaxed);
+            if v > TOMB {
+                // SAFETY: a live slot (read under the write lock).
+                let rec = unsafe { self.rec(v as u32, guard) };
+                let i = new.free_slot(self.hasher.hash_one(rec.name.as_str()));
+                new.slots[i].store(v, Ordering::Relaxed);
+            }
+        }
+        self.table.store(Owned::new(new), Ordering::Release);
+        st.tombs = 0;
+        // SAFETY: `old` is unreachable for guards taken from now on.
+        unsafe { guard.defer_destroy(old) };
+        // A whole table: hand it to the collector now rather than when this
+        // thread's bag of deferred frees fills up.
+        guard.flush();
+    }
+
+    /// Removes the entry at table slot `slot` (record `idx`): a tombstone
+    /// now, the record's contents dropped and the record reused once no
+    /// guard can see it.
+    fn remove_name(&self, st: &mut State, slot: usize, idx: u32, guard: &Guard) {
+        // SAFETY: as in `lookup`.
+        let table = unsafe { self.table.load(Ordering::Acquire, guard).deref() };
+        table.slots[slot].store(TOMB, Ordering::Release);
+        st.live -= 1;
+        st.tombs += 1;
+        self.names_len.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: `idx` was live in the table under the write lock.
+        let rec = unsafe { self.rec(idx, guard) };
+        // SAFETY: moved out exactly once (the record is unreachable for new
+        // lookups, and rewritten only after it comes back from `limbo`);
+        // readers that still see the record read the same bits, whose
+        // targets stay alive until the deferred drop below.
+        let (name, actor) = unsafe { (ptr::read(&*rec.name), ptr::read(&*rec.actor)) };
+        let limbo = self.limbo.clone();
+        guard.defer(move || {
+            drop(actor);
+            drop(name);
+            limbo.lock().push(idx);
+        });
+    }
+
+    /// Removes `name`'s entry and drops it from its owner's names; returns
+    /// the owner's member record and its actor.
+    fn take_name(&self, st: &mut State, name: &str, guard: &Guard) -> Option<(u32, ActorRef<A>)> {
+        let (slot, idx, rec) = self.lookup(name, guard)?;
+        let owner = rec.owner;
+        let actor = (*rec.actor).clone();
+        self.remove_name(st, slot, idx, guard);
+        st.remove_name(owner, idx);
+        Some((owner, actor))
+    }
+
+    /// Removes member `m` from group `gid`, keeping the group dense.
+    fn leave_group(&self, st: &mut State, m: u32, gid: u32) -> bool {
+        let Some(pos) = st.group_pos(m, gid) else {
+            return false;
+        };
+        let groups = self.groups.read();
+        let mut g = groups.list[gid as usize].members.write();
+        let pos = pos as usize;
+        g.refs.swap_remove(pos);
+        g.owners.swap_remove(pos);
+        if let Some(&moved) = g.owners.get(pos) {
+            st.set_pos(moved, gid, pos as u32);
+        }
+        drop(g);
+        drop(groups);
+        st.remove_group(m, gid);
+        true
     }
 
     /// The stopped actor's monitor: forget everything about it.
-    fn forget(&self, id: ActorId) {
-        let Some(member) = self.shard(id).write().remove(&id) else {
+    fn forget(&self, id: ActorId, m: u32) {
+        let guard = epoch::pin();
+        let mut st = self.state.lock();
+        if m as usize >= st.members_hwm {
             return;
-        };
-        let guard = self.names.guard();
-        for name in member.names.iter() {
-            let _ = self.names.remove_if(&**name, |_, v| v.id() == id, &guard);
         }
-        for g in member.groups.iter() {
-            g.remove(id);
+        // A late call for a record freed (and maybe reused) since: leave it.
+        if self.actor_of(&mut st, m).map(|a| a.id()) != Some(id) {
+            return;
+        }
+        let (names, groups) = (st.names_of(m), st.groups_of(m));
+        for idx in names {
+            // SAFETY: the member's names are live records (under the lock).
+            let rec = unsafe { self.rec(idx, &guard) };
+            if let Some((slot, found, _)) = self.lookup(rec.name.as_str(), &guard) {
+                if found == idx {
+                    self.remove_name(&mut st, slot, idx, &guard);
+                }
+            }
+        }
+        for (gid, _) in groups {
+            self.leave_group(&mut st, m, gid);
+        }
+        self.free_member(&mut st, m);
+    }
+}
+
+impl<A: Actor> Drop for Inner<A> {
+    fn drop(&mut self) {
+        // SAFETY: we are the last user: no guard can reach this table.
+        let guard = unsafe { epoch::unprotected() };
+        let table = self
+            .table
+            .swap(epoch::Shared::null(), Ordering::Relaxed, guard);
+        // SAFETY: the table came from `Owned::new`; nobody else holds it.
+        let table = unsafe { table.into_owned() };
+        for s in table.slots.iter() {
+            let v = s.load(Ordering::Relaxed);
+            if v > TOMB {
+                // SAFETY: a live record, dropped once here.
+                unsafe { (*self.names.at(v as u32 as usize)).assume_init_drop() };
+            }
+        }
+        let st = self.state.get_mut();
+        for m in 0..st.members_hwm {
+            // SAFETY: initialized below `members_hwm`.
+            unsafe { (*st.members.at(m)).assume_init_drop() };
+        }
+    }
+}
+
+impl<A: Actor> Drop for NameRec<A> {
+    fn drop(&mut self) {
+        // SAFETY: only called for a record still owning its contents (a live
+        // one, from `Inner::drop`).
+        unsafe {
+            ManuallyDrop::drop(&mut self.name);
+            ManuallyDrop::drop(&mut self.actor);
         }
     }
 }
@@ -345,7 +896,7 @@ impl<A: Actor> Default for Registry<A> {
 impl<A: Actor> fmt::Debug for Registry<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registry")
-            .field("names", &self.inner.names.len())
+            .field("names", &self.names_len())
             .field("members", &self.len())
             .finish()
     }
@@ -355,59 +906,48 @@ impl<A: Actor> Registry<A> {
     /// An empty registry.
     pub fn new() -> Self {
         Registry {
-            inner: Arc::new(Inner {
-                names: papaya::HashMap::builder()
-                    .hasher(Hasher::default())
-                    .resize_mode(papaya::ResizeMode::Blocking)
-                    .build(),
-                members: (0..SHARDS)
-                    .map(|_| RwLock::new(HashMap::default()))
-                    .collect(),
-                groups: RwLock::new(HashMap::default()),
+            inner: Arc::new_cyclic(|weak| Inner {
+                hasher: Hasher::default(),
+                table: Atomic::new(Table::new(16)),
+                names: Chunked::new(),
+                names_len: AtomicUsize::new(0),
+                state: Mutex::new(State {
+                    members: Chunked::new(),
+                    members_hwm: 0,
+                    free_members: Vec::new(),
+                    more: HashMap::default(),
+                    names_hwm: 0,
+                    live: 0,
+                    tombs: 0,
+                }),
+                groups: RwLock::new(Groups {
+                    by_name: HashMap::default(),
+                    list: Vec::new(),
+                }),
+                all: RwLock::new(GroupMembers {
+                    refs: Vec::new(),
+                    owners: Vec::new(),
+                }),
+                limbo: Arc::new(Mutex::new(Vec::new())),
+                hook: Arc::new(Hook {
+                    inner: weak.clone(),
+                }),
             }),
         }
     }
 
-    /// Adds `actor` as a member if it is not one yet; runs `f` on its record
-    /// under its shard's lock. Installs the monitor for a new member. A
-    /// record left empty (`f` failed) is removed again.
-    fn with_member<R>(
-        &self,
-        actor: &ActorRef<A>,
-        f: impl FnOnce(&mut Member<A>) -> Result<R, RegisterError>,
-    ) -> Result<R, RegisterError> {
-        let id = actor.id();
-        let (r, new) = {
-            let mut shard = self.inner.shard(id).write();
-            if !actor.is_alive() {
-                return Err(RegisterError::ActorStopped(id));
-            }
-            let mut new = false;
-            let m = shard.entry(id).or_insert_with(|| {
-                new = true;
-                Member {
-                    names: Few::Zero,
-                    groups: Few::Zero,
-                    actor: actor.clone(),
-                }
-            });
-            let r = f(m);
-            if m.names.is_empty() && m.groups.is_empty() {
-                shard.remove(&id);
-                return r;
-            }
-            (r, new)
-        };
-        if new {
-            // Outside the lock: it runs at once if the actor already stopped.
-            let weak: Weak<Inner<A>> = Arc::downgrade(&self.inner);
-            actor.on_stop(move |id, _| {
-                if let Some(inner) = weak.upgrade() {
-                    inner.forget(id);
-                }
-            });
+    /// The write lock, and `actor`'s member record (created, with its
+    /// monitor, if it has none). `None` if the actor has stopped.
+    fn lock_member(&self, actor: &ActorRef<A>) -> Option<(MutexGuard<'_, State>, u32)> {
+        let mut st = self.inner.state.lock();
+        if !actor.is_alive() {
+            return None;
         }
-        r
+        let m = match self.inner.member_of(actor) {
+            Some(m) => m,
+            None => self.inner.new_member(&mut st, actor)?,
+        };
+        Some((st, m))
     }
 
     /// Registers `actor` under the unique `name`. An actor may hold several
@@ -420,96 +960,98 @@ impl<A: Actor> Registry<A> {
         actor: &ActorRef<A>,
     ) -> Result<(), RegisterError> {
         let name: &str = name.as_ref();
-        let id = actor.id();
-        self.with_member(actor, |m| {
-            let guard = self.inner.names.guard();
-            let key = Name::from(name);
-            loop {
-                match self
-                    .inner
-                    .names
-                    .try_insert(key.clone(), actor.clone(), &guard)
-                {
-                    Ok(_) => {
-                        m.names.push(key);
-                        return Ok(());
-                    }
-                    Err(occupied) => {
-                        let holder = occupied.current.clone();
-                        if holder.id() == id {
-                            return Ok(());
-                        }
-                        if holder.is_alive() {
-                            return Err(RegisterError::NameTaken {
-                                name: name.to_string(),
-                                holder: holder.id(),
-                            });
-                        }
-                        // The holder stopped and its monitor has not run
-                        // yet: take the name over, if it is still that one.
-                        let _ =
-                            self.inner
-                                .names
-                                .remove_if(name, |_, v| v.id() == holder.id(), &guard);
-                    }
-                }
+        let guard = epoch::pin();
+        let inner = &*self.inner;
+        let (mut st, m) = self
+            .lock_member(actor)
+            .ok_or(RegisterError::ActorStopped(actor.id()))?;
+        if let Some((_, _, rec)) = inner.lookup(name, &guard) {
+            let holder = &*rec.actor;
+            if holder.id() == actor.id() {
+                return Ok(());
             }
-        })
+            if holder.is_alive() {
+                let holder = holder.id();
+                // A member created for this call alone goes again.
+                inner.drop_member_if_empty(&mut st, m);
+                return Err(RegisterError::NameTaken {
+                    name: name.to_string(),
+                    holder,
+                });
+            }
+            // The holder is stopping and its monitor has not run yet: take
+            // the name over.
+            if let Some((owner, _)) = inner.take_name(&mut st, name, &guard) {
+                inner.drop_member_if_empty(&mut st, owner);
+            }
+        }
+        let idx = inner.insert_name(&mut st, name, actor, m, &guard);
+        st.add_name(m, idx);
+        Ok(())
     }
 
     /// Removes `name`; returns the actor that held it. The actor stays in
     /// its groups.
     pub fn unregister(&self, name: &str) -> Option<ActorRef<A>> {
-        let actor = self.inner.names.pin().get(name).cloned()?;
-        let id = actor.id();
-        let mut shard = self.inner.shard(id).write();
-        let removed = self
-            .inner
-            .names
-            .pin()
-            .remove_if(name, |_, v| v.id() == id)
-            .ok()
-            .flatten()
-            .map(|(_, v)| v.clone());
-        if let Some(m) = shard.get_mut(&id) {
-            m.names.retain(|n| &**n != name);
-            if m.names.is_empty() && m.groups.is_empty() {
-                shard.remove(&id);
-            }
-        }
-        removed
+        let guard = epoch::pin();
+        let mut st = self.inner.state.lock();
+        let (owner, actor) = self.inner.take_name(&mut st, name, &guard)?;
+        self.inner.drop_member_if_empty(&mut st, owner);
+        Some(actor)
     }
 
     /// Adds `actor` to `group` (created on first use). Returns `false` if it
-    /// was already a member; an actor may be in any number of groups.
+    /// was already a member, or has stopped; an actor may be in any number
+    /// of groups.
     pub fn join(&self, group: &str, actor: &ActorRef<A>) -> bool {
-        let g = self.inner.group_or_create(group);
-        self.with_member(actor, |m| {
-            if g.add(actor) {
-                m.groups.push(g.clone());
-                Ok(true)
-            } else {
-                Ok(false)
+        let Some((mut st, m)) = self.lock_member(actor) else {
+            return false;
+        };
+        let gid = {
+            let found = self.inner.groups.read().by_name.get(group).copied();
+            match found {
+                Some(gid) => gid,
+                None => {
+                    let mut groups = self.inner.groups.write();
+                    let gid = groups.list.len() as u32;
+                    groups.list.push(Group {
+                        name: Name::from(group),
+                        members: RwLock::new(GroupMembers {
+                            refs: Vec::new(),
+                            owners: Vec::new(),
+                        }),
+                    });
+                    groups.by_name.insert(Name::from(group), gid);
+                    gid
+                }
             }
-        })
-        .unwrap_or(false)
+        };
+        if st.group_pos(m, gid).is_some() {
+            return false;
+        }
+        let pos = {
+            let groups = self.inner.groups.read();
+            let mut g = groups.list[gid as usize].members.write();
+            g.refs.push(actor.clone());
+            g.owners.push(m);
+            g.refs.len() - 1
+        };
+        st.add_group(m, gid, pos as u32);
+        true
     }
 
     /// Removes `actor` from `group`; `false` if it was not a member.
     pub fn leave(&self, group: &str, actor: &ActorRef<A>) -> bool {
-        let Some(g) = self.inner.group(group) else {
+        let mut st = self.inner.state.lock();
+        let Some(m) = self.inner.member_of(actor) else {
             return false;
         };
-        let id = actor.id();
-        let mut shard = self.inner.shard(id).write();
-        let removed = g.remove(id);
-        if let Some(m) = shard.get_mut(&id) {
-            m.groups.retain(|x| !Arc::ptr_eq(x, &g));
-            if m.names.is_empty() && m.groups.is_empty() {
-                shard.remove(&id);
-            }
-        }
-        removed
+        let Some(gid) = self.inner.groups.read().by_name.get(group).copied() else {
+            return false;
+        };
+        let left = self.inner.leave_group(&mut st, m, gid);
+        self.inner.drop_member_if_empty(&mut st, m);
+        left
     }
 
     /// The actor registered under `name`. Lock-free: an epoch guard and a
@@ -517,7 +1059,10 @@ impl<A: Actor> Registry<A> {
     /// guard without cloning.
     #[inline]
     pub fn find(&self, name: &str) -> Option<ActorRef<A>> {
-        self.inner.names.pin().get(name).cloned()
+        let guard = epoch::pin();
+        self.inner
+            .lookup(name, &guard)
+            .map(|(_, _, rec)| (*rec.actor).clone())
     }
 
     /// A read handle holding one epoch guard: [`Reader::find`] then costs
@@ -526,17 +1071,18 @@ impl<A: Actor> Registry<A> {
     /// them is alive.
     pub fn reader(&self) -> Reader<'_, A> {
         Reader {
-            map: self.inner.names.pin(),
+            inner: &self.inner,
+            guard: epoch::pin(),
         }
     }
 
     /// Sends `msg` to the actor registered under `name`.
     pub fn send(&self, name: &str, msg: A::Msg) -> Result<(), NamedSendError<A::Msg>> {
-        let names = self.inner.names.pin();
-        let Some(actor) = names.get(name) else {
+        let guard = epoch::pin();
+        let Some((_, _, rec)) = self.inner.lookup(name, &guard) else {
             return Err(NamedSendError::UnknownName(msg));
         };
-        actor.tell(msg).map_err(|e| match e {
+        rec.actor.tell(msg).map_err(|e| match e {
             SendError::Stopped(m) => NamedSendError::Stopped(m),
             SendError::Full(m) => NamedSendError::Full(m),
         })
@@ -544,34 +1090,33 @@ impl<A: Actor> Registry<A> {
 
     /// The members of `group` (a snapshot; empty for an unknown group).
     pub fn members(&self, group: &str) -> Vec<ActorRef<A>> {
-        self.inner
-            .group(group)
+        let groups = self.inner.groups.read();
+        groups
+            .get(group)
             .map(|g| g.members.read().refs.clone())
             .unwrap_or_default()
     }
 
     /// How many actors are in `group`.
     pub fn group_len(&self, group: &str) -> usize {
-        self.inner
-            .group(group)
-            .map(|g| g.members.read().refs.len())
-            .unwrap_or(0)
+        let groups = self.inner.groups.read();
+        groups.get(group).map_or(0, |g| g.members.read().refs.len())
     }
 
     /// The names of the groups that have members.
     pub fn groups(&self) -> Vec<String> {
-        self.inner
-            .groups
-            .read()
+        let groups = self.inner.groups.read();
+        groups
+            .list
             .iter()
-            .filter(|(_, g)| !g.members.read().refs.is_empty())
-            .map(|(n, _)| n.clone())
+            .filter(|g| !g.members.read().refs.is_empty())
+            .map(|g| g.name.to_string())
             .collect()
     }
 
     /// Registered actors (named or in a group).
     pub fn len(&self) -> usize {
-        self.inner.members.iter().map(|s| s.read().len()).sum()
+        self.inner.all.read().refs.len()
     }
 
     /// Whether no actor is registered.
@@ -581,7 +1126,7 @@ impl<A: Actor> Registry<A> {
 
     /// Names registered.
     pub fn names_len(&self) -> usize {
-        self.inner.names.len()
+        self.inner.names_len.load(Ordering::Relaxed)
     }
 
     /// Sends a clone of `msg` to every member of `group`, without waiting
@@ -601,7 +1146,8 @@ impl<A: Actor> Registry<A> {
         group: &str,
         mut make: impl FnMut(&ActorRef<A>) -> A::Msg,
     ) -> usize {
-        let Some(g) = self.inner.group(group) else {
+        let groups = self.inner.groups.read();
+        let Some(g) = groups.get(group) else {
             return 0;
         };
         let members = g.members.read();
@@ -623,12 +1169,10 @@ impl<A: Actor> Registry<A> {
 
     /// As [`dispatch`](Self::dispatch), building each message with `make`.
     pub fn dispatch_with(&self, mut make: impl FnMut(&ActorRef<A>) -> A::Msg) -> usize {
+        let all = self.inner.all.read();
         let mut sent = 0;
-        for shard in self.inner.members.iter() {
-            let shard = shard.read();
-            for m in shard.values() {
-                sent += m.actor.tell(make(&m.actor)).is_ok() as usize;
-            }
+        for a in &all.refs {
+            sent += a.tell(make(a)).is_ok() as usize;
         }
         sent
     }
@@ -636,13 +1180,16 @@ impl<A: Actor> Registry<A> {
 
 /// Many lookups under one epoch guard; from [`Registry::reader`].
 pub struct Reader<'a, A: Actor> {
-    map: papaya::HashMapRef<'a, Name, ActorRef<A>, Hasher, papaya::LocalGuard<'a>>,
+    inner: &'a Inner<A>,
+    guard: Guard,
 }
 
 impl<A: Actor> Reader<'_, A> {
     /// The actor registered under `name`, borrowed for the reader's life.
     #[inline]
     pub fn find(&self, name: &str) -> Option<&ActorRef<A>> {
-        self.map.get(name)
+        self.inner
+            .lookup(name, &self.guard)
+            .map(|(_, _, rec)| &*rec.actor)
     }
 }

@@ -3,9 +3,13 @@
 //! (`peers/README.md`). Per size, one figure per operation:
 //!
 //! * `find`: names looked up round robin (~200,000 lookups, at least two
-//!   rounds), each checked against the expected actor's id, through a
-//!   [`troupe::registry::Reader`] re-taken every 1,024 lookups (one epoch
-//!   guard per batch, the reference borrowed);
+//!   rounds), each checked to be the expected actor (the same `ActorRef`),
+//!   through a [`troupe::registry::Reader`] re-taken every 1,024 lookups
+//!   (one epoch guard per batch, the reference borrowed);
+//! * baseline `std HashMap find`: the same lookups in a `std` `HashMap` from
+//!   name to index with the same hasher (foldhash), single-threaded and
+//!   unsynchronized: the floor any concurrent registry is measured against
+//!   in the same run;
 //! * `find_owned`: the same through `Registry::find`, which takes its own
 //!   guard and clones the `ActorRef` per call (what ractor's `where_is` and
 //!   kameo's `lookup` return);
@@ -16,8 +20,13 @@
 //!   runtimes too), so the dispatch runs on a worker;
 //! * `dispatch`: the same to every registered actor;
 //! * `memory`: heap in use (glibc `mallinfo2`) added by registering the K
-//!   actors (name, group, the monitor that removes them), per entry. Its
-//!   `ns_per_op_*` fields read as bytes per entry (also in `bytes_per_entry`).
+//!   actors (name, group, the monitor that removes them), per entry; taken
+//!   after one lookup, so the thread's one-time registration with the epoch
+//!   collector is not counted, and after 4,096 lookups (steady state: the
+//!   tables replaced while growing are freed once the epoch has moved on,
+//!   which the lookups' guards make happen). It includes the 10 groups' fixed cost (about
+//!   200 bytes each, which dominates at K = 10). Its `ns_per_op_*` fields
+//!   read as bytes per entry (also in `bytes_per_entry`).
 //!
 //! Dispatch figures are taken at sizes up to 10,000 only; `find` at every
 //! size (1,000,000 included).
@@ -179,14 +188,23 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
                 })
             })
             .collect();
+        // Outside the figure: the thread's one-time epoch registration, and
+        // what earlier sizes' registries left for the collector.
+        for _ in 0..4_096 {
+            let _ = registry.find("");
+        }
         let heap_before = heap_in_use();
         for (j, a) in actors.iter().enumerate() {
             registry.register(&names[j], a).map_err(|e| e.to_string())?;
             registry.join(&groups[j % GROUPS], a);
         }
+        // Steady state: the tables replaced while growing are freed once the
+        // epoch moves on, which a few thousand guarded lookups make happen.
+        for j in 0..4_096 {
+            let _ = registry.find(&names[j % size]);
+        }
         let heap_after = heap_in_use();
         let bytes_per_entry = heap_after.saturating_sub(heap_before) as f64 / size as f64;
-        let ids: Vec<_> = actors.iter().map(|a| a.id()).collect();
         let lookups = (200_000 / size).max(2) * size;
 
         figures.push(cfg.measure(
@@ -205,7 +223,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
                     let batch = (lookups - done).min(1024);
                     for _ in 0..batch {
                         match reader.find(&names[j]) {
-                            Some(a) if a.id() == ids[j] => {}
+                            Some(a) if *a == actors[j] => {}
                             _ => wrong += 1,
                         }
                         j += 1;
@@ -233,7 +251,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
                 let mut j = 0usize;
                 for _ in 0..lookups {
                     match registry.find(&names[j]) {
-                        Some(a) if a.id() == ids[j] => {}
+                        Some(a) if a == actors[j] => {}
                         _ => wrong += 1,
                     }
                     j += 1;
@@ -246,6 +264,8 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
                 Ok(Sample::new(secs, lookups as f64))
             },
         )?);
+
+        figures.push(std_map_find(cfg, l, size, &names, lookups)?);
 
         if size <= MAX_DISPATCH_SIZE {
             for (op, group, members) in [
@@ -298,4 +318,47 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         system.shutdown();
     }
     Ok(figures)
+}
+
+/// The same lookups in a single-threaded, unsynchronized `std` `HashMap`
+/// with the registry's hasher: the floor for a find at this size.
+fn std_map_find(
+    cfg: &RunCfg,
+    l: char,
+    size: usize,
+    names: &[String],
+    lookups: usize,
+) -> Result<Figure, String> {
+    let map: std::collections::HashMap<String, usize, foldhash::fast::RandomState> = names
+        .iter()
+        .enumerate()
+        .map(|(j, n)| (n.clone(), j))
+        .collect();
+    cfg.measure(
+        "baseline",
+        "registry",
+        format!("{l} {size} std HashMap find"),
+        figure_params(size, "find"),
+        "finds/s",
+        || {
+            let t0 = Instant::now();
+            let mut wrong = 0usize;
+            let mut j = 0usize;
+            for _ in 0..lookups {
+                match map.get(names[j].as_str()) {
+                    Some(&k) if k == j => {}
+                    _ => wrong += 1,
+                }
+                j += 1;
+                if j == size {
+                    j = 0;
+                }
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            verify(wrong == 0, || {
+                format!("registry baseline: {wrong} lookups failed")
+            })?;
+            Ok(Sample::new(secs, lookups as f64))
+        },
+    )
 }
