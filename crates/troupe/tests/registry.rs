@@ -305,3 +305,173 @@ fn no_stale_entry_after_many_register_die_cycles() {
     }
     system.shutdown();
 }
+
+fn ids(actors: &[ActorRef<Member>]) -> std::collections::BTreeSet<u64> {
+    actors.iter().map(|a| a.id().as_u64()).collect()
+}
+
+/// An actor with several names and groups: each can go on its own, the rest
+/// stay, and its stop removes all of them.
+#[test]
+fn several_names_and_groups_per_actor() {
+    let system = system();
+    let pings = Arc::new(AtomicU64::new(0));
+    let reg = Registry::new();
+    let a = spawn(&system, &pings);
+    let b = spawn(&system, &pings);
+    for n in ["a1", "a2", "a3"] {
+        reg.register(n, &a).unwrap();
+    }
+    for g in ["g1", "g2"] {
+        assert!(reg.join(g, &a));
+        assert!(reg.join(g, &b));
+    }
+    assert!(!reg.join("g1", &a), "joined twice");
+    assert_eq!((reg.len(), reg.names_len()), (2, 3));
+
+    assert_eq!(reg.unregister("a2"), Some(a.clone()));
+    assert_eq!(reg.unregister("a2"), None);
+    assert!(reg.find("a2").is_none());
+    assert_eq!(reg.find("a1"), Some(a.clone()));
+    assert_eq!(reg.find("a3"), Some(a.clone()));
+    assert!(reg.leave("g1", &a));
+    assert!(!reg.leave("g1", &a));
+    assert_eq!(reg.members("g1"), vec![b.clone()]);
+    assert_eq!(reg.dispatch_group("g2", M::Ping), 2);
+    assert_eq!(reg.dispatch(M::Ping), 2);
+
+    // `b` leaves its last group: it is no longer registered at all.
+    assert!(reg.leave("g1", &b));
+    assert!(reg.leave("g2", &b));
+    assert_eq!(reg.len(), 1);
+    assert_eq!(reg.dispatch(M::Ping), 1);
+
+    a.stop();
+    a.join_timeout(T).unwrap();
+    wait_until("cleanup", || reg.is_empty());
+    assert_eq!(reg.names_len(), 0);
+    assert!(reg.find("a1").is_none() && reg.find("a3").is_none());
+    assert_eq!(reg.group_len("g2"), 0);
+    assert!(reg.groups().is_empty());
+    // 3 pings to `a` and 2 to `b` were accepted; all were handled.
+    wait_until("pings", || pings.load(Ordering::Relaxed) == 5);
+    b.stop();
+    b.join_timeout(T).unwrap();
+    system.shutdown();
+}
+
+/// Groups stay dense and exact through joins and leaves in any order (each
+/// leave moves the last member into the hole).
+#[test]
+fn group_membership_stays_exact_through_joins_and_leaves() {
+    let system = system();
+    let pings = Arc::new(AtomicU64::new(0));
+    let reg = Registry::new();
+    let actors: Vec<_> = (0..120).map(|_| spawn(&system, &pings)).collect();
+    let groups = ["g0", "g1", "g2", "g3", "g4"];
+    let mut expected: Vec<Vec<ActorRef<Member>>> = vec![Vec::new(); groups.len()];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for step in 0..4_000 {
+        let a = &actors[(next() % actors.len() as u64) as usize];
+        let g = (next() % groups.len() as u64) as usize;
+        let member = expected[g].contains(a);
+        if next() % 2 == 0 {
+            assert_eq!(reg.join(groups[g], a), !member, "step {step}");
+            if !member {
+                expected[g].push(a.clone());
+            }
+        } else {
+            assert_eq!(reg.leave(groups[g], a), member, "step {step}");
+            expected[g].retain(|x| x != a);
+        }
+        if step % 97 == 0 {
+            for (g, name) in groups.iter().enumerate() {
+                assert_eq!(ids(&reg.members(name)), ids(&expected[g]), "step {step}");
+            }
+        }
+    }
+    // Stopping a third of the actors removes exactly them.
+    for a in actors.iter().step_by(3) {
+        a.stop();
+        a.join_timeout(T).unwrap();
+    }
+    let stopped = |a: &ActorRef<Member>| !a.is_alive();
+    let live_members = expected
+        .iter()
+        .flatten()
+        .filter(|a| !stopped(a))
+        .map(|a| a.id().as_u64())
+        .collect::<std::collections::BTreeSet<_>>();
+    wait_until("cleanup", || reg.len() == live_members.len());
+    for (g, name) in groups.iter().enumerate() {
+        let want: Vec<_> = expected[g]
+            .iter()
+            .filter(|a| !stopped(a))
+            .cloned()
+            .collect();
+        assert_eq!(ids(&reg.members(name)), ids(&want));
+        assert_eq!(reg.dispatch_group(name, M::Ping), want.len());
+    }
+    system.shutdown();
+}
+
+/// Names registered and unregistered over and over (their records reused)
+/// while another thread looks them up: a lookup finds the actor that holds
+/// that name, or nothing, never another name's actor.
+#[test]
+fn reused_name_records_never_answer_for_another_name() {
+    let system = system();
+    let pings = Arc::new(AtomicU64::new(0));
+    let reg = Registry::new();
+    let actors: Arc<Vec<_>> = Arc::new((0..64).map(|_| spawn(&system, &pings)).collect());
+    let done = Arc::new(AtomicBool::new(false));
+    let finder = {
+        let (reg, done, actors) = (reg.clone(), done.clone(), actors.clone());
+        std::thread::spawn(move || {
+            let (mut wrong, mut found) = (0u64, 0u64);
+            while !done.load(Ordering::Relaxed) {
+                let r: Reader<'_, Member> = reg.reader();
+                for i in 0..actors.len() {
+                    if let Some(a) = r.find(&format!("name-{i}")) {
+                        found += 1;
+                        wrong += (*a != actors[i]) as u64;
+                    }
+                }
+            }
+            (wrong, found)
+        })
+    };
+    let rounds = if cfg!(debug_assertions) {
+        2_000
+    } else {
+        20_000
+    };
+    for round in 0..rounds {
+        for (i, a) in actors.iter().enumerate() {
+            if (i + round) % 3 == 0 {
+                reg.register(format!("name-{i}"), a).unwrap();
+            }
+        }
+        for i in 0..actors.len() {
+            if (i + round) % 2 == 0 {
+                reg.unregister(&format!("name-{i}"));
+            }
+        }
+    }
+    done.store(true, Ordering::Relaxed);
+    let (wrong, found) = finder.join().unwrap();
+    assert_eq!(wrong, 0, "a lookup answered with another name's actor");
+    assert!(found > 0);
+    for (i, a) in actors.iter().enumerate() {
+        if let Some(found) = reg.find(&format!("name-{i}")) {
+            assert_eq!(&found, a);
+        }
+    }
+    system.shutdown();
+}
