@@ -262,11 +262,14 @@ pub fn run_peer(
 }
 
 /// Troupe's speed relative to a peer figure, as text.
+/// Figures with the same parameters compare by time per operation even when
+/// their rate units are worded differently (`finds/s` against `ns/op`).
 pub fn ratio_text(troupe: Option<&Figure>, peer: &Figure) -> String {
     let Some(t) = troupe else {
         return "n/a".into();
     };
-    if t.unit != peer.unit || t.ns_per_op_median <= 0.0 || peer.ns_per_op_median <= 0.0 {
+    let same_figure = t.params == peer.params || t.unit == peer.unit;
+    if !same_figure || t.ns_per_op_median <= 0.0 || peer.ns_per_op_median <= 0.0 {
         return "n/a".into();
     }
     let r = peer.ns_per_op_median / t.ns_per_op_median;
@@ -306,7 +309,7 @@ pub fn render_table(workload: &str, troupe: &[&Figure], peers: &[(String, PeerOu
                 for f in figs {
                     let matching = troupe
                         .iter()
-                        .find(|t| t.params == f.params && t.unit == f.unit)
+                        .find(|t| t.params == f.params)
                         .or_else(|| troupe.iter().find(|t| t.unit == f.unit))
                         .copied();
                     rows.push([
@@ -441,6 +444,33 @@ mod tests {
         assert_eq!(ratio_text(Some(&t[0]), &p[0]), "troupe 3.2x faster");
         assert_eq!(ratio_text(Some(&p[0]), &t[0]), "troupe 0.31x (slower)");
         assert_eq!(ratio_text(None, &p[0]), "n/a");
+        // The same figure (parameters) in other words: compared by ns/op.
+        let fig = |fw: &str, op: &str, line: &str| {
+            let out = format!(
+                "{{\"framework\":\"{fw}\",\"params\":{{\"size\":10,\"op\":\"{op}\"}},{line}}}"
+            );
+            match parse_output(fw, "registry", &out) {
+                PeerOutcome::Figures(f) => f.into_iter().next().unwrap(),
+                _ => panic!(),
+            }
+        };
+        let t = fig(
+            "troupe",
+            "find",
+            "\"seconds\":1,\"rate\":1e8,\"unit\":\"finds/s\"",
+        );
+        let p = fig(
+            "ractor",
+            "find",
+            "\"seconds\":1,\"rate\":90.0,\"unit\":\"ns/op\"",
+        );
+        let other = fig(
+            "ractor",
+            "dispatch",
+            "\"seconds\":1,\"rate\":9.0,\"unit\":\"ns/op\"",
+        );
+        assert_eq!(ratio_text(Some(&t), &p), "troupe 9.0x faster");
+        assert_eq!(ratio_text(Some(&t), &other), "n/a");
     }
 
     #[test]
