@@ -189,10 +189,9 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
             })
             .collect();
         // Outside the figure: the thread's one-time epoch registration, and
-        // what earlier sizes' registries left for the collector.
-        for _ in 0..4_096 {
-            let _ = registry.find("");
-        }
+        // what earlier sizes left for the collector (this thread's bag of
+        // deferred frees included, which a table growth would flush).
+        settle_epoch(&registry);
         let heap_before = heap_in_use();
         for (j, a) in actors.iter().enumerate() {
             registry.register(&names[j], a).map_err(|e| e.to_string())?;
@@ -361,4 +360,16 @@ fn std_map_find(
             Ok(Sample::new(secs, lookups as f64))
         },
     )
+}
+
+/// Runs the frees that earlier registries deferred (the registry frees a
+/// removed entry once no reader can see it), so that the memory figure
+/// counts this size's registrations only.
+fn settle_epoch(registry: &Registry<Member>) {
+    for _ in 0..8 {
+        crossbeam_epoch::pin().flush();
+        for _ in 0..512 {
+            let _ = registry.find("");
+        }
+    }
 }
