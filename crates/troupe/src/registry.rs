@@ -1217,3 +1217,46 @@ impl<A: Actor> Reader<'_, A> {
             .map(|(_, _, rec)| &*rec.actor)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_bytes_agrees_with_slice_equality() {
+        let base: Vec<u8> = (0..40u8).map(|b| b'a' + b % 26).collect();
+        for n in 0..=40 {
+            let a = &base[..n];
+            let copy = a.to_vec();
+            assert!(same_bytes(a, copy.as_slice()));
+            for at in 0..n {
+                let mut b = a.to_vec();
+                b[at] ^= 1;
+                assert!(!same_bytes(a, &b), "length {n}, differing at {at}");
+            }
+            if n > 0 {
+                assert!(!same_bytes(a, &base[..n - 1]));
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_tile_the_indices_without_gaps_or_overlaps() {
+        let mut expected = (0usize, 0usize);
+        for i in 0..10_000 {
+            let (c, off) = locate(i);
+            if c != expected.0 {
+                assert_eq!(
+                    expected.1,
+                    chunk_len(expected.0),
+                    "chunk {} not full",
+                    expected.0
+                );
+                expected = (expected.0 + 1, 0);
+            }
+            assert_eq!((c, off), expected, "index {i}");
+            assert!(off < chunk_len(c));
+            expected.1 += 1;
+        }
+    }
+}
