@@ -245,22 +245,9 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
             figure_params(size, "find_owned"),
             "finds/s",
             || {
-                let t0 = Instant::now();
-                let mut wrong = 0usize;
-                let mut j = 0usize;
-                for _ in 0..lookups {
-                    match registry.find(&names[j]) {
-                        Some(a) if a == actors[j] => {}
-                        _ => wrong += 1,
-                    }
-                    j += 1;
-                    if j == size {
-                        j = 0;
-                    }
-                }
-                let secs = t0.elapsed().as_secs_f64();
-                verify(wrong == 0, || format!("registry: {wrong} lookups failed"))?;
-                Ok(Sample::new(secs, lookups as f64))
+                time_lookups(lookups, size, |j| {
+                    registry.find(&names[j]).is_some_and(|a| a == actors[j])
+                })
             },
         )?);
 
@@ -339,26 +326,7 @@ fn std_map_find(
         format!("{l} {size} std HashMap find"),
         figure_params(size, "find"),
         "finds/s",
-        || {
-            let t0 = Instant::now();
-            let mut wrong = 0usize;
-            let mut j = 0usize;
-            for _ in 0..lookups {
-                match map.get(names[j].as_str()) {
-                    Some(&k) if k == j => {}
-                    _ => wrong += 1,
-                }
-                j += 1;
-                if j == size {
-                    j = 0;
-                }
-            }
-            let secs = t0.elapsed().as_secs_f64();
-            verify(wrong == 0, || {
-                format!("registry baseline: {wrong} lookups failed")
-            })?;
-            Ok(Sample::new(secs, lookups as f64))
-        },
+        || time_lookups(lookups, size, |j| map.get(names[j].as_str()) == Some(&j)),
     )
 }
 
@@ -372,4 +340,26 @@ fn settle_epoch(registry: &Registry<Member>) {
             let _ = registry.find("");
         }
     }
+}
+
+/// Times `lookups` calls of `found(j)`, `j` going round `0..size`; every
+/// call must find the expected entry.
+fn time_lookups(
+    lookups: usize,
+    size: usize,
+    mut found: impl FnMut(usize) -> bool,
+) -> Result<Sample, String> {
+    let t0 = Instant::now();
+    let mut wrong = 0usize;
+    let mut j = 0usize;
+    for _ in 0..lookups {
+        wrong += !found(j) as usize;
+        j += 1;
+        if j == size {
+            j = 0;
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    verify(wrong == 0, || format!("registry: {wrong} lookups failed"))?;
+    Ok(Sample::new(secs, lookups as f64))
 }
