@@ -214,6 +214,14 @@ impl<A: Actor> ActorRef<A> {
         self.cell.send(msg)
     }
 
+    /// As [`tell`](Self::tell), but never blocks: a full bounded mailbox
+    /// gives [`SendError::Full`] at once whatever its overflow policy
+    /// (`DropOldest` still evicts).
+    #[inline]
+    pub fn try_tell(&self, msg: A::Msg) -> Result<(), SendError<A::Msg>> {
+        self.cell.send_with(msg, false)
+    }
+
     /// Sends a request built by `make` around a [`ReplyTo`] and blocks this
     /// thread for the reply, at most `timeout`. Do not call it from inside an
     /// actor (it would block a worker); use [`Context::ask`] there.

@@ -183,7 +183,13 @@ impl<A: Actor> ActorCell<A> {
     /// Sends a message: push, then schedule the actor if it was idle.
     #[inline]
     pub(crate) fn send(&self, msg: A::Msg) -> Result<(), SendError<A::Msg>> {
-        match self.mailbox.push(msg) {
+        self.send_with(msg, true)
+    }
+
+    /// As `send`; a `Block` mailbox waits for room only if `may_block`.
+    #[inline]
+    pub(crate) fn send_with(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
+        match self.mailbox.push(msg, may_block) {
             Ok(Pushed { schedule, evicted }) => {
                 if let Some(old) = evicted {
                     self.drop_evicted(old);

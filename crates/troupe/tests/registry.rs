@@ -475,3 +475,53 @@ fn reused_name_records_never_answer_for_another_name() {
     }
     system.shutdown();
 }
+
+/// Dispatch never blocks on a full `Block` mailbox (it skips that member),
+/// so a plain thread dispatching cannot hold up the cleanup of the group.
+#[test]
+fn dispatch_skips_a_full_blocking_mailbox_instead_of_waiting() {
+    use troupe::{MailboxConfig, OverflowPolicy, SpawnOptions};
+    let system = system();
+    let pings = Arc::new(AtomicU64::new(0));
+    let reg = Registry::new();
+    // A member busy in a handler until `open`, with a full mailbox of 1.
+    let (open_tx, open_rx) = std::sync::mpsc::channel::<()>();
+    let open_rx = Arc::new(std::sync::Mutex::new(open_rx));
+    struct Busy {
+        open: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+        pings: Arc<AtomicU64>,
+    }
+    impl Actor for Busy {
+        type Msg = M;
+        fn handle(&mut self, msg: M, _: &mut Context<'_, Self>) {
+            if let M::Crash = msg {
+                let _ = self.open.lock().unwrap().recv();
+            }
+            self.pings.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let busy = system.spawn_with(
+        Busy {
+            open: open_rx,
+            pings: pings.clone(),
+        },
+        SpawnOptions::default().mailbox(MailboxConfig::bounded(1, OverflowPolicy::Block)),
+    );
+    let busy_reg: Registry<Busy> = Registry::new();
+    assert!(busy_reg.join("g", &busy));
+    busy.tell(M::Crash).unwrap(); // taken at once: the handler waits on `open`
+    wait_until("busy handler", || busy.mailbox_len() == 0);
+    busy.tell(M::Ping).unwrap(); // fills the mailbox
+    let t0 = Instant::now();
+    assert_eq!(busy_reg.dispatch_group("g", M::Ping), 0);
+    assert_eq!(busy_reg.dispatch(M::Ping), 0);
+    assert!(t0.elapsed() < Duration::from_secs(5), "dispatch waited");
+    open_tx.send(()).unwrap();
+    wait_until("handled", || pings.load(Ordering::Relaxed) == 2);
+    // A plain member beside it still gets its message.
+    let plain = spawn(&system, &pings);
+    assert!(reg.join("g", &plain));
+    assert_eq!(reg.dispatch_group("g", M::Ping), 1);
+    busy.stop();
+    system.shutdown();
+}

@@ -327,6 +327,8 @@ fn bounded_block_waits_on_threads_and_refuses_on_workers() {
         !blocked.is_finished(),
         "sender should be blocked on a full mailbox"
     );
+    // `try_tell` never blocks, even from a plain thread.
+    assert!(matches!(g.try_tell(9), Err(SendError::Full(9))));
 
     // An actor sending to the full mailbox gets Full instead of blocking.
     struct Probe(troupe::ActorRef<Gate>);

@@ -62,10 +62,10 @@ impl<T> Bounded<T> {
     }
 
     /// Pushes according to the policy. A `Block` push waits only on a plain
-    /// thread; on a worker thread it fails with `Full`.
+    /// thread and when `may_block`; otherwise it fails with `Full`.
     /// Returns the evicted message for `DropOldest`, so the caller drops it
     /// outside any lock and can count it.
-    pub(crate) fn push(&self, value: T) -> Result<Option<T>, BoundedPushError<T>> {
+    pub(crate) fn push(&self, value: T, may_block: bool) -> Result<Option<T>, BoundedPushError<T>> {
         match self.policy {
             OverflowPolicy::Reject => self
                 .queue
@@ -82,7 +82,7 @@ impl<T> Bounded<T> {
             OverflowPolicy::Block => {
                 let value = match self.queue.push(value) {
                     Ok(()) => return Ok(None),
-                    Err(v) if crate::scheduler::is_worker_thread() => {
+                    Err(v) if !may_block || crate::scheduler::is_worker_thread() => {
                         return Err(BoundedPushError::Full(v))
                     }
                     Err(v) => v,

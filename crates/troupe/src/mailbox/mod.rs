@@ -88,9 +88,10 @@ impl<T> Mailbox<T> {
     }
 
     /// Pushes a message (unless the actor is closed or the bounded mailbox
-    /// is full; the error hands the message back).
+    /// is full; the error hands the message back). A `Block` mailbox waits
+    /// for room only if `may_block` (and on a plain thread).
     #[inline]
-    pub(crate) fn push(&self, value: T) -> Result<Pushed<T>, PushError<T>> {
+    pub(crate) fn push(&self, value: T, may_block: bool) -> Result<Pushed<T>, PushError<T>> {
         match self {
             Mailbox::Unbounded(q) => match q.push(value) {
                 Ok(schedule) => Ok(Pushed {
@@ -104,7 +105,7 @@ impl<T> Mailbox<T> {
                 if st.is_closed() {
                     return Err(PushError::Closed(value));
                 }
-                let evicted = q.push(value).map_err(|e| match e {
+                let evicted = q.push(value, may_block).map_err(|e| match e {
                     BoundedPushError::Full(v) => PushError::Full(v),
                     BoundedPushError::Closed(v) => PushError::Closed(v),
                 })?;
