@@ -18,6 +18,10 @@
 //!   driver, which starts the next round once all have; time per member
 //!   delivered. The driver is an actor (the peers' drivers run on their
 //!   runtimes too), so the dispatch runs on a worker;
+//! * `dispatch_group_countdown`: the same dispatch, but members do not
+//!   answer one by one: each counts a shared countdown down and the last one
+//!   answers (one message per round). Not what the peers run: it shows what
+//!   the dispatch itself costs without the fan-in of one answer per member;
 //! * `dispatch`: the same to every registered actor;
 //! * `memory`: heap in use (glibc `mallinfo2`) added by registering the K
 //!   actors (name, group, the monitor that removes them), per entry; taken
@@ -36,6 +40,8 @@ use super::{params, verify, RunCfg};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 use troupe::{Actor, ActorRef, Context, Registry};
 
@@ -46,19 +52,32 @@ pub struct Params {
 const GROUPS: usize = 10;
 const MAX_DISPATCH_SIZE: usize = 10_000;
 
-/// A registered actor: answers every ping to the driver.
+/// A registered actor: answers a ping to the driver, or counts a
+/// countdown ping down (the last one answers).
 pub struct Member {
     driver: ActorRef<Driver>,
+    countdown: Arc<AtomicUsize>,
 }
 
 #[derive(Clone, Copy)]
-pub struct Ping;
+pub enum Ping {
+    /// Answer the driver.
+    Ack,
+    /// Count the shared countdown down; answer the driver if it hits zero.
+    Countdown,
+}
 
 impl Actor for Member {
     type Msg = Ping;
     #[inline]
-    fn handle(&mut self, _: Ping, _: &mut Context<'_, Self>) {
-        let _ = self.driver.tell(DriverMsg::Ack);
+    fn handle(&mut self, ping: Ping, _: &mut Context<'_, Self>) {
+        let answer = match ping {
+            Ping::Ack => true,
+            Ping::Countdown => self.countdown.fetch_sub(1, Ordering::AcqRel) == 1,
+        };
+        if answer {
+            let _ = self.driver.tell(DriverMsg::Ack);
+        }
     }
 }
 
@@ -68,6 +87,9 @@ pub enum DriverMsg {
     Start {
         registry: Registry<Member>,
         group: Option<String>,
+        /// The members' shared countdown, for countdown rounds; `None`:
+        /// every member answers.
+        countdown: Option<Arc<AtomicUsize>>,
         rounds: usize,
         done: Sender<Result<(f64, u64), String>>,
     },
@@ -77,6 +99,7 @@ pub enum DriverMsg {
 struct Run {
     registry: Registry<Member>,
     group: Option<String>,
+    countdown: Option<Arc<AtomicUsize>>,
     rounds_left: usize,
     expected: usize,
     acks: usize,
@@ -93,9 +116,16 @@ pub struct Driver {
 
 impl Run {
     fn round(&mut self) -> Result<(), String> {
+        let ping = match &self.countdown {
+            Some(c) => {
+                c.store(self.expected, Ordering::Release);
+                Ping::Countdown
+            }
+            None => Ping::Ack,
+        };
         let sent = match &self.group {
-            Some(g) => self.registry.dispatch_group(g, Ping),
-            None => self.registry.dispatch(Ping),
+            Some(g) => self.registry.dispatch_group(g, ping),
+            None => self.registry.dispatch(ping),
         };
         verify(sent == self.expected, || {
             format!(
@@ -116,6 +146,7 @@ impl Actor for Driver {
             DriverMsg::Start {
                 registry,
                 group,
+                countdown,
                 rounds,
                 done,
             } => {
@@ -126,6 +157,7 @@ impl Actor for Driver {
                 let mut run = Run {
                     registry,
                     group,
+                    countdown,
                     rounds_left: rounds.max(1),
                     expected,
                     acks: 0,
@@ -144,10 +176,19 @@ impl Actor for Driver {
                     return;
                 };
                 run.acks += 1;
-                run.delivered += 1;
+                if run.countdown.is_some() {
+                    // One answer per round, for every member.
+                    run.acks = run.expected;
+                }
                 if run.acks < run.expected {
+                    run.delivered += 1;
                     return;
                 }
+                run.delivered += if run.countdown.is_some() {
+                    run.expected as u64
+                } else {
+                    1
+                };
                 if run.rounds_left == 0 {
                     let secs = run.started.elapsed().as_secs_f64();
                     let _ = run.done.send(Ok((secs, run.delivered)));
@@ -181,10 +222,12 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         let registry: Registry<Member> = Registry::new();
         let names: Vec<String> = (0..size).map(|j| format!("k{size}-actor-{j}")).collect();
         let groups: Vec<String> = (0..GROUPS).map(|g| format!("k{size}-group-{g}")).collect();
+        let countdown = Arc::new(AtomicUsize::new(0));
         let actors: Vec<ActorRef<Member>> = (0..size)
             .map(|_| {
                 system.spawn(Member {
                     driver: driver.clone(),
+                    countdown: countdown.clone(),
                 })
             })
             .collect();
@@ -254,13 +297,17 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         figures.push(std_map_find(cfg, l, size, &names, lookups)?);
 
         if size <= MAX_DISPATCH_SIZE {
-            for (op, group, members) in [
+            let group0 = Some(groups[0].clone());
+            let in_group = size.div_ceil(GROUPS);
+            for (op, group, members, countdown) in [
+                ("dispatch_group", group0.clone(), in_group, None),
                 (
-                    "dispatch_group",
-                    Some(groups[0].clone()),
-                    size.div_ceil(GROUPS),
+                    "dispatch_group_countdown",
+                    group0,
+                    in_group,
+                    Some(countdown.clone()),
                 ),
-                ("dispatch", None, size),
+                ("dispatch", None, size, None),
             ] {
                 let rounds = (100_000 / members).clamp(10, 10_000);
                 figures.push(cfg.measure(
@@ -275,6 +322,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
                             .tell(DriverMsg::Start {
                                 registry: registry.clone(),
                                 group: group.clone(),
+                                countdown: countdown.clone(),
                                 rounds,
                                 done: tx,
                             })
