@@ -28,11 +28,11 @@
 //! # Layout
 //!
 //! * **Names**: Troupe's own open-addressing hash table (linear probing,
-//!   foldhash). A slot is one `u64`: 32 bits of the name's hash and the
-//!   index of a *name record* (the name, up to 24 bytes inline, and the
-//!   `ActorRef`). Records live in chunks that never move (16, 16, 32, …,
-//!   512, then 1,024 records each), so a lookup is: hash, one slot load, one
-//!   record load, one compare. Lookups take no lock and write no shared
+//!   foldhash). A slot is one `u64`: 16 bits of the name's hash above the
+//!   48-bit address of a *name record* (the name, up to 24 bytes inline,
+//!   and the `ActorRef`). Records live in chunks that never move (16, 16,
+//!   32, …, 512, then 1,024 records each), so a lookup is: hash, one slot
+//!   load, one record load, one compare. Lookups take no lock and write no shared
 //!   memory: they run under an epoch guard (`crossbeam-epoch`), and
 //!   [`Registry::reader`] holds one guard for many lookups.
 //! * **Writes** (register, unregister, join, leave, and the cleanup of a
@@ -324,13 +324,28 @@ impl<T> Drop for Chunked<T> {
 const EMPTY: u64 = 0;
 /// A removed entry: probes go on past it.
 const TOMB: u64 = 1;
-const TAG_MASK: u64 = 0xFFFF_FFFF_0000_0000;
+/// A live slot: 16 bits of tag above a 48-bit record address.
+const TAG_MASK: u64 = 0xFFFF_0000_0000_0000;
+const PTR_MASK: u64 = !TAG_MASK;
 
-/// The upper half of a slot: 31 bits of the hash and a set top bit (so that
-/// no tag equals `EMPTY` or `TOMB`).
+/// The top 16 bits of a slot: 15 bits of the hash and a set top bit (so that
+/// no live slot equals `EMPTY` or `TOMB`).
 #[inline]
 fn tag_of(hash: u64) -> u64 {
     (hash | (1 << 63)) & TAG_MASK
+}
+
+/// A live slot for the record at `rec`. Records are heap memory, whose
+/// user-space addresses fit in 48 bits on the 64-bit targets Troupe runs on
+/// (x86-64 and AArch64 hand out higher ones only when asked); checked.
+#[inline]
+fn slot_of<T>(tag: u64, rec: *const T) -> u64 {
+    let addr = rec as u64;
+    assert!(
+        addr & TAG_MASK == 0,
+        "registry: record address {addr:#x} does not fit in 48 bits"
+    );
+    tag | addr
 }
 
 /// Byte equality without a `memcmp` call for names up to 24 bytes (the
@@ -356,7 +371,8 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
-/// Slots (a power of two of them): `EMPTY`, `TOMB`, or tag | record index.
+/// Slots (a power of two of them): `EMPTY`, `TOMB`, or tag | record
+/// address (the record, not its index: no chunk lookup on the read path).
 struct Table {
     slots: Box<[AtomicU64]>,
 }
@@ -383,11 +399,13 @@ impl Table {
 }
 
 /// A name and the actor holding it; immutable while reachable from the
-/// table. `owner` is the holder's member record.
+/// table. `owner` is the holder's member record, `idx` the record's own
+/// index (for reuse).
 struct NameRec<A: Actor> {
     name: ManuallyDrop<Name>,
     actor: ManuallyDrop<ActorRef<A>>,
     owner: u32,
+    idx: u32,
 }
 
 // ---------------------------------------------------------------------------
@@ -607,13 +625,26 @@ impl<A: Actor> Inner<A> {
     /// The record at `idx`.
     ///
     /// # Safety
-    /// `idx` was read from a table slot under `guard` (or under the write
-    /// lock), so the record is initialized and is not reused while the
-    /// guard lives.
+    /// `idx` is a live record's (its owner's list, under the write lock).
     #[inline]
     unsafe fn rec<'g>(&self, idx: u32, _guard: &'g Guard) -> &'g NameRec<A> {
         // SAFETY: per the caller.
         unsafe { (*self.names.at(idx as usize)).assume_init_ref() }
+    }
+
+    /// The record a live slot value points to.
+    ///
+    /// # Safety
+    /// `v` was read from a table slot under `guard` (or under the write
+    /// lock): the record is initialized (the slot's release store came
+    /// after) and is not reused while the guard lives (records are reused
+    /// only after every guard that could see them is gone; their chunks are
+    /// never freed before the registry).
+    #[inline]
+    unsafe fn rec_at(v: u64, _guard: &Guard) -> &NameRec<A> {
+        let p = (v & PTR_MASK) as *const MaybeUninit<NameRec<A>>;
+        // SAFETY: per the caller.
+        unsafe { (*p).assume_init_ref() }
     }
 
     /// The slot, record index and record holding `name`. Inlined into
@@ -635,9 +666,9 @@ impl<A: Actor> Inner<A> {
             if v & TAG_MASK == tag {
                 // SAFETY: read from a slot under `guard` (acquire pairs with
                 // the writer's release store after initializing it).
-                let rec = unsafe { self.rec(v as u32, guard) };
+                let rec = unsafe { Self::rec_at(v, guard) };
                 if same_bytes(rec.name.as_bytes(), name.as_bytes()) {
-                    return Some((i, v as u32, rec));
+                    return Some((i, rec.idx, rec));
                 }
             }
             i = (i + 1) & mask;
@@ -731,11 +762,13 @@ impl<A: Actor> Inner<A> {
             name: ManuallyDrop::new(Name::from(name)),
             actor: ManuallyDrop::new(actor.clone()),
             owner,
+            idx: idx as u32,
         };
-        // SAFETY: the element is addressable, and unreachable by readers: it
-        // is fresh, or came back from `limbo` after its last reader (its old
-        // contents were moved out by `retire`).
-        unsafe { (*self.names.at(idx)).write(rec) };
+        // SAFETY: `ensure(idx)` ran (now, or when the index was first used).
+        let at = unsafe { self.names.at(idx) };
+        // SAFETY: unreachable by readers: fresh, or back from `limbo` after
+        // its last reader (its old contents were moved out by `remove_name`).
+        unsafe { (*at).write(rec) };
         self.grow_if_full(st, guard);
         // SAFETY: as in `lookup`.
         let table = unsafe { self.table.load(Ordering::Acquire, guard).deref() };
@@ -744,7 +777,7 @@ impl<A: Actor> Inner<A> {
         if table.slots[i].load(Ordering::Relaxed) == TOMB {
             st.tombs -= 1;
         }
-        table.slots[i].store(tag_of(hash) | idx as u64, Ordering::Release);
+        table.slots[i].store(slot_of(tag_of(hash), at), Ordering::Release);
         st.live += 1;
         self.names_len.fetch_add(1, Ordering::Relaxed);
         idx as u32
@@ -769,7 +802,7 @@ impl<A: Actor> Inner<A> {
             let v = s.load(Ordering::Relaxed);
             if v > TOMB {
                 // SAFETY: a live slot (read under the write lock).
-                let rec = unsafe { self.rec(v as u32, guard) };
+                let rec = unsafe { Self::rec_at(v, guard) };
                 let i = new.free_slot(self.hasher.hash_one(rec.name.as_str()));
                 new.slots[i].store(v, Ordering::Relaxed);
             }
@@ -878,8 +911,9 @@ impl<A: Actor> Drop for Inner<A> {
         for s in table.slots.iter() {
             let v = s.load(Ordering::Relaxed);
             if v > TOMB {
+                let p = (v & PTR_MASK) as *mut MaybeUninit<NameRec<A>>;
                 // SAFETY: a live record, dropped once here.
-                unsafe { (*self.names.at(v as u32 as usize)).assume_init_drop() };
+                unsafe { (*p).assume_init_drop() };
             }
         }
         let st = self.state.get_mut();
