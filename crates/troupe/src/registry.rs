@@ -1279,6 +1279,23 @@ mod tests {
     }
 
     #[test]
+    fn slots_keep_tag_and_address_apart() {
+        let rec = Box::new(7u64);
+        let tag = tag_of(u64::MAX);
+        let v = slot_of(tag, &*rec as *const u64);
+        assert!(v > TOMB);
+        assert_eq!(v & TAG_MASK, tag);
+        assert_eq!((v & PTR_MASK) as *const u64, &*rec as *const u64);
+        assert_ne!(tag_of(0) & TAG_MASK, 0, "a tag is never zero");
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit in 48 bits")]
+    fn an_address_above_48_bits_is_refused() {
+        slot_of(tag_of(1), (1u64 << 48) as *const u8);
+    }
+
+    #[test]
     fn chunks_tile_the_indices_without_gaps_or_overlaps() {
         let mut expected = (0usize, 0usize);
         for i in 0..10_000 {
