@@ -329,6 +329,15 @@ impl<A: Actor> ActorCell<A> {
         removed.is_some()
     }
 
+    /// Watchers registered and not yet run (listeners and closures).
+    #[cfg(test)]
+    pub(crate) fn watcher_count(&self) -> usize {
+        match &*self.exit.lock() {
+            Exit::Running(ws) => ws.listener.iter().count() + ws.rest.len(),
+            Exit::Stopped(_) => 0,
+        }
+    }
+
     /// The stop reason, once stopped.
     pub(crate) fn exit_reason(&self) -> Option<StopReason> {
         match &*self.exit.lock() {

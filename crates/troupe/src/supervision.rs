@@ -47,7 +47,7 @@
 //! [`SupervisedRef::tell_wait`] retries on the next instance for up to a
 //! timeout instead (plain threads only).
 
-use crate::actor::{Actor, ActorId, ActorRef, Context};
+use crate::actor::{Actor, ActorId, ActorRef, Context, WatchId};
 use crate::ask::ReplyTo;
 use crate::error::{AskError, SendError, StopReason};
 use crate::system::{SpawnOptions, SystemHandle};
@@ -82,22 +82,53 @@ fn upgrade<A: Actor>(w: &Weak<crate::cell::ActorCell<A>>) -> Option<ActorRef<A>>
     w.upgrade().map(|cell| ActorRef { cell })
 }
 
+/// Removes one watcher from the actor it watches (if that actor still exists).
+type Cancel = Box<dyn FnOnce() + Send>;
+
 /// A monitor or link that can be switched off; dropping it leaves it on.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Link {
     active: Arc<AtomicBool>,
+    /// The watchers it installed, removed again by `unlink` so that a
+    /// long-lived actor monitored and unmonitored many times does not
+    /// collect dead watchers.
+    cancels: Arc<parking_lot::Mutex<Vec<Cancel>>>,
+}
+
+impl fmt::Debug for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Link")
+            .field("active", &self.is_active())
+            .finish()
+    }
 }
 
 impl Link {
     fn new() -> Self {
         Link {
             active: Arc::new(AtomicBool::new(true)),
+            cancels: Arc::default(),
         }
     }
 
-    /// Switches it off: no message or kill comes from it from now on.
+    /// Notes the watcher `watch` on `target`, for `unlink` to remove.
+    fn installed<B: Actor>(&self, target: &ActorRef<B>, watch: WatchId) {
+        let cell = Arc::downgrade(&target.cell);
+        self.cancels.lock().push(Box::new(move || {
+            if let Some(cell) = cell.upgrade() {
+                cell.remove_watcher(watch);
+            }
+        }));
+    }
+
+    /// Switches it off: no message or kill comes from it from now on, and
+    /// its watchers leave the actors they were on.
     pub fn unlink(&self) {
         self.active.store(false, Ordering::Release);
+        let cancels = std::mem::take(&mut *self.cancels.lock());
+        for cancel in cancels {
+            cancel();
+        }
     }
 
     /// Whether it is still on (it turns off by itself once it has fired).
@@ -145,7 +176,7 @@ pub fn monitor<A: Actor, B: Actor>(
     let link = Link::new();
     let active = link.active.clone();
     let w = weak_of(watcher);
-    target.on_stop(move |id, reason| {
+    let watch = target.on_stop(move |id, reason| {
         if active.swap(false, Ordering::AcqRel) {
             if let Some(w) = upgrade(&w) {
                 let _ = w.tell(to_msg(Down {
@@ -155,23 +186,22 @@ pub fn monitor<A: Actor, B: Actor>(
             }
         }
     });
+    link.installed(target, watch);
     link
 }
 
-/// Kills `other` when the actor this is installed on stops abnormally.
-fn kill_on_abnormal<A: Actor, B: Actor>(
-    on: &ActorRef<A>,
-    other: &ActorRef<B>,
-    active: Arc<AtomicBool>,
-) {
+/// Kills `other` when `on` stops abnormally, as part of `link`.
+fn kill_on_abnormal<A: Actor, B: Actor>(on: &ActorRef<A>, other: &ActorRef<B>, link: &Link) {
     let w = weak_of(other);
-    on.on_stop(move |_, reason| {
+    let active = link.active.clone();
+    let watch = on.on_stop(move |_, reason| {
         if is_abnormal(reason) && active.swap(false, Ordering::AcqRel) {
             if let Some(o) = upgrade(&w) {
                 o.kill();
             }
         }
     });
+    link.installed(on, watch);
 }
 
 /// Links `a` and `b` both ways: if either stops abnormally (panic or kill),
@@ -194,8 +224,8 @@ fn kill_on_abnormal<A: Actor, B: Actor>(
 /// ```
 pub fn link<A: Actor, B: Actor>(a: &ActorRef<A>, b: &ActorRef<B>) -> Link {
     let link = Link::new();
-    kill_on_abnormal(a, b, link.active.clone());
-    kill_on_abnormal(b, a, link.active.clone());
+    kill_on_abnormal(a, b, &link);
+    kill_on_abnormal(b, a, &link);
     link
 }
 
@@ -208,10 +238,10 @@ pub fn link_trapping<A: Actor, B: Actor>(
     to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
 ) -> Link {
     let link = Link::new();
-    kill_on_abnormal(trapper, other, link.active.clone());
+    kill_on_abnormal(trapper, other, &link);
     let active = link.active.clone();
     let w = weak_of(trapper);
-    other.on_stop(move |id, reason| {
+    let watch = other.on_stop(move |id, reason| {
         if active.swap(false, Ordering::AcqRel) {
             if let Some(t) = upgrade(&w) {
                 let _ = t.tell(to_msg(Down {
@@ -221,6 +251,7 @@ pub fn link_trapping<A: Actor, B: Actor>(
             }
         }
     });
+    link.installed(other, watch);
     link
 }
 
@@ -848,5 +879,40 @@ impl SupervisorRef {
     /// `OneForAll`/`RestForOne` not counted).
     pub fn restarts(&self, timeout: Duration) -> Result<u64, AskError> {
         self.actor.ask(|r| SupervisorMsg(Cmd::Restarts(r)), timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ActorSystem;
+
+    struct Idle;
+    impl Actor for Idle {
+        type Msg = Down;
+        fn handle(&mut self, _: Down, _: &mut Context<'_, Self>) {}
+    }
+
+    /// Monitoring and linking a long-lived actor over and over, unlinking
+    /// each time, leaves no watcher behind on either side.
+    #[test]
+    fn unlink_removes_its_watchers() {
+        let system = ActorSystem::builder().threads(1).build();
+        let a = system.spawn(Idle);
+        let b = system.spawn(Idle);
+        for _ in 0..1_000 {
+            monitor(&a, &b, |d| d).unlink();
+            link(&a, &b).unlink();
+            link_trapping(&a, &b, |d| d).unlink();
+        }
+        assert_eq!(a.cell.watcher_count(), 0);
+        assert_eq!(b.cell.watcher_count(), 0);
+        // A link left on keeps its watchers (one on each side for `link`).
+        let kept = link(&a, &b);
+        assert!(kept.is_active());
+        assert_eq!((a.cell.watcher_count(), b.cell.watcher_count()), (1, 1));
+        a.stop();
+        b.stop();
+        system.shutdown();
     }
 }
