@@ -828,10 +828,11 @@ impl<A: Actor> Inner<A> {
         self.names_len.fetch_sub(1, Ordering::Relaxed);
         // SAFETY: `idx` was live in the table under the write lock.
         let rec = unsafe { self.rec(idx, guard) };
-        // SAFETY: moved out exactly once (the record is unreachable for new
-        // lookups, and rewritten only after it comes back from `limbo`);
-        // readers that still see the record read the same bits, whose
-        // targets stay alive until the deferred drop below.
+        // The record is unreachable for new lookups and rewritten only after
+        // it comes back from `limbo`: its contents move out exactly once
+        // here. Readers that still see it read the same bits, whose targets
+        // stay alive until the deferred drop below.
+        // SAFETY: as just said.
         let (name, actor) = unsafe { (ptr::read(&*rec.name), ptr::read(&*rec.actor)) };
         let limbo = self.limbo.clone();
         guard.defer(move || {
