@@ -35,6 +35,9 @@
 //!   load, one record load, one compare. Lookups take no lock and write no shared
 //!   memory: they run under an epoch guard (`crossbeam-epoch`), and
 //!   [`Registry::reader`] holds one guard for many lookups.
+//! * The protocol (publish a record, then its slot; read a slot, then its
+//!   record; reuse a record only after its last reader) is model-checked
+//!   in `tests/loom_registry.rs`.
 //! * **Writes** (register, unregister, join, leave, and the cleanup of a
 //!   stopped actor) are serialized by one mutex. A removed name's slot
 //!   becomes a tombstone; its record (and the `ActorRef` it holds) is freed
