@@ -265,7 +265,8 @@ impl<A: Actor> ActorRef<A> {
         self.cell.stop_request(StopRequest::Kill);
     }
 
-    /// Blocks until the actor has stopped; returns why. Not from inside an actor.
+    /// Blocks until the actor has stopped and its monitors have run (so a
+    /// registry no longer lists it); returns why. Not from inside an actor.
     pub fn join(&self) -> StopReason {
         self.cell.wait_exit(None).unwrap_or(StopReason::Killed)
     }
@@ -306,7 +307,9 @@ impl<A: Actor> ActorRef<A> {
     }
 
     /// Calls `f` with the reason when the actor stops (at once if it has):
-    /// a monitor usable from plain code.
+    /// a monitor usable from plain code. `f` runs on the thread that stops
+    /// the actor, before [`join`](Self::join) returns; it must not join the
+    /// actor itself.
     ///
     /// Returns an id that [`demonitor`](Self::demonitor) takes to cancel it.
     pub fn on_stop(&self, f: impl FnOnce(ActorId, &StopReason) + Send + 'static) -> WatchId {

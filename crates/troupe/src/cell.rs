@@ -87,7 +87,13 @@ struct Watchers {
 
 enum Exit {
     Running(Watchers),
-    Stopped(StopReason),
+    /// `told`: every watcher has run; joiners wait for it, so that once
+    /// `join` returns, the actor's monitors (a registry's cleanup, a
+    /// supervisor's `Down`) have done their work.
+    Stopped {
+        reason: StopReason,
+        told: bool,
+    },
 }
 
 fn same_listener(a: &Arc<dyn StopListener>, b: &Arc<dyn StopListener>) -> bool {
@@ -240,7 +246,7 @@ impl<A: Actor> ActorCell<A> {
                 }
                 ws.rest.push(Extra::Once(id, w))
             }
-            Exit::Stopped(reason) => {
+            Exit::Stopped { reason, .. } => {
                 let reason = reason.clone();
                 drop(exit);
                 w(self.id, &reason);
@@ -334,7 +340,7 @@ impl<A: Actor> ActorCell<A> {
     pub(crate) fn watcher_count(&self) -> usize {
         match &*self.exit.lock() {
             Exit::Running(ws) => ws.listener.iter().count() + ws.rest.len(),
-            Exit::Stopped(_) => 0,
+            Exit::Stopped { .. } => 0,
         }
     }
 
@@ -342,23 +348,24 @@ impl<A: Actor> ActorCell<A> {
     pub(crate) fn exit_reason(&self) -> Option<StopReason> {
         match &*self.exit.lock() {
             Exit::Running(_) => None,
-            Exit::Stopped(r) => Some(r.clone()),
+            Exit::Stopped { reason, .. } => Some(reason.clone()),
         }
     }
 
-    /// Blocks until the actor has stopped, or the deadline passes.
+    /// Blocks until the actor has stopped and its watchers have run, or the
+    /// deadline passes.
     pub(crate) fn wait_exit(&self, deadline: Option<Instant>) -> Option<StopReason> {
         let mut exit = self.exit.lock();
         loop {
-            if let Exit::Stopped(r) = &*exit {
-                return Some(r.clone());
+            if let Exit::Stopped { reason, told: true } = &*exit {
+                return Some(reason.clone());
             }
             match deadline {
                 None => self.exit_cv.wait(&mut exit),
                 Some(d) => {
                     if self.exit_cv.wait_until(&mut exit, d).timed_out() {
-                        if let Exit::Stopped(r) = &*exit {
-                            return Some(r.clone());
+                        if let Exit::Stopped { reason, told: true } = &*exit {
+                            return Some(reason.clone());
                         }
                         return None;
                     }
@@ -417,14 +424,15 @@ impl<A: Actor> ActorCell<A> {
         if dropped > 0 {
             tracing::debug!(actor = %self.id, dropped, "stopped actor's pending messages dropped");
         }
-        let watchers = {
-            let mut exit = self.exit.lock();
-            match std::mem::replace(&mut *exit, Exit::Stopped(reason.clone())) {
-                Exit::Running(ws) => ws,
-                Exit::Stopped(_) => Watchers::default(),
-            }
+        let stopped = Exit::Stopped {
+            reason: reason.clone(),
+            told: false,
         };
-        self.exit_cv.notify_all();
+        let watchers = match std::mem::replace(&mut *self.exit.lock(), stopped) {
+            Exit::Running(ws) => ws,
+            Exit::Stopped { .. } => Watchers::default(),
+        };
+        // Outside the lock: a watcher may watch, or ask for the reason.
         if let Some((l, token)) = watchers.listener {
             l.actor_stopped(self.id, token, &reason);
         }
@@ -434,6 +442,10 @@ impl<A: Actor> ActorCell<A> {
                 Extra::Once(_, w) => w(self.id, &reason),
             }
         }
+        if let Exit::Stopped { told, .. } = &mut *self.exit.lock() {
+            *told = true;
+        }
+        self.exit_cv.notify_all();
         if self.dedicated {
             // Our own thread: it exits once this turn returns.
             self.pool().begin_shutdown();

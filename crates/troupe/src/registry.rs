@@ -59,7 +59,7 @@
 //!   member record's index (no allocation per actor). It is installed under
 //!   the write lock, before any name or group of the actor is visible.
 //! * When the actor stops, the hook removes its member record, every name it
-//!   holds and its group memberships. A name found in that instant gives
+//!   holds and its group memberships, before the actor's `join` returns. A name found in that instant gives
 //!   [`NamedSendError::Stopped`] on send. The hook checks that the member
 //!   record still belongs to that actor, so a late hook never removes
 //!   another actor's entry.

@@ -525,3 +525,27 @@ fn dispatch_skips_a_full_blocking_mailbox_instead_of_waiting() {
     busy.stop();
     system.shutdown();
 }
+
+/// Once `join` returns, the stopped actor's monitors have run: the registry
+/// no longer lists it (no waiting needed).
+#[test]
+fn join_returns_after_the_registry_forgot_the_actor() {
+    let system = system();
+    let pings = Arc::new(AtomicU64::new(0));
+    let reg = Registry::new();
+    for i in 0..500 {
+        let a = spawn(&system, &pings);
+        reg.register("it", &a).unwrap();
+        reg.join("all", &a);
+        if i % 2 == 0 {
+            a.stop();
+        } else {
+            a.tell(M::Crash).unwrap();
+        }
+        a.join_timeout(T).unwrap();
+        assert!(reg.find("it").is_none(), "round {i}: name still there");
+        assert_eq!(reg.group_len("all"), 0, "round {i}");
+        assert!(reg.is_empty(), "round {i}");
+    }
+    system.shutdown();
+}
