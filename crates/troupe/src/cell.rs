@@ -424,13 +424,25 @@ impl<A: Actor> ActorCell<A> {
         if dropped > 0 {
             tracing::debug!(actor = %self.id, dropped, "stopped actor's pending messages dropped");
         }
-        let stopped = Exit::Stopped {
-            reason: reason.clone(),
-            told: false,
-        };
-        let watchers = match std::mem::replace(&mut *self.exit.lock(), stopped) {
-            Exit::Running(ws) => ws,
-            Exit::Stopped { .. } => Watchers::default(),
+        let watchers = {
+            let mut exit = self.exit.lock();
+            let ws = match &mut *exit {
+                Exit::Running(ws) => std::mem::take(ws),
+                Exit::Stopped { .. } => Watchers::default(),
+            };
+            // With no watcher to run (most actors), joiners may go at once:
+            // one lock, not two.
+            let told = ws.listener.is_none() && ws.rest.is_empty();
+            *exit = Exit::Stopped {
+                reason: reason.clone(),
+                told,
+            };
+            if told {
+                drop(exit);
+                self.exit_cv.notify_all();
+                return self.finish();
+            }
+            ws
         };
         // Outside the lock: a watcher may watch, or ask for the reason.
         if let Some((l, token)) = watchers.listener {
@@ -446,6 +458,12 @@ impl<A: Actor> ActorCell<A> {
             *told = true;
         }
         self.exit_cv.notify_all();
+        self.finish()
+    }
+
+    /// The last step of finalizing: leave the pool (a dedicated thread) and
+    /// the actor table; returns the table entry (see `finalize`).
+    fn finish(&self) -> Option<Arc<dyn Runnable>> {
         if self.dedicated {
             // Our own thread: it exits once this turn returns.
             self.pool().begin_shutdown();
