@@ -71,6 +71,8 @@ impl Table {
                 break;
             }
             if v & LIVE != 0 {
+                // SAFETY: loom checks this read against every write to the
+                // record; finding a race is the point of the model.
                 let rec = self.recs[(v & 1) as usize].with(|p| unsafe { *p });
                 if rec.name == name {
                     found = Some(rec.value);
@@ -97,6 +99,8 @@ impl Table {
             w.fresh - 1
         });
         assert!(idx < 2, "the model has two records");
+        // SAFETY: the record is free (never published, or back from
+        // `pending` after its readers); loom checks it.
         self.recs[idx].with_mut(|p| unsafe { *p = Rec { name, value } });
         w.names[idx] = name;
         for k in 0..2 {
