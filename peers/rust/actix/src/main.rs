@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use actix::prelude::*;
 use peer_common::customers::{self, Customer};
-use peer_common::{fail, seconds_since, shares, Cli, Reporter, Workload};
+use peer_common::{fail, ring_finish, seconds_since, shares, Cli, Reporter, Workload};
 use tokio::sync::{mpsc, oneshot};
 
 fn main() {
@@ -202,27 +202,7 @@ async fn ring(
     for head in &heads {
         head.do_send(Token(hops));
     }
-    let mut finished = vec![false; rings];
-    for _ in 0..rings {
-        let (r, index) = done_rx
-            .recv()
-            .await
-            .unwrap_or_else(|| fail("ring done channel closed"));
-        if index != (actors * laps) % actors || finished[r] {
-            fail(format!("ring {r}: token ended at node {index}"));
-        }
-        finished[r] = true;
-    }
-    let secs = seconds_since(start);
-    let total = (rings * actors * laps) as f64;
-    rep.figure(
-        w.name(),
-        &w.params(),
-        secs,
-        total / secs,
-        "hops/s",
-        &[("creation_seconds", creation)],
-    );
+    ring_finish(rep, w, &mut done_rx, (rings, actors, laps), start, creation).await;
     stop_all(&all).await;
 }
 

@@ -6,7 +6,9 @@
 //!   parsed by [`Cli::from_env`], which exits with status 2 on a bad command line;
 //! - the JSON line output ([`Reporter`]), one line per figure on stdout and nothing else;
 //! - the memory probes ([`peak_rss_mb`], [`current_rss_bytes`]) read from `/proc/self/status`;
-//! - the read-only customer table of the `reader_db` workload ([`customers`]).
+//! - the read-only customer table of the `reader_db` workload ([`customers`]);
+//! - the harness around the frameworks: [`tokio_main`] (the tokio-based peers' runtime
+//!   and driver task) and [`ring_finish`] (collecting and checking the `ring` tokens).
 //!
 //! The workloads themselves are written in each framework's own crate, in its own idiom.
 
@@ -444,6 +446,63 @@ pub fn current_rss_bytes() -> u64 {
 /// The seconds since `start`, as f64.
 pub fn seconds_since(start: std::time::Instant) -> f64 {
     start.elapsed().as_secs_f64()
+}
+
+/// Runs `run` as the driver task on a multi-threaded tokio runtime with `--threads`
+/// workers (not on the `block_on` thread), as the tokio-based peers do; fails the
+/// process if the driver task panics.
+pub fn tokio_main<F, Fut>(framework: &'static str, run: F)
+where
+    F: FnOnce(Cli, Reporter) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let cli = Cli::from_env();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cli.threads)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| fail(format!("cannot build the tokio runtime: {e}")));
+    let rep = Reporter::new(framework, cli.threads);
+    let driver = run(cli, rep);
+    rt.block_on(async move {
+        if let Err(e) = tokio::spawn(driver).await {
+            fail(format!("driver task failed: {e}"));
+        }
+    });
+}
+
+/// The end of a `ring` run: waits for each ring's `(ring, node)` report, checks that
+/// every token ended at the right node of its ring and each ring reported once, and
+/// writes the figure (hops/s since `start`, with `creation_seconds`).
+pub async fn ring_finish(
+    rep: &Reporter,
+    w: &Workload,
+    done_rx: &mut tokio::sync::mpsc::UnboundedReceiver<(usize, usize)>,
+    (rings, actors, laps): (usize, usize, usize),
+    start: std::time::Instant,
+    creation: f64,
+) {
+    let mut finished = vec![false; rings];
+    for _ in 0..rings {
+        let (r, index) = done_rx
+            .recv()
+            .await
+            .unwrap_or_else(|| fail("ring done channel closed"));
+        if index != (actors * laps) % actors || finished[r] {
+            fail(format!("ring {r}: token ended at node {index}"));
+        }
+        finished[r] = true;
+    }
+    let secs = seconds_since(start);
+    let total = (rings * actors * laps) as f64;
+    rep.figure(
+        w.name(),
+        &w.params(),
+        secs,
+        total / secs,
+        "hops/s",
+        &[("creation_seconds", creation)],
+    );
 }
 
 /// The read-only table of the `reader_db` workload: 29 Northwind customers.

@@ -13,7 +13,9 @@ use std::time::Instant;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use peer_common::customers::{self, Customer};
-use peer_common::{fail, seconds_since, shares, Cli, Params, Reporter, Workload};
+use peer_common::{
+    fail, ring_finish, seconds_since, shares, tokio_main, Cli, Params, Reporter, Workload,
+};
 use ractor::rpc::CallResult;
 use ractor::{pg, registry, Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::{mpsc, oneshot};
@@ -22,18 +24,7 @@ use tokio::task::JoinHandle;
 type Res<T> = Result<T, ActorProcessingErr>;
 
 fn main() {
-    let cli = Cli::from_env();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cli.threads)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| fail(format!("cannot build the tokio runtime: {e}")));
-    let rep = Reporter::new("ractor", cli.threads);
-    rt.block_on(async move {
-        if let Err(e) = tokio::spawn(run(cli, rep)).await {
-            fail(format!("driver task failed: {e}"));
-        }
-    });
+    tokio_main("ractor", run);
 }
 
 async fn run(cli: Cli, rep: Reporter) {
@@ -160,27 +151,7 @@ async fn ring(rep: &Reporter, w: &Workload, rings: usize, actors: usize, laps: u
         head.cast(RingMsg::Token(hops))
             .unwrap_or_else(|_| fail("ring head died"));
     }
-    let mut finished = vec![false; rings];
-    for _ in 0..rings {
-        let (r, index) = done_rx
-            .recv()
-            .await
-            .unwrap_or_else(|| fail("ring done channel closed"));
-        if index != (actors * laps) % actors || finished[r] {
-            fail(format!("ring {r}: token ended at node {index}"));
-        }
-        finished[r] = true;
-    }
-    let secs = seconds_since(start);
-    let total = (rings * actors * laps) as f64;
-    rep.figure(
-        w.name(),
-        &w.params(),
-        secs,
-        total / secs,
-        "hops/s",
-        &[("creation_seconds", creation)],
-    );
+    ring_finish(rep, w, &mut done_rx, (rings, actors, laps), start, creation).await;
     stop_all(all).await;
 }
 

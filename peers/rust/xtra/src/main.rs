@@ -15,24 +15,13 @@ use std::time::Instant;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use peer_common::customers::{self, Customer};
-use peer_common::{fail, seconds_since, shares, Cli, Reporter, Workload};
+use peer_common::{fail, ring_finish, seconds_since, shares, tokio_main, Cli, Reporter, Workload};
 use tokio::sync::{mpsc, oneshot};
 use xtra::prelude::*;
 use xtra::{Receiver as Reply, WeakAddress};
 
 fn main() {
-    let cli = Cli::from_env();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cli.threads)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| fail(format!("cannot build the tokio runtime: {e}")));
-    let rep = Reporter::new("xtra", cli.threads);
-    rt.block_on(async move {
-        if let Err(e) = tokio::spawn(run(cli, rep)).await {
-            fail(format!("driver task failed: {e}"));
-        }
-    });
+    tokio_main("xtra", run);
 }
 
 async fn run(cli: Cli, rep: Reporter) {
@@ -171,27 +160,7 @@ async fn ring(rep: &Reporter, w: &Workload, rings: usize, actors: usize, laps: u
             fail("ring head died");
         }
     }
-    let mut finished = vec![false; rings];
-    for _ in 0..rings {
-        let (r, index) = done_rx
-            .recv()
-            .await
-            .unwrap_or_else(|| fail("ring done channel closed"));
-        if index != (actors * laps) % actors || finished[r] {
-            fail(format!("ring {r}: token ended at node {index}"));
-        }
-        finished[r] = true;
-    }
-    let secs = seconds_since(start);
-    let total = (rings * actors * laps) as f64;
-    rep.figure(
-        w.name(),
-        &w.params(),
-        secs,
-        total / secs,
-        "hops/s",
-        &[("creation_seconds", creation)],
-    );
+    ring_finish(rep, w, &mut done_rx, (rings, actors, laps), start, creation).await;
     stop_all(&all).await;
 }
 
