@@ -101,7 +101,7 @@ use std::fmt;
 use std::hash::BuildHasher;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 type Hasher = foldhash::fast::RandomState;
@@ -224,82 +224,43 @@ fn locate(i: usize) -> (usize, usize) {
     }
 }
 
-struct Dir<T> {
-    chunks: Box<[AtomicPtr<MaybeUninit<T>>]>,
-}
-
-impl<T> Dir<T> {
-    fn new(n: usize, from: Option<&Dir<T>>) -> Box<Self> {
-        Box::new(Dir {
-            chunks: (0..n)
-                .map(|c| {
-                    let p = from
-                        .and_then(|d| d.chunks.get(c))
-                        .map_or(ptr::null_mut(), |p| p.load(Ordering::Relaxed));
-                    AtomicPtr::new(p)
-                })
-                .collect(),
-        })
-    }
-}
-
-/// Elements that never move, read by index from any thread, added by one
-/// writer at a time (the caller serializes [`ensure`](Self::ensure)).
-/// Holds raw `MaybeUninit<T>`: whoever writes an element drops it.
+/// Elements that never move: chunks are allocated once and never
+/// reallocated, so a reader may hold an element's address while the writer
+/// adds more. Only the writer (under the registry's lock) finds elements by
+/// index; readers reach name records by the address in a table slot. Holds
+/// raw `MaybeUninit<T>`: whoever writes an element drops it.
 struct Chunked<T> {
-    dir: AtomicPtr<Dir<T>>,
-    /// Directories replaced by bigger ones: a reader may still be reading
-    /// one, so they are freed with the whole (a few words per 1,024
-    /// elements).
-    /// Boxed: readers hold pointers to the `Dir` itself.
-    #[allow(clippy::vec_box)]
-    retired: Mutex<Vec<Box<Dir<T>>>>,
+    /// Chunk `c` has `chunk_len(c)` elements (a leaked boxed slice).
+    chunks: Vec<*mut MaybeUninit<T>>,
 }
+
+// SAFETY: the chunks are owned memory holding `T`s; sending the store sends
+// them.
+unsafe impl<T: Send> Send for Chunked<T> {}
 
 impl<T> Chunked<T> {
     fn new() -> Self {
-        Chunked {
-            dir: AtomicPtr::new(Box::into_raw(Dir::new(8, None))),
-            retired: Mutex::new(Vec::new()),
-        }
+        Chunked { chunks: Vec::new() }
     }
 
-    /// Element `i`.
-    ///
-    /// # Safety
-    /// `ensure(i)` must have happened before this call (through the lock
-    /// that serializes writers, or a release store the caller acquired).
+    /// Element `i`, which [`ensure`](Self::ensure) made addressable.
     #[inline]
-    unsafe fn at(&self, i: usize) -> *mut MaybeUninit<T> {
+    fn at(&self, i: usize) -> *mut MaybeUninit<T> {
         let (c, off) = locate(i);
-        // SAFETY: `dir` always points to a live directory (replaced ones are
-        // kept until drop); per the caller, chunk `c` was allocated and
-        // published (release) before; `off` is within its length.
-        unsafe {
-            let dir = &*self.dir.load(Ordering::Acquire);
-            dir.chunks.get_unchecked(c).load(Ordering::Acquire).add(off)
-        }
+        // SAFETY: `off < chunk_len(c)`, the length chunk `c` was allocated
+        // with (indexing `chunks` panics if it was not).
+        unsafe { self.chunks[c].add(off) }
     }
 
-    /// Makes element `i` addressable. Callers are serialized.
-    fn ensure(&self, i: usize) {
+    /// Makes element `i` addressable.
+    fn ensure(&mut self, i: usize) {
         let (c, _) = locate(i);
-        // SAFETY: `dir` is live; only serialized writers replace it.
-        let dir = unsafe { &*self.dir.load(Ordering::Acquire) };
-        if c >= dir.chunks.len() {
-            let new = Dir::new((c + 1).next_power_of_two(), Some(dir));
-            let old = self.dir.swap(Box::into_raw(new), Ordering::AcqRel);
-            // SAFETY: `old` came from `Box::into_raw` and is no longer
-            // reachable through `dir`; readers that loaded it may still use
-            // it, so it is kept until `self` drops.
-            self.retired.lock().push(unsafe { Box::from_raw(old) });
-            return self.ensure(i);
-        }
-        if dir.chunks[c].load(Ordering::Relaxed).is_null() {
-            let chunk: Box<[MaybeUninit<T>]> =
-                (0..chunk_len(c)).map(|_| MaybeUninit::uninit()).collect();
-            let p = Box::into_raw(chunk) as *mut MaybeUninit<T>;
-            dir.chunks[c].store(p, Ordering::Release);
+        while self.chunks.len() <= c {
+            let chunk: Box<[MaybeUninit<T>]> = (0..chunk_len(self.chunks.len()))
+                .map(|_| MaybeUninit::uninit())
+                .collect();
+            self.chunks
+                .push(Box::into_raw(chunk) as *mut MaybeUninit<T>);
         }
     }
 }
@@ -307,15 +268,10 @@ impl<T> Chunked<T> {
 impl<T> Drop for Chunked<T> {
     /// Frees the chunks; the elements' owners have dropped them already.
     fn drop(&mut self) {
-        // SAFETY: `dir` came from `Box::into_raw`; we are the last user.
-        let dir = unsafe { Box::from_raw(*self.dir.get_mut()) };
-        for (c, p) in dir.chunks.iter().enumerate() {
-            let p = p.load(Ordering::Relaxed);
-            if !p.is_null() {
-                let chunk = ptr::slice_from_raw_parts_mut(p, chunk_len(c));
-                // SAFETY: allocated in `ensure` as a boxed slice of this length.
-                drop(unsafe { Box::from_raw(chunk) });
-            }
+        for (c, &p) in self.chunks.iter().enumerate() {
+            let chunk = ptr::slice_from_raw_parts_mut(p, chunk_len(c));
+            // SAFETY: allocated in `ensure` as a boxed slice of this length.
+            drop(unsafe { Box::from_raw(chunk) });
         }
     }
 }
@@ -474,7 +430,9 @@ impl<A: Actor> Groups<A> {
 }
 
 /// What the write lock guards.
-struct State {
+struct State<A: Actor> {
+    /// The name records (readers reach them by address, not through here).
+    names: Chunked<NameRec<A>>,
     members: Chunked<Member>,
     /// Member records initialized so far.
     members_hwm: usize,
@@ -488,12 +446,13 @@ struct State {
     tombs: usize,
 }
 
-impl State {
+impl<A: Actor> State<A> {
     fn member(&mut self, m: u32) -> &mut Member {
         debug_assert!((m as usize) < self.members_hwm);
+        let p = self.members.at(m as usize);
         // SAFETY: records below `members_hwm` were initialized (and only
         // writers, serialized by the lock we hold, touch them).
-        unsafe { (*self.members.at(m as usize)).assume_init_mut() }
+        unsafe { (*p).assume_init_mut() }
     }
 
     fn names_of(&mut self, m: u32) -> Vec<u32> {
@@ -606,9 +565,8 @@ impl<A: Actor> StopListener for Hook<A> {
 struct Inner<A: Actor> {
     hasher: Hasher,
     table: Atomic<Table>,
-    names: Chunked<NameRec<A>>,
     names_len: AtomicUsize,
-    state: Mutex<State>,
+    state: Mutex<State<A>>,
     groups: RwLock<Groups<A>>,
     /// Every member, dense (for `dispatch` and `len`); `owners[i]` is
     /// `refs[i]`'s member record, which holds `i` as `all_pos`.
@@ -625,14 +583,16 @@ unsafe impl<A: Actor> Sync for Inner<A> {}
 unsafe impl<A: Actor> Send for Inner<A> {}
 
 impl<A: Actor> Inner<A> {
-    /// The record at `idx`.
+    /// The record at `idx`, valid while `guard` lives.
     ///
     /// # Safety
     /// `idx` is a live record's (its owner's list, under the write lock).
     #[inline]
-    unsafe fn rec<'g>(&self, idx: u32, _guard: &'g Guard) -> &'g NameRec<A> {
-        // SAFETY: per the caller.
-        unsafe { (*self.names.at(idx as usize)).assume_init_ref() }
+    unsafe fn rec<'g>(st: &State<A>, idx: u32, _guard: &'g Guard) -> &'g NameRec<A> {
+        let p = st.names.at(idx as usize);
+        // SAFETY: per the caller; records are reused only after every guard
+        // that could see them is gone, and chunks never move.
+        unsafe { (*p).assume_init_ref() }
     }
 
     /// The record a live slot value points to.
@@ -685,14 +645,15 @@ impl<A: Actor> Inner<A> {
 
     /// A new member record for `actor`, its monitor installed; `None` if
     /// the actor has stopped.
-    fn new_member(&self, st: &mut State, actor: &ActorRef<A>) -> Option<u32> {
+    fn new_member(&self, st: &mut State<A>, actor: &ActorRef<A>) -> Option<u32> {
         let m = match st.free_members.pop() {
             Some(m) => m,
             None => {
                 let m = st.members_hwm;
                 st.members.ensure(m);
+                let p = st.members.at(m);
                 // SAFETY: just made addressable; uninitialized until now.
-                unsafe { (*st.members.at(m)).write(Member::new(NONE)) };
+                unsafe { (*p).write(Member::new(NONE)) };
                 st.members_hwm += 1;
                 m as u32
             }
@@ -709,13 +670,13 @@ impl<A: Actor> Inner<A> {
     }
 
     /// The actor of live member record `m`.
-    fn actor_of(&self, st: &mut State, m: u32) -> Option<ActorRef<A>> {
+    fn actor_of(&self, st: &mut State<A>, m: u32) -> Option<ActorRef<A>> {
         let at = st.member(m).all_pos;
         (at != NONE).then(|| self.all.read().refs[at as usize].clone())
     }
 
     /// Frees member record `m` (its names and groups already gone).
-    fn free_member(&self, st: &mut State, m: u32) {
+    fn free_member(&self, st: &mut State<A>, m: u32) {
         let at = std::mem::replace(&mut st.member(m).all_pos, NONE);
         if at == NONE {
             return;
@@ -733,7 +694,7 @@ impl<A: Actor> Inner<A> {
 
     /// Frees `m` if it holds no name and no group any more, and removes its
     /// monitor.
-    fn drop_member_if_empty(&self, st: &mut State, m: u32) {
+    fn drop_member_if_empty(&self, st: &mut State<A>, m: u32) {
         if !st.is_empty(m) {
             return;
         }
@@ -746,7 +707,7 @@ impl<A: Actor> Inner<A> {
     /// Adds the name record (`name` → `actor`, member `owner`).
     fn insert_name(
         &self,
-        st: &mut State,
+        st: &mut State<A>,
         name: &str,
         actor: &ActorRef<A>,
         owner: u32,
@@ -756,7 +717,7 @@ impl<A: Actor> Inner<A> {
             Some(i) => i as usize,
             None => {
                 let i = st.names_hwm;
-                self.names.ensure(i);
+                st.names.ensure(i);
                 st.names_hwm += 1;
                 i
             }
@@ -767,8 +728,7 @@ impl<A: Actor> Inner<A> {
             owner,
             idx: idx as u32,
         };
-        // SAFETY: `ensure(idx)` ran (now, or when the index was first used).
-        let at = unsafe { self.names.at(idx) };
+        let at = st.names.at(idx);
         // SAFETY: unreachable by readers: fresh, or back from `limbo` after
         // its last reader (its old contents were moved out by `remove_name`).
         unsafe { (*at).write(rec) };
@@ -788,7 +748,7 @@ impl<A: Actor> Inner<A> {
 
     /// Rebuilds the table, doubled or purged of tombstones, when one more
     /// entry would fill it past 7/8. Sized for at most 7/16 full after.
-    fn grow_if_full(&self, st: &mut State, guard: &Guard) {
+    fn grow_if_full(&self, st: &mut State<A>, guard: &Guard) {
         let old = self.table.load(Ordering::Acquire, guard);
         // SAFETY: as in `lookup`.
         let table = unsafe { old.deref() };
@@ -822,7 +782,7 @@ impl<A: Actor> Inner<A> {
     /// Removes the entry at table slot `slot` (record `idx`): a tombstone
     /// now, the record's contents dropped and the record reused once no
     /// guard can see it.
-    fn remove_name(&self, st: &mut State, slot: usize, idx: u32, guard: &Guard) {
+    fn remove_name(&self, st: &mut State<A>, slot: usize, idx: u32, guard: &Guard) {
         // SAFETY: as in `lookup`.
         let table = unsafe { self.table.load(Ordering::Acquire, guard).deref() };
         table.slots[slot].store(TOMB, Ordering::Release);
@@ -830,7 +790,7 @@ impl<A: Actor> Inner<A> {
         st.tombs += 1;
         self.names_len.fetch_sub(1, Ordering::Relaxed);
         // SAFETY: `idx` was live in the table under the write lock.
-        let rec = unsafe { self.rec(idx, guard) };
+        let rec = unsafe { Self::rec(st, idx, guard) };
         // The record is unreachable for new lookups and rewritten only after
         // it comes back from `limbo`: its contents move out exactly once
         // here. Readers that still see it read the same bits, whose targets
@@ -847,7 +807,12 @@ impl<A: Actor> Inner<A> {
 
     /// Removes `name`'s entry and drops it from its owner's names; returns
     /// the owner's member record and its actor.
-    fn take_name(&self, st: &mut State, name: &str, guard: &Guard) -> Option<(u32, ActorRef<A>)> {
+    fn take_name(
+        &self,
+        st: &mut State<A>,
+        name: &str,
+        guard: &Guard,
+    ) -> Option<(u32, ActorRef<A>)> {
         let (slot, idx, rec) = self.lookup(name, guard)?;
         let owner = rec.owner;
         let actor = (*rec.actor).clone();
@@ -857,7 +822,7 @@ impl<A: Actor> Inner<A> {
     }
 
     /// Removes member `m` from group `gid`, keeping the group dense.
-    fn leave_group(&self, st: &mut State, m: u32, gid: u32) -> bool {
+    fn leave_group(&self, st: &mut State<A>, m: u32, gid: u32) -> bool {
         let Some(pos) = st.group_pos(m, gid) else {
             return false;
         };
@@ -889,7 +854,7 @@ impl<A: Actor> Inner<A> {
         let (names, groups) = (st.names_of(m), st.groups_of(m));
         for idx in names {
             // SAFETY: the member's names are live records (under the lock).
-            let rec = unsafe { self.rec(idx, &guard) };
+            let rec = unsafe { Self::rec(&st, idx, &guard) };
             if let Some((slot, found, _)) = self.lookup(rec.name.as_str(), &guard) {
                 if found == idx {
                     self.remove_name(&mut st, slot, idx, &guard);
@@ -975,9 +940,9 @@ impl<A: Actor> Registry<A> {
             inner: Arc::new_cyclic(|weak| Inner {
                 hasher: Hasher::default(),
                 table: Atomic::new(Table::new(16)),
-                names: Chunked::new(),
                 names_len: AtomicUsize::new(0),
                 state: Mutex::new(State {
+                    names: Chunked::new(),
                     members: Chunked::new(),
                     members_hwm: 0,
                     free_members: Vec::new(),
@@ -1004,7 +969,7 @@ impl<A: Actor> Registry<A> {
 
     /// The write lock, and `actor`'s member record (created, with its
     /// monitor, if it has none). `None` if the actor has stopped.
-    fn lock_member(&self, actor: &ActorRef<A>) -> Option<(MutexGuard<'_, State>, u32)> {
+    fn lock_member(&self, actor: &ActorRef<A>) -> Option<(MutexGuard<'_, State<A>>, u32)> {
         let mut st = self.inner.state.lock();
         if !actor.is_alive() {
             return None;
