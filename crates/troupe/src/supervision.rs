@@ -174,6 +174,18 @@ pub fn monitor<A: Actor, B: Actor>(
     to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
 ) -> Link {
     let link = Link::new();
+    down_on_stop(watcher, target, to_msg, &link);
+    link
+}
+
+/// Sends `watcher` `to_msg(Down)` when `target` stops, unless `link` was
+/// switched off (or has fired) by then.
+fn down_on_stop<A: Actor, B: Actor>(
+    watcher: &ActorRef<A>,
+    target: &ActorRef<B>,
+    to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
+    link: &Link,
+) {
     let active = link.active.clone();
     let w = weak_of(watcher);
     let watch = target.on_stop(move |id, reason| {
@@ -187,7 +199,6 @@ pub fn monitor<A: Actor, B: Actor>(
         }
     });
     link.installed(target, watch);
-    link
 }
 
 /// Kills `other` when `on` stops abnormally, as part of `link`.
@@ -239,19 +250,7 @@ pub fn link_trapping<A: Actor, B: Actor>(
 ) -> Link {
     let link = Link::new();
     kill_on_abnormal(trapper, other, &link);
-    let active = link.active.clone();
-    let w = weak_of(trapper);
-    let watch = other.on_stop(move |id, reason| {
-        if active.swap(false, Ordering::AcqRel) {
-            if let Some(t) = upgrade(&w) {
-                let _ = t.tell(to_msg(Down {
-                    id,
-                    reason: reason.clone(),
-                }));
-            }
-        }
-    });
-    link.installed(other, watch);
+    down_on_stop(trapper, other, to_msg, &link);
     link
 }
 
