@@ -1,0 +1,383 @@
+//! The wire format: frames of a fixed 32-byte header and a postcard body,
+//! packed back to back into one NATS message.
+//!
+//! ```text
+//! offset size field
+//!  0      1   version      FORMAT_VERSION (1); anything else: the frame is refused
+//!  1      1   kind         1 tell, 2 ask, 3 reply, 4 ping
+//!  2      1   status       replies: Status as u8; 0 elsewhere
+//!  3      1   reserved     0 (ignored on read, so it can carry flags later)
+//!  4      4   body length  u32 little-endian, bytes following the header
+//!  8      8   type id      u64 LE: RemoteMessage::TYPE_ID of the body
+//! 16      8   target id    u64 LE: type_id(exposed actor name)
+//! 24      8   correlation  u64 LE: asks and their replies; 0 for tells
+//! 32      n   body         postcard encoding of the message (n = body length)
+//! ```
+//!
+//! Invariants:
+//! - A NATS message on a node's subject carries one or more whole frames;
+//!   an ask (a NATS request) carries exactly one ask frame, its reply exactly
+//!   one reply frame.
+//! - The decoder never trusts a length: a frame whose body would run past the
+//!   end of the message is `Truncated`, one longer than the limit is
+//!   `Oversized`; after either the rest of the message cannot be re-framed
+//!   and is dropped (counted once). Decoding never panics on any input (see
+//!   the million-frame property test in `tests/decoder_fuzz.rs`).
+//! - A body must decode to its type with no bytes left over.
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// The format version written in every frame's first byte.
+pub const FORMAT_VERSION: u8 = 1;
+/// The header's size in bytes.
+pub const HEADER_LEN: usize = 32;
+
+/// What a frame is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// A fire-and-forget message.
+    Tell = 1,
+    /// A request; travels alone as a NATS request with a reply inbox.
+    Ask = 2,
+    /// The answer to an ask, sent to the ask's reply inbox.
+    Reply = 3,
+    /// A liveness probe to a node (answered with an empty OK reply).
+    Ping = 4,
+}
+
+impl Kind {
+    fn from_u8(b: u8) -> Option<Kind> {
+        Some(match b {
+            1 => Kind::Tell,
+            2 => Kind::Ask,
+            3 => Kind::Reply,
+            4 => Kind::Ping,
+            _ => return None,
+        })
+    }
+}
+
+/// The outcome carried by a reply frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Status {
+    /// The body is the reply.
+    Ok = 0,
+    /// No actor is exposed under the target id on that node.
+    UnknownTarget = 1,
+    /// The target does not take this type (or not as an ask).
+    UnknownType = 2,
+    /// The actor has stopped.
+    Stopped = 3,
+    /// The actor's bounded mailbox was full.
+    MailboxFull = 4,
+    /// The actor dropped the request without replying.
+    NoReply = 5,
+    /// The actor did not answer within the serving node's limit.
+    Timeout = 6,
+    /// The request frame could not be decoded.
+    BadFrame = 7,
+}
+
+impl Status {
+    fn from_u8(b: u8) -> Status {
+        match b {
+            0 => Status::Ok,
+            1 => Status::UnknownTarget,
+            2 => Status::UnknownType,
+            3 => Status::Stopped,
+            4 => Status::MailboxFull,
+            5 => Status::NoReply,
+            6 => Status::Timeout,
+            _ => Status::BadFrame,
+        }
+    }
+}
+
+/// A decoded frame header and its body, borrowed from the message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// What it is.
+    pub kind: Kind,
+    /// Replies: the outcome.
+    pub status: Status,
+    /// The body's type id.
+    pub type_id: u64,
+    /// The target actor's id.
+    pub target: u64,
+    /// Asks and replies: the correlation id.
+    pub correlation: u64,
+    /// The postcard body.
+    pub body: &'a [u8],
+}
+
+/// Why bytes are not a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameError {
+    /// Fewer than 32 bytes where a header should start.
+    ShortHeader(usize),
+    /// The version byte is not [`FORMAT_VERSION`].
+    Version(u8),
+    /// The kind byte is not a known [`Kind`].
+    Kind(u8),
+    /// The body length runs past the end of the message.
+    Truncated {
+        /// Body bytes the header promised.
+        need: usize,
+        /// Bytes left in the message.
+        have: usize,
+    },
+    /// The body length is above the limit.
+    Oversized(usize),
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::ShortHeader(n) => write!(f, "{n} bytes cannot hold a 32-byte frame header"),
+            FrameError::Version(v) => write!(f, "frame format version {v}, this node speaks {FORMAT_VERSION}"),
+            FrameError::Kind(k) => write!(f, "unknown frame kind {k}"),
+            FrameError::Truncated { need, have } => {
+                write!(f, "truncated frame: body of {need} bytes, {have} left")
+            }
+            FrameError::Oversized(n) => write!(f, "oversized frame: body of {n} bytes is above the limit"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// Decodes the frame at the start of `buf`; returns it and the bytes after
+/// it. `max_body` bounds the body length.
+pub fn decode_frame(buf: &[u8], max_body: usize) -> Result<(Frame<'_>, &[u8]), FrameError> {
+    if buf.len() < HEADER_LEN {
+        return Err(FrameError::ShortHeader(buf.len()));
+    }
+    if buf[0] != FORMAT_VERSION {
+        return Err(FrameError::Version(buf[0]));
+    }
+    let kind = Kind::from_u8(buf[1]).ok_or(FrameError::Kind(buf[1]))?;
+    let status = Status::from_u8(buf[2]);
+    let len = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]) as usize;
+    if len > max_body {
+        return Err(FrameError::Oversized(len));
+    }
+    let rest = &buf[HEADER_LEN..];
+    if len > rest.len() {
+        return Err(FrameError::Truncated {
+            need: len,
+            have: rest.len(),
+        });
+    }
+    let (body, after) = rest.split_at(len);
+    Ok((
+        Frame {
+            kind,
+            status,
+            type_id: u64_at(buf, 8),
+            target: u64_at(buf, 16),
+            correlation: u64_at(buf, 24),
+            body,
+        },
+        after,
+    ))
+}
+
+/// Iterates the frames of one NATS message; stops at the first error
+/// (which it yields), since nothing after a bad length can be re-framed.
+pub struct Frames<'a> {
+    rest: &'a [u8],
+    max_body: usize,
+    failed: bool,
+}
+
+impl<'a> Frames<'a> {
+    /// The frames of `buf`, bodies at most `max_body` bytes.
+    pub fn new(buf: &'a [u8], max_body: usize) -> Self {
+        Frames {
+            rest: buf,
+            max_body,
+            failed: false,
+        }
+    }
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = Result<Frame<'a>, FrameError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.rest.is_empty() {
+            return None;
+        }
+        match decode_frame(self.rest, self.max_body) {
+            Ok((frame, rest)) => {
+                self.rest = rest;
+                Some(Ok(frame))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Why a message could not be encoded.
+#[derive(Debug)]
+pub enum EncodeError {
+    /// serde/postcard refused the value.
+    Serialize(postcard::Error),
+    /// The body is longer than the limit (the server's max payload less the header).
+    TooLarge(usize),
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::Serialize(e) => write!(f, "the message cannot be serialized: {e}"),
+            EncodeError::TooLarge(n) => write!(f, "a body of {n} bytes is above the server's max payload"),
+        }
+    }
+}
+
+/// A postcard flavor appending to a borrowed `Vec`, so a frame is written
+/// straight into the batch it travels in (no intermediate buffer).
+struct Append<'a>(&'a mut Vec<u8>);
+
+impl postcard::ser_flavors::Flavor for Append<'_> {
+    type Output = ();
+
+    #[inline]
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.push(data);
+        Ok(())
+    }
+
+    #[inline]
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.0.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
+        Ok(())
+    }
+}
+
+/// The header fields of a frame being written.
+#[derive(Clone, Copy, Debug)]
+pub struct Header {
+    /// What it is.
+    pub kind: Kind,
+    /// Replies: the outcome; `Status::Ok` elsewhere.
+    pub status: Status,
+    /// The body's type id.
+    pub type_id: u64,
+    /// The target actor's id.
+    pub target: u64,
+    /// Asks and replies: the correlation id; 0 for tells.
+    pub correlation: u64,
+}
+
+/// Appends one frame (header and postcard body of `value`) to `out`. On
+/// error `out` is left exactly as it was.
+pub fn encode_frame<T: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    header: Header,
+    value: &T,
+    max_body: usize,
+) -> Result<usize, EncodeError> {
+    let start = out.len();
+    out.extend_from_slice(&[FORMAT_VERSION, header.kind as u8, header.status as u8, 0, 0, 0, 0, 0]);
+    out.extend_from_slice(&header.type_id.to_le_bytes());
+    out.extend_from_slice(&header.target.to_le_bytes());
+    out.extend_from_slice(&header.correlation.to_le_bytes());
+    if let Err(e) = postcard::serialize_with_flavor(value, Append(out)) {
+        out.truncate(start);
+        return Err(EncodeError::Serialize(e));
+    }
+    let body = out.len() - start - HEADER_LEN;
+    if body > max_body || body > u32::MAX as usize {
+        out.truncate(start);
+        return Err(EncodeError::TooLarge(body));
+    }
+    out[start + 4..start + 8].copy_from_slice(&(body as u32).to_le_bytes());
+    Ok(out.len() - start)
+}
+
+/// Decodes a body to `T`, refusing trailing bytes.
+pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, postcard::Error> {
+    let (value, rest) = postcard::take_from_bytes::<T>(body)?;
+    if rest.is_empty() {
+        Ok(value)
+    } else {
+        Err(postcard::Error::DeserializeUnexpectedEnd)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_layout_is_as_documented() {
+        let mut out = Vec::new();
+        let header = Header {
+            kind: Kind::Ask,
+            status: Status::Ok,
+            type_id: 0x0102030405060708,
+            target: 0x1112131415161718,
+            correlation: 0x2122232425262728,
+        };
+        let n = encode_frame(&mut out, header, &(7u8, 300u16), 1 << 20).unwrap();
+        assert_eq!(n, out.len());
+        assert_eq!(&out[..4], &[1, 2, 0, 0]);
+        assert_eq!(&out[4..8], &3u32.to_le_bytes()); // 7, varint(300) = 2 bytes
+        assert_eq!(&out[8..16], &0x0102030405060708u64.to_le_bytes());
+        assert_eq!(&out[16..24], &0x1112131415161718u64.to_le_bytes());
+        assert_eq!(&out[24..32], &0x2122232425262728u64.to_le_bytes());
+        let (frame, rest) = decode_frame(&out, 1 << 20).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(frame.kind, Kind::Ask);
+        assert_eq!(decode_body::<(u8, u16)>(frame.body).unwrap(), (7, 300));
+    }
+
+    #[test]
+    fn frames_walk_a_batch_and_stop_at_a_bad_length() {
+        let h = Header { kind: Kind::Tell, status: Status::Ok, type_id: 1, target: 2, correlation: 0 };
+        let mut out = Vec::new();
+        encode_frame(&mut out, h, &1u32, 100).unwrap();
+        encode_frame(&mut out, h, &2u32, 100).unwrap();
+        let got: Vec<u32> = Frames::new(&out, 100).map(|f| decode_body(f.unwrap().body).unwrap()).collect();
+        assert_eq!(got, vec![1, 2]);
+        out.truncate(out.len() - 1);
+        let results: Vec<_> = Frames::new(&out, 100).collect();
+        assert_eq!(results.len(), 2);
+        assert!(matches!(results[1], Err(FrameError::Truncated { need: 1, have: 0 })));
+    }
+
+    #[test]
+    fn too_large_leaves_the_buffer_unchanged() {
+        let h = Header { kind: Kind::Tell, status: Status::Ok, type_id: 1, target: 2, correlation: 0 };
+        let mut out = vec![9u8; 5];
+        let err = encode_frame(&mut out, h, &vec![0u8; 100], 50).unwrap_err();
+        assert!(matches!(err, EncodeError::TooLarge(101)));
+        assert_eq!(out, vec![9u8; 5]);
+    }
+
+    #[test]
+    fn trailing_bytes_in_a_body_are_refused() {
+        assert!(decode_body::<u8>(&[1, 2]).is_err());
+        assert_eq!(decode_body::<u8>(&[1]).unwrap(), 1);
+    }
+}

@@ -1,0 +1,81 @@
+//! Errors of node setup. Message-level errors are troupe's own family:
+//! [`troupe::SendError`] for tells (the message handed back) and
+//! [`troupe::AskError`] for asks; [`ask_error_of`] and friends keep the
+//! mapping from the wire in one place.
+
+use std::fmt;
+
+use troupe::AskError;
+
+use crate::envelope::Status;
+use crate::message::TypeEntry;
+
+/// Why a node could not start, expose or look up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeError {
+    /// The NATS server could not be reached or refused the connection.
+    Connect(String),
+    /// Two different types claim one type id.
+    TypeClash {
+        /// The id both hash to.
+        id: u64,
+        /// The one registered first.
+        first: TypeEntry,
+        /// The one refused.
+        second: TypeEntry,
+    },
+    /// A cluster, node or actor name is not usable.
+    BadName(String),
+    /// Another node of this name already serves in this cluster.
+    NameTaken(String),
+    /// An actor is already exposed under this name (or one hashing alike).
+    AlreadyExposed(String),
+    /// The NATS subscription for this node's inbox failed.
+    Subscribe(String),
+}
+
+impl fmt::Display for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeError::Connect(e) => write!(f, "cannot connect to the NATS server: {e}"),
+            NodeError::TypeClash { id, first, second } => write!(
+                f,
+                "remote type id {id:#018x} is claimed twice: by \"{}\" ({}) and by \"{}\" ({}); give one of them another stable name",
+                first.name, first.rust_type, second.name, second.rust_type
+            ),
+            NodeError::BadName(why) => write!(f, "bad name: {why}"),
+            NodeError::NameTaken(n) => write!(f, "a node named {n} already serves in this cluster"),
+            NodeError::AlreadyExposed(n) => write!(f, "an actor is already exposed as {n}"),
+            NodeError::Subscribe(e) => write!(f, "cannot subscribe to the node's inbox: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for NodeError {}
+
+/// The ask error a reply's status stands for.
+pub(crate) fn ask_error_of(status: Status) -> AskError {
+    match status {
+        Status::UnknownTarget | Status::UnknownType => NO_RESPONDERS,
+        Status::Stopped => AskError::ActorStopped,
+        Status::MailboxFull => AskError::MailboxFull,
+        Status::Timeout => AskError::Timeout,
+        Status::NoReply | Status::BadFrame | Status::Ok => AskError::NoReply,
+    }
+}
+
+/// The reply status an ask error stands for (serving side).
+pub(crate) fn status_of(e: AskError) -> Status {
+    match e {
+        AskError::Timeout => Status::Timeout,
+        AskError::ActorStopped => Status::Stopped,
+        AskError::MailboxFull => Status::MailboxFull,
+        _ => Status::NoReply,
+    }
+}
+
+/// Nobody serves the target: no node subscribed, or the node does not expose it.
+pub(crate) const NO_RESPONDERS: AskError = AskError::ActorStopped;
+/// The connection to the server is lost or the node is shut down.
+pub(crate) const DISCONNECTED: AskError = AskError::ActorStopped;

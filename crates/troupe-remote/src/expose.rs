@@ -1,0 +1,140 @@
+//! Exposing a local actor to other nodes.
+//!
+//! [`Node::expose`](crate::Node::expose) returns an [`Exposure`]: say which
+//! remote types the actor takes (`tell::<M>()` where the actor's message
+//! type converts `From<M>`; `ask::<Q>(make)` where `make` wraps the request
+//! and its [`troupe::ReplyTo`]) and finish with [`Exposure::serve`].
+//!
+//! Invariants:
+//! - `serve` registers every type (refusing clashes) and installs the
+//!   actor's handlers in one step under the node's target table lock; on
+//!   error nothing is installed.
+//! - A handler never blocks the node's inbox loop: tells use `try_tell`, so
+//!   a full bounded mailbox refuses a remote tell (counted as `refused`)
+//!   instead of stalling every other actor's traffic; asks are awaited in
+//!   their own task.
+
+use std::collections::HashMap;
+
+use futures::FutureExt;
+use troupe::{Actor, ActorRef, ReplyTo, SendError};
+
+use crate::envelope::{decode_body, encode_frame, Frame, Header, Kind, Status};
+use crate::error::status_of;
+use crate::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
+use crate::node::{status_frame, AskFn, Handlers, Outcome, Target, TellFn};
+use crate::{Node, NodeError};
+
+/// Which remote types an exposed actor takes; finish with [`serve`](Self::serve).
+#[must_use = "nothing is exposed until .serve()"]
+pub struct Exposure<'n, A: Actor> {
+    node: &'n Node,
+    name: String,
+    actor: ActorRef<A>,
+    types: Vec<TypeEntry>,
+    tells: Vec<(u64, TellFn)>,
+    asks: Vec<(u64, AskFn)>,
+}
+
+impl<'n, A: Actor> Exposure<'n, A> {
+    pub(crate) fn new(node: &'n Node, name: &str, actor: ActorRef<A>) -> Self {
+        Exposure {
+            node,
+            name: name.to_string(),
+            actor,
+            types: Vec::new(),
+            tells: Vec::new(),
+            asks: Vec::new(),
+        }
+    }
+
+    /// The actor takes remote tells of `M`, converted into its message type.
+    pub fn tell<M: RemoteMessage>(mut self) -> Self
+    where
+        A::Msg: From<M>,
+    {
+        let actor = self.actor.clone();
+        self.types.push(TypeEntry::of::<M>());
+        self.tells.push((
+            M::TYPE_ID,
+            Box::new(move |body: &[u8]| match decode_body::<M>(body) {
+                Ok(m) => match actor.try_tell(A::Msg::from(m)) {
+                    Ok(()) => Outcome::Delivered,
+                    Err(SendError::Full(_)) | Err(_) => Outcome::Refused,
+                },
+                Err(_) => Outcome::Undecodable,
+            }),
+        ));
+        self
+    }
+
+    /// The actor answers remote asks of `Q`: `make` builds its message from
+    /// the request and the reply handle.
+    pub fn ask<Q: RemoteAsk>(
+        mut self,
+        make: impl Fn(Q, ReplyTo<Q::Reply>) -> A::Msg + Send + Sync + 'static,
+    ) -> Self {
+        let actor = self.actor.clone();
+        self.types.push(TypeEntry::of::<Q>());
+        let f: AskFn = Box::new(move |frame: &Frame<'_>, max_body: usize| {
+            let q = decode_body::<Q>(frame.body).map_err(|_| Status::BadFrame)?;
+            let (t, target, corr) = (frame.type_id, frame.target, frame.correlation);
+            let fut = actor.ask_async(|reply| make(q, reply));
+            Ok(async move {
+                let result = fut.await;
+                let mut out = Vec::with_capacity(64);
+                let h = |status| Header { kind: Kind::Reply, status, type_id: t, target, correlation: corr };
+                match result {
+                    Ok(reply) => match encode_frame(&mut out, h(Status::Ok), &reply, max_body) {
+                        Ok(_) => out,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "a reply could not be sent");
+                            status_frame(Status::NoReply, t, target, corr)
+                        }
+                    },
+                    Err(e) => status_frame(status_of(e), t, target, corr),
+                }
+            }
+            .boxed())
+        });
+        self.asks.push((Q::TYPE_ID, f));
+        self
+    }
+
+    /// Registers the types and starts serving `name@<node>`.
+    pub fn serve(self) -> Result<(), NodeError> {
+        if self.name.is_empty() || self.name.contains('@') {
+            return Err(NodeError::BadName(format!(
+                "actor name {:?} must be non-empty and without '@'",
+                self.name
+            )));
+        }
+        let shared = self.node.shared();
+        {
+            let mut types = shared.types.lock();
+            let mut trial = types.clone();
+            for t in &self.types {
+                trial.insert(*t)?;
+            }
+            *types = trial;
+        }
+        let id = type_id(&self.name);
+        let mut targets = shared.targets.write();
+        if let Some(held) = targets.get(&id) {
+            return Err(NodeError::AlreadyExposed(if held.name == self.name {
+                self.name
+            } else {
+                format!("{} (its id clashes with {})", self.name, held.name)
+            }));
+        }
+        let mut by_type: HashMap<u64, Handlers> = HashMap::new();
+        for (t, f) in self.tells {
+            by_type.entry(t).or_default().tell = Some(f);
+        }
+        for (t, f) in self.asks {
+            by_type.entry(t).or_default().ask = Some(f);
+        }
+        targets.insert(id, Target { name: self.name, by_type });
+        Ok(())
+    }
+}

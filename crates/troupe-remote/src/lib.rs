@@ -1,0 +1,82 @@
+//! # Troupe remote: actors in other processes, over NATS
+//!
+//! A [`Node`] joins a NATS server; [`Node::expose`] makes a local actor
+//! reachable as `name@node`; [`Node::lookup`] gives a [`RemoteRef`] with
+//! `tell` and `ask` that behave like a local reference's, with troupe's
+//! error family ([`troupe::SendError`] hands the message back,
+//! [`troupe::AskError`] says why an ask got no answer).
+//!
+//! A message type crosses processes only if it declares a stable name with
+//! [`#[remote("...")]`](macro@remote), from which its 64-bit type id is
+//! computed at compile time; `RemoteRef<M>` requires `M: RemoteMessage`, so
+//! sending anything else does not compile.
+//!
+//! ```no_run
+//! use serde::{Deserialize, Serialize};
+//! use std::time::Duration;
+//! use troupe::{Actor, ActorSystem, Context, ReplyTo};
+//! use troupe_remote::{remote, Node};
+//!
+//! #[remote("shop.cart.Add")]
+//! #[derive(Serialize, Deserialize)]
+//! struct Add { item: String, qty: u32 }
+//!
+//! #[remote("shop.cart.Total", reply = u32)]
+//! #[derive(Serialize, Deserialize)]
+//! struct Total;
+//!
+//! enum CartMsg { Add(Add), Total(Total, ReplyTo<u32>) }
+//! impl From<Add> for CartMsg { fn from(a: Add) -> Self { CartMsg::Add(a) } }
+//!
+//! #[derive(Default)]
+//! struct Cart { items: u32 }
+//! impl Actor for Cart {
+//!     type Msg = CartMsg;
+//!     fn handle(&mut self, msg: CartMsg, _: &mut Context<'_, Self>) {
+//!         match msg {
+//!             CartMsg::Add(a) => self.items += a.qty,
+//!             CartMsg::Total(_, reply) => { reply.reply(self.items); }
+//!         }
+//!     }
+//! }
+//!
+//! // Process 1
+//! let system = ActorSystem::new();
+//! let cart = system.spawn(Cart::default());
+//! let shop = Node::connect("nats://127.0.0.1:4222", "shop")?;
+//! shop.expose("cart", &cart).tell::<Add>().ask::<Total>(CartMsg::Total).serve()?;
+//!
+//! // Process 2
+//! let client = Node::connect("nats://127.0.0.1:4222", "client")?;
+//! let add = client.lookup::<Add>("cart@shop")?;
+//! add.tell(Add { item: "tea".into(), qty: 2 }).ok();
+//! let total = add.retype::<Total>()?.ask(Total, Duration::from_secs(1));
+//! # Ok::<(), troupe_remote::NodeError>(())
+//! ```
+//!
+//! Where things live: [`message`] (stable names, type ids, the registry),
+//! [`envelope`] (the frame layout, byte by byte), `node` (the subject
+//! scheme, the inbox loop), `outbox` (coalescing), `remote_ref`, `expose`,
+//! [`nats_server`] (a `nats-server` child process for tests and benchmarks).
+
+#![warn(missing_docs)]
+
+extern crate self as troupe_remote;
+
+pub mod envelope;
+mod error;
+mod expose;
+pub mod message;
+pub mod nats_server;
+mod node;
+mod outbox;
+mod remote_ref;
+mod stats;
+
+pub use error::NodeError;
+pub use expose::Exposure;
+pub use message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};
+pub use node::{node_subject, Node, NodeBuilder};
+pub use remote_ref::RemoteRef;
+pub use stats::NodeStats;
+pub use troupe_macros::remote;

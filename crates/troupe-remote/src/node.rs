@@ -1,0 +1,702 @@
+//! A node: one process's connection to a NATS server, its inbox, the actors
+//! it exposes and the remote references it hands out.
+//!
+//! # Subject scheme
+//!
+//! ```text
+//! troupe.<cluster>.node.<node>      one inbox per node: tells (batched) and asks
+//! troupe.<cluster>._INBOX.<id>.*    this node's reply inboxes for its own asks
+//! ```
+//!
+//! One subject per *node*, with the target actor named in each frame, rather
+//! than one subject per actor, because:
+//! - tells to any actors on one node share one outbox, so a burst is
+//!   coalesced into few NATS messages whatever the mix of targets;
+//! - exposing an actor is a local table insert, not a server round trip, and
+//!   the server's interest graph grows with nodes, not actors;
+//! - order is kept per (sender node, receiver node), which implies the
+//!   per-(sender, actor) order users expect from local actors.
+//!
+//! The cost: "no responders" from the server only says the *node* is absent;
+//! an actor that a live node does not expose is reported by that node
+//! (status `UnknownTarget`), which the asker sees as the same error.
+//!
+//! Every subject starts with `troupe.<cluster>.`, so two clusters sharing a
+//! server never see each other's traffic (and a server's permissions can
+//! fence a cluster with one `troupe.<cluster>.>` rule).
+//!
+//! # Threads and invariants
+//! - A node owns a small tokio runtime (its `threads`, default 1) that runs
+//!   the NATS client, the inbox loop and one flusher task per peer node.
+//!   Blocking calls (`connect`, `RemoteRef::ask`) must not be made from
+//!   async code; use the `_async` forms there.
+//! - The inbox loop never panics on input: every frame ends in one counter of
+//!   [`NodeStats`] and bad ones are logged with `tracing`.
+//! - Dropping the node flushes what tells have queued (for at most
+//!   [`NodeBuilder::shutdown_grace`]) before closing the connection.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::{Client, ConnectOptions, Event, Message, Subject};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::StreamExt;
+use parking_lot::{Mutex, RwLock};
+use tokio::runtime::{Handle, Runtime};
+use tokio::task::JoinHandle;
+
+use crate::envelope::{decode_body, decode_frame, encode_frame, Frame, Frames, Header, Kind, Status, HEADER_LEN};
+use crate::error::{ask_error_of, DISCONNECTED, NO_RESPONDERS};
+use crate::message::{type_id, RemoteMessage, TypeEntry, TypeRegistry};
+use crate::outbox::Outbox;
+use crate::stats::{bump, Counters, NodeStats};
+use crate::{NodeError, RemoteRef};
+
+/// What a local actor said to a tell.
+pub(crate) enum Outcome {
+    Delivered,
+    Undecodable,
+    Refused,
+}
+
+pub(crate) type TellFn = Box<dyn Fn(&[u8]) -> Outcome + Send + Sync>;
+/// Decodes an ask, sends it to the actor; the future gives the reply frame.
+pub(crate) type AskFn = Box<dyn Fn(&Frame<'_>, usize) -> Result<BoxFuture<'static, Vec<u8>>, Status> + Send + Sync>;
+
+#[derive(Default)]
+pub(crate) struct Handlers {
+    pub tell: Option<TellFn>,
+    pub ask: Option<AskFn>,
+}
+
+pub(crate) struct Target {
+    pub name: String,
+    pub by_type: HashMap<u64, Handlers>,
+}
+
+/// What the node's tasks and its references share.
+pub(crate) struct Shared {
+    pub cluster: String,
+    pub name: String,
+    pub client: Client,
+    pub handle: Handle,
+    pub types: Mutex<TypeRegistry>,
+    pub targets: RwLock<HashMap<u64, Target>>,
+    pub peers: Mutex<HashMap<String, Arc<Outbox>>>,
+    pub flushers: Mutex<Vec<JoinHandle<()>>>,
+    pub counters: Arc<Counters>,
+    pub connected: Arc<AtomicBool>,
+    pub closed: AtomicBool,
+    /// The largest body a frame may have: the server's max payload less a header.
+    pub max_body: usize,
+    pub batch_bytes: usize,
+    pub queue_bytes: usize,
+    pub serve_timeout: Duration,
+    pub next_correlation: AtomicU64,
+}
+
+/// The subject of a node's inbox.
+pub fn node_subject(cluster: &str, node: &str) -> String {
+    format!("troupe.{cluster}.node.{node}")
+}
+
+fn check_token(what: &str, s: &str) -> Result<(), NodeError> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        return Err(NodeError::BadName(format!(
+            "{what} {s:?} must be a non-empty run of letters, digits, '_' and '-'"
+        )));
+    }
+    Ok(())
+}
+
+/// Configures and connects a [`Node`].
+///
+/// ```no_run
+/// # use troupe_remote::Node;
+/// let node = Node::builder("nats://127.0.0.1:4222", "shop-1")
+///     .cluster("staging")
+///     .credentials_file("/etc/nats/shop.creds")
+///     .connect()?;
+/// # Ok::<(), troupe_remote::NodeError>(())
+/// ```
+#[must_use = "a builder does nothing until .connect()"]
+pub struct NodeBuilder {
+    url: String,
+    name: String,
+    cluster: String,
+    types: Vec<TypeEntry>,
+    credentials_file: Option<PathBuf>,
+    options: Option<Box<dyn FnOnce(ConnectOptions) -> ConnectOptions + Send>>,
+    threads: usize,
+    batch_bytes: usize,
+    queue_bytes: usize,
+    serve_timeout: Duration,
+    shutdown_grace: Duration,
+}
+
+impl NodeBuilder {
+    /// The cluster namespace (default `"default"`): nodes only reach nodes of
+    /// their cluster.
+    pub fn cluster(mut self, cluster: impl Into<String>) -> Self {
+        self.cluster = cluster.into();
+        self
+    }
+
+    /// Registers a message type up front, so a clash with another type is
+    /// reported by [`connect`](Self::connect), naming both.
+    pub fn register<M: RemoteMessage>(mut self) -> Self {
+        self.types.push(TypeEntry::of::<M>());
+        self
+    }
+
+    /// Authenticates with a NATS credentials file (JWT + nkey seed).
+    pub fn credentials_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.credentials_file = Some(path.into());
+        self
+    }
+
+    /// Any other `async-nats` connect option (token, user and password, TLS,
+    /// reconnect policy...), applied after the node's own.
+    pub fn connect_options(mut self, f: impl FnOnce(ConnectOptions) -> ConnectOptions + Send + 'static) -> Self {
+        self.options = Some(Box::new(f));
+        self
+    }
+
+    /// Threads of the node's I/O runtime (default 1).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
+        self
+    }
+
+    /// Upper bound of one coalesced NATS message (default 64 KiB; never above
+    /// the server's max payload).
+    pub fn batch_bytes(mut self, n: usize) -> Self {
+        self.batch_bytes = n.max(HEADER_LEN + 1);
+        self
+    }
+
+    /// Bytes of tells a peer's outbox may hold before `tell` answers
+    /// `SendError::Full` (default 16 MiB).
+    pub fn queue_bytes(mut self, n: usize) -> Self {
+        self.queue_bytes = n;
+        self
+    }
+
+    /// How long this node waits for a local actor to answer a remote ask
+    /// (default 60 s); the asker's own timeout usually ends it sooner.
+    pub fn serve_timeout(mut self, t: Duration) -> Self {
+        self.serve_timeout = t;
+        self
+    }
+
+    /// How long dropping the node waits to flush queued tells (default 2 s).
+    pub fn shutdown_grace(mut self, t: Duration) -> Self {
+        self.shutdown_grace = t;
+        self
+    }
+
+    /// Connects, checks the registered types, takes the node's name in the
+    /// cluster (refused if a live node holds it) and starts serving.
+    pub fn connect(self) -> Result<Node, NodeError> {
+        check_token("cluster", &self.cluster)?;
+        check_token("node name", &self.name)?;
+        let mut types = TypeRegistry::default();
+        for t in &self.types {
+            types.insert(*t)?;
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(self.threads)
+            .thread_name(format!("troupe-remote-{}", self.name))
+            .enable_all()
+            .build()
+            .map_err(|e| NodeError::Connect(format!("cannot start the I/O runtime: {e}")))?;
+        let handle = rt.handle().clone();
+        let grace = self.shutdown_grace;
+        let shared = block_on(&handle, start(self, types, handle.clone()))?;
+        Ok(Node {
+            shared,
+            rt: Some(rt),
+            grace,
+        })
+    }
+}
+
+async fn start(b: NodeBuilder, types: TypeRegistry, handle: Handle) -> Result<Arc<Shared>, NodeError> {
+    let connected = Arc::new(AtomicBool::new(true));
+    let flag = connected.clone();
+    let node = b.name.clone();
+    let mut opts = match &b.credentials_file {
+        Some(p) => ConnectOptions::with_credentials_file(p.clone())
+            .await
+            .map_err(|e| NodeError::Connect(format!("credentials file {}: {e}", p.display())))?,
+        None => ConnectOptions::new(),
+    };
+    opts = opts
+        .name(format!("troupe/{}/{}", b.cluster, b.name))
+        .custom_inbox_prefix(format!("troupe.{}._INBOX", b.cluster))
+        .event_callback(move |event| {
+            let flag = flag.clone();
+            let node = node.clone();
+            async move {
+                match event {
+                    Event::Connected => {
+                        flag.store(true, Ordering::Release);
+                        tracing::info!(node = %node, "connected to the NATS server");
+                    }
+                    Event::Disconnected | Event::Closed => {
+                        flag.store(false, Ordering::Release);
+                        tracing::warn!(node = %node, %event, "lost the NATS server");
+                    }
+                    other => tracing::debug!(node = %node, event = %other, "NATS event"),
+                }
+            }
+        });
+    if let Some(f) = b.options {
+        opts = f(opts);
+    }
+    let client = opts
+        .connect(b.url.as_str())
+        .await
+        .map_err(|e| NodeError::Connect(format!("{}: {e}", b.url)))?;
+    let subject = node_subject(&b.cluster, &b.name);
+    // Is the name taken? A live node answers a ping; no node means no responders.
+    let mut probe = Vec::with_capacity(HEADER_LEN);
+    let ping = Header { kind: Kind::Ping, status: Status::Ok, type_id: 0, target: 0, correlation: 0 };
+    let _ = encode_frame(&mut probe, ping, &(), 0);
+    let req = async_nats::Request::new().payload(probe.into()).timeout(Some(Duration::from_millis(500)));
+    if client.send_request(subject.clone(), req).await.is_ok() {
+        return Err(NodeError::NameTaken(b.name));
+    }
+    let max_payload = client.server_info().max_payload.max(HEADER_LEN + 1);
+    let sub = client
+        .subscribe(subject.clone())
+        .await
+        .map_err(|e| NodeError::Subscribe(e.to_string()))?;
+    let shared = Arc::new(Shared {
+        cluster: b.cluster,
+        name: b.name,
+        client,
+        handle: handle.clone(),
+        types: Mutex::new(types),
+        targets: RwLock::new(HashMap::new()),
+        peers: Mutex::new(HashMap::new()),
+        flushers: Mutex::new(Vec::new()),
+        counters: Arc::new(Counters::default()),
+        connected,
+        closed: AtomicBool::new(false),
+        max_body: max_payload - HEADER_LEN,
+        batch_bytes: b.batch_bytes.min(max_payload),
+        queue_bytes: b.queue_bytes,
+        serve_timeout: b.serve_timeout,
+        next_correlation: AtomicU64::new(1),
+    });
+    // The inbox loop holds a weak reference so that dropping the node ends it.
+    let weak = Arc::downgrade(&shared);
+    let mut sub = sub;
+    handle.spawn(async move {
+        while let Some(msg) = sub.next().await {
+            let Some(shared) = weak.upgrade() else { break };
+            shared.on_message(msg);
+        }
+    });
+    Ok(shared)
+}
+
+/// Runs `fut` on the node's runtime and waits for it on this thread (which
+/// must not be one of the runtime's own).
+pub(crate) fn block_on<F>(handle: &Handle, fut: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    handle.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().expect("the node's runtime dropped a blocking call; it only does so while shutting down")
+}
+
+impl Shared {
+    fn on_message(self: &Arc<Self>, msg: Message) {
+        match msg.reply {
+            Some(reply) => self.on_request(&msg.payload, reply),
+            None => self.on_batch(&msg.payload),
+        }
+    }
+
+    fn bad_frame(&self, err: &dyn std::fmt::Display, len: usize) {
+        bump(&self.counters.bad_frames);
+        tracing::warn!(node = %self.name, bytes = len, error = %err, "dropped a bad frame");
+    }
+
+    fn on_batch(&self, payload: &[u8]) {
+        let targets = self.targets.read();
+        for frame in Frames::new(payload, self.max_body) {
+            let frame = match frame {
+                Ok(f) => f,
+                Err(e) => {
+                    self.bad_frame(&e, payload.len());
+                    return;
+                }
+            };
+            bump(&self.counters.frames_received);
+            if frame.kind != Kind::Tell {
+                self.bad_frame(&format_args!("a {:?} frame outside a request", frame.kind), payload.len());
+                continue;
+            }
+            let Some(target) = targets.get(&frame.target) else {
+                bump(&self.counters.unknown_target);
+                tracing::warn!(node = %self.name, target = format_args!("{:#018x}", frame.target), "tell for an actor not exposed here");
+                continue;
+            };
+            let Some(tell) = target.by_type.get(&frame.type_id).and_then(|h| h.tell.as_ref()) else {
+                bump(&self.counters.unknown_type);
+                tracing::warn!(node = %self.name, actor = %target.name, type_id = format_args!("{:#018x}", frame.type_id), "tell of a type the actor does not take remotely");
+                continue;
+            };
+            match tell(frame.body) {
+                Outcome::Delivered => bump(&self.counters.delivered),
+                Outcome::Refused => {
+                    bump(&self.counters.refused);
+                    tracing::debug!(node = %self.name, actor = %target.name, "the actor refused a remote tell (full or stopped)");
+                }
+                Outcome::Undecodable => {
+                    bump(&self.counters.undecodable);
+                    tracing::warn!(node = %self.name, actor = %target.name, "a remote tell's body did not decode to its type");
+                }
+            }
+        }
+    }
+
+    fn on_request(self: &Arc<Self>, payload: &[u8], reply: Subject) {
+        let frame = match decode_frame(payload, self.max_body) {
+            Ok((frame, rest)) if rest.is_empty() => frame,
+            Ok(_) => {
+                self.bad_frame(&"a request holding more than one frame", payload.len());
+                return self.reply_status(reply, Status::BadFrame, 0, 0, 0);
+            }
+            Err(e) => {
+                self.bad_frame(&e, payload.len());
+                return self.reply_status(reply, Status::BadFrame, 0, 0, 0);
+            }
+        };
+        bump(&self.counters.frames_received);
+        let (t, target, corr) = (frame.type_id, frame.target, frame.correlation);
+        match frame.kind {
+            Kind::Ping => return self.reply_status(reply, Status::Ok, 0, 0, corr),
+            Kind::Ask => {}
+            _ => {
+                self.bad_frame(&format_args!("a {:?} frame as a request", frame.kind), payload.len());
+                return self.reply_status(reply, Status::BadFrame, t, target, corr);
+            }
+        }
+        let started = {
+            let targets = self.targets.read();
+            match targets.get(&target) {
+                None => {
+                    bump(&self.counters.unknown_target);
+                    Err(Status::UnknownTarget)
+                }
+                Some(tg) => match tg.by_type.get(&t).and_then(|h| h.ask.as_ref()) {
+                    None => {
+                        bump(&self.counters.unknown_type);
+                        Err(Status::UnknownType)
+                    }
+                    Some(ask) => ask(&frame, self.max_body),
+                },
+            }
+        };
+        match started {
+            Ok(fut) => {
+                bump(&self.counters.asks_served);
+                let client = self.client.clone();
+                let limit = self.serve_timeout;
+                let me = self.clone();
+                self.handle.spawn(async move {
+                    let bytes = match tokio::time::timeout(limit, fut).await {
+                        Ok(bytes) => bytes,
+                        Err(_) => status_frame(Status::Timeout, t, target, corr),
+                    };
+                    if let Err(e) = client.publish(reply, bytes.into()).await {
+                        tracing::warn!(node = %me.name, error = %e, "could not send a reply");
+                    }
+                });
+            }
+            Err(status) => {
+                if status == Status::BadFrame {
+                    bump(&self.counters.undecodable);
+                }
+                self.reply_status(reply, status, t, target, corr)
+            }
+        }
+    }
+
+    fn reply_status(&self, reply: Subject, status: Status, t: u64, target: u64, corr: u64) {
+        let bytes = status_frame(status, t, target, corr);
+        let client = self.client.clone();
+        self.handle.spawn(async move {
+            let _ = client.publish(reply, bytes.into()).await;
+        });
+    }
+
+    /// The outbox for `node`, made (with its flusher) on first use.
+    pub(crate) fn outbox(self: &Arc<Self>, node: &str) -> Arc<Outbox> {
+        let mut peers = self.peers.lock();
+        if let Some(o) = peers.get(node) {
+            return o.clone();
+        }
+        let outbox = Arc::new(Outbox::new(
+            Subject::from(node_subject(&self.cluster, node)),
+            self.batch_bytes,
+            self.queue_bytes,
+        ));
+        let task = outbox
+            .clone()
+            .flusher(self.client.clone(), self.counters.clone());
+        self.flushers.lock().push(self.handle.spawn(task));
+        peers.insert(node.to_string(), outbox.clone());
+        outbox
+    }
+
+    /// Sends one ask frame as a NATS request and decodes the reply.
+    pub(crate) async fn request<R: serde::de::DeserializeOwned>(
+        self: Arc<Self>,
+        subject: Subject,
+        frame: Bytes,
+        correlation: u64,
+        timeout: Duration,
+    ) -> Result<R, troupe::AskError> {
+        let req = async_nats::Request::new().payload(frame).timeout(Some(timeout));
+        let msg = match self.client.send_request(subject, req).await {
+            Ok(m) => m,
+            Err(e) => {
+                return Err(match e.kind() {
+                    async_nats::RequestErrorKind::TimedOut => troupe::AskError::Timeout,
+                    async_nats::RequestErrorKind::NoResponders => NO_RESPONDERS,
+                    _ => DISCONNECTED,
+                })
+            }
+        };
+        let bad = |why: &dyn std::fmt::Display| {
+            bump(&self.counters.bad_replies);
+            tracing::warn!(node = %self.name, error = %why, "a bad reply to an ask");
+            troupe::AskError::NoReply
+        };
+        match decode_frame(&msg.payload, self.max_body.max(msg.payload.len())) {
+            Ok((f, rest)) if rest.is_empty() && f.kind == Kind::Reply && f.correlation == correlation => {
+                if f.status != Status::Ok {
+                    return Err(ask_error_of(f.status));
+                }
+                decode_body(f.body).map_err(|e| bad(&e))
+            }
+            Ok(_) => Err(bad(&"not the reply frame of this ask")),
+            Err(e) => Err(bad(&e)),
+        }
+    }
+
+    pub(crate) fn register(&self, entry: TypeEntry) -> Result<(), NodeError> {
+        self.types.lock().insert(entry)
+    }
+}
+
+pub(crate) fn status_frame(status: Status, t: u64, target: u64, corr: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + 1);
+    let h = Header { kind: Kind::Reply, status, type_id: t, target, correlation: corr };
+    let _ = encode_frame(&mut out, h, &(), usize::MAX);
+    out
+}
+
+/// A process's membership in a Troupe cluster over NATS.
+///
+/// ```no_run
+/// use serde::{Deserialize, Serialize};
+/// use std::time::Duration;
+/// use troupe::{Actor, ActorSystem, Context, ReplyTo};
+/// use troupe_remote::{remote, Node};
+///
+/// #[remote("demo.Ping", reply = u64)]
+/// #[derive(Serialize, Deserialize)]
+/// struct Ping(u64);
+///
+/// struct Echo;
+/// impl Actor for Echo {
+///     type Msg = (Ping, ReplyTo<u64>);
+///     fn handle(&mut self, (Ping(n), reply): Self::Msg, _: &mut Context<'_, Self>) { reply.reply(n); }
+/// }
+///
+/// let system = ActorSystem::new();
+/// let echo = system.spawn(Echo);
+/// let server = Node::connect("nats://127.0.0.1:4222", "server")?;
+/// server.expose("echo", &echo).ask::<Ping>(|q, r| (q, r)).serve()?;
+///
+/// let client = Node::connect("nats://127.0.0.1:4222", "client")?;
+/// let remote = client.lookup::<Ping>("echo@server")?;
+/// assert_eq!(remote.ask(Ping(7), Duration::from_secs(1)), Ok(7));
+/// # Ok::<(), troupe_remote::NodeError>(())
+/// ```
+pub struct Node {
+    shared: Arc<Shared>,
+    rt: Option<Runtime>,
+    grace: Duration,
+}
+
+impl Node {
+    /// Connects to the NATS server at `url` as `node_name` in the default
+    /// cluster. Names are letters, digits, `_` and `-`.
+    pub fn connect(url: &str, node_name: &str) -> Result<Node, NodeError> {
+        Node::builder(url, node_name).connect()
+    }
+
+    /// A builder for a node with a cluster namespace, credentials, limits.
+    pub fn builder(url: &str, node_name: &str) -> NodeBuilder {
+        NodeBuilder {
+            url: url.to_string(),
+            name: node_name.to_string(),
+            cluster: "default".to_string(),
+            types: Vec::new(),
+            credentials_file: None,
+            options: None,
+            threads: 1,
+            batch_bytes: 64 * 1024,
+            queue_bytes: 16 * 1024 * 1024,
+            serve_timeout: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(2),
+        }
+    }
+
+    /// This node's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// This node's cluster.
+    pub fn cluster(&self) -> &str {
+        &self.shared.cluster
+    }
+
+    /// The subject of this node's inbox.
+    pub fn subject(&self) -> String {
+        node_subject(&self.shared.cluster, &self.shared.name)
+    }
+
+    /// The server's max payload less a frame header: the largest message body.
+    pub fn max_body(&self) -> usize {
+        self.shared.max_body
+    }
+
+    /// Counters of traffic and bad input.
+    pub fn stats(&self) -> NodeStats {
+        self.shared.counters.snapshot()
+    }
+
+    /// Whether the connection to the server is up.
+    pub fn is_connected(&self) -> bool {
+        self.shared.connected.load(Ordering::Acquire)
+    }
+
+    /// The underlying NATS client (for raw traffic beside the actors).
+    pub fn client(&self) -> &Client {
+        &self.shared.client
+    }
+
+    /// Registers a message type; refused if another type holds its id.
+    pub fn register<M: RemoteMessage>(&self) -> Result<(), NodeError> {
+        self.shared.register(TypeEntry::of::<M>())
+    }
+
+    /// Makes a local actor reachable as `name@<this node>`; say which
+    /// remote types it takes on the returned [`Exposure`](crate::Exposure)
+    /// and finish with `.serve()`.
+    pub fn expose<A: troupe::Actor>(&self, name: &str, actor: &troupe::ActorRef<A>) -> crate::Exposure<'_, A> {
+        crate::Exposure::new(self, name, actor.clone())
+    }
+
+    /// Stops serving the actor exposed as `name`; returns whether one was.
+    pub fn unexpose(&self, name: &str) -> bool {
+        self.shared.targets.write().remove(&type_id(name)).is_some()
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// A reference to the actor `actor@node` that takes `M`. No network
+    /// round trip: a missing node or actor shows on the first ask
+    /// (`AskError::NoResponders`) or in the remote node's counters (tells).
+    pub fn lookup<M: RemoteMessage>(&self, name: &str) -> Result<RemoteRef<M>, NodeError> {
+        let Some((actor, node)) = name.split_once('@') else {
+            return Err(NodeError::BadName(format!("{name:?} is not of the form actor@node")));
+        };
+        if actor.is_empty() {
+            return Err(NodeError::BadName(format!("{name:?} has an empty actor name")));
+        }
+        check_token("node name", node)?;
+        self.register::<M>()?;
+        Ok(RemoteRef::new(self.shared.clone(), self.shared.outbox(node), actor, node))
+    }
+
+    /// Asks node `node` of this cluster whether it is there; the round trip.
+    pub fn ping(&self, node: &str, timeout: Duration) -> Result<Duration, troupe::AskError> {
+        check_token("node name", node).map_err(|_| NO_RESPONDERS)?;
+        let subject = Subject::from(node_subject(&self.shared.cluster, node));
+        let mut frame = Vec::with_capacity(HEADER_LEN);
+        let h = Header { kind: Kind::Ping, status: Status::Ok, type_id: 0, target: 0, correlation: 0 };
+        let _ = encode_frame(&mut frame, h, &(), 0);
+        let shared = self.shared.clone();
+        let start = std::time::Instant::now();
+        block_on(&self.shared.handle, shared.request::<()>(subject, frame.into(), 0, timeout))?;
+        Ok(start.elapsed())
+    }
+
+    /// Flushes queued tells and waits until the server has them (or `timeout`).
+    pub fn flush(&self, timeout: Duration) -> bool {
+        let shared = self.shared.clone();
+        block_on(&self.shared.handle, async move {
+            tokio::time::timeout(timeout, async {
+                loop {
+                    let pending = shared.peers.lock().values().any(|o| o.pending());
+                    if !pending {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_micros(200)).await;
+                }
+                shared.client.flush().await.is_ok()
+            })
+            .await
+            .unwrap_or(false)
+        })
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+        let outboxes: Vec<_> = self.shared.peers.lock().values().cloned().collect();
+        for o in &outboxes {
+            o.close();
+        }
+        let flushers: Vec<_> = std::mem::take(&mut *self.shared.flushers.lock());
+        let client = self.shared.client.clone();
+        let grace = self.grace;
+        if let Some(rt) = self.rt.take() {
+            let (tx, rx) = oneshot::channel();
+            rt.spawn(async move {
+                let _ = tokio::time::timeout(grace, async {
+                    for f in flushers {
+                        let _ = f.await;
+                    }
+                    let _ = client.flush().await;
+                })
+                .await;
+                let _ = tx.send(());
+            });
+            let _ = rx.recv_timeout(grace + Duration::from_millis(100));
+            rt.shutdown_background();
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! References to actors on other nodes.
+//!
+//! A [`RemoteRef<M>`] is typed by the one message type it sends, like a
+//! [`troupe::Recipient<M>`]; [`RemoteRef::retype`] gives a reference to the
+//! same actor for another type. Invariants:
+//! - `tell` either accepts the message (it is encoded into the peer's outbox
+//!   and will be published in order) or hands it back inside a
+//!   [`troupe::SendError`]; it never blocks.
+//! - `ask` sends one frame as a NATS request with its own reply inbox and a
+//!   fresh correlation id; the reply must echo that id.
+//! - Asks do not wait behind queued tells: an ask may overtake tells sent
+//!   earlier to the same actor.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use troupe::{AskError, SendError};
+
+use crate::envelope::{encode_frame, EncodeError, Header, Kind, Status};
+use crate::error::DISCONNECTED;
+use crate::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
+use crate::node::Shared;
+use crate::outbox::{Outbox, Refusal};
+use crate::NodeError;
+
+/// A reference to the actor `actor@node` for messages of type `M`.
+///
+/// Cheap to clone; all references to one node share its outbox.
+pub struct RemoteRef<M> {
+    shared: Arc<Shared>,
+    outbox: Arc<Outbox>,
+    target: u64,
+    name: Arc<str>,
+    _msg: PhantomData<fn(M)>,
+}
+
+impl<M> Clone for RemoteRef<M> {
+    fn clone(&self) -> Self {
+        RemoteRef {
+            shared: self.shared.clone(),
+            outbox: self.outbox.clone(),
+            target: self.target,
+            name: self.name.clone(),
+            _msg: PhantomData,
+        }
+    }
+}
+
+impl<M> fmt::Debug for RemoteRef<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RemoteRef({})", self.name)
+    }
+}
+
+fn log_encode(name: &str, e: &EncodeError) {
+    tracing::warn!(actor = %name, error = %e, "a remote message was not sent");
+}
+
+impl<M: RemoteMessage> RemoteRef<M> {
+    pub(crate) fn new(shared: Arc<Shared>, outbox: Arc<Outbox>, actor: &str, node: &str) -> Self {
+        RemoteRef {
+            shared,
+            outbox,
+            target: type_id(actor),
+            name: format!("{actor}@{node}").into(),
+            _msg: PhantomData,
+        }
+    }
+
+    /// `actor@node`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sends a message (fire and forget); never blocks. Tells to one node
+    /// are coalesced into few NATS messages while a burst is queued.
+    ///
+    /// Errors hand the message back:
+    /// - `Full`: the outbox to that node holds `queue_bytes` already, or the
+    ///   message cannot be sent at all (its body is above the server's max
+    ///   payload, or serde refused it; both logged with the reason);
+    /// - `Stopped`: the node is shut down or its connection to the server is
+    ///   down (nothing would carry the message).
+    ///
+    /// A tell accepted here can still be lost if the connection drops before
+    /// the server has it (counted in the node's `frames_lost` where the
+    /// client reports it); NATS core gives at-most-once delivery.
+    pub fn tell(&self, msg: M) -> Result<(), SendError<M>> {
+        if !self.shared.connected.load(Ordering::Acquire) || self.shared.closed.load(Ordering::Acquire) {
+            return Err(closed(msg));
+        }
+        let header = Header {
+            kind: Kind::Tell,
+            status: Status::Ok,
+            type_id: M::TYPE_ID,
+            target: self.target,
+            correlation: 0,
+        };
+        match self.outbox.push(header, &msg, self.shared.max_body) {
+            Ok(()) => Ok(()),
+            Err(Refusal::Closed) => Err(closed(msg)),
+            Err(Refusal::Full) => Err(SendError::Full(msg)),
+            Err(Refusal::Encode(e)) => {
+                log_encode(&self.name, &e);
+                Err(SendError::Full(msg))
+            }
+        }
+    }
+
+    /// A reference to the same actor for another message type.
+    pub fn retype<N: RemoteMessage>(&self) -> Result<RemoteRef<N>, NodeError> {
+        self.shared.register(TypeEntry::of::<N>())?;
+        Ok(RemoteRef {
+            shared: self.shared.clone(),
+            outbox: self.outbox.clone(),
+            target: self.target,
+            name: self.name.clone(),
+            _msg: PhantomData,
+        })
+    }
+}
+
+fn closed<M>(msg: M) -> SendError<M> {
+    SendError::Stopped(msg)
+}
+
+impl<M: RemoteAsk> RemoteRef<M> {
+    fn start_ask(&self, msg: &M, timeout: Duration) -> Result<oneshot::Receiver<Result<M::Reply, AskError>>, AskError> {
+        if !self.shared.connected.load(Ordering::Acquire) || self.shared.closed.load(Ordering::Acquire) {
+            return Err(DISCONNECTED);
+        }
+        let correlation = self.shared.next_correlation.fetch_add(1, Ordering::Relaxed);
+        let header = Header {
+            kind: Kind::Ask,
+            status: Status::Ok,
+            type_id: M::TYPE_ID,
+            target: self.target,
+            correlation,
+        };
+        let mut frame = Vec::with_capacity(64);
+        if let Err(e) = encode_frame(&mut frame, header, msg, self.shared.max_body) {
+            log_encode(&self.name, &e);
+            return Err(AskError::MailboxFull);
+        }
+        let (tx, rx) = oneshot::channel();
+        let fut = self
+            .shared
+            .clone()
+            .request::<M::Reply>(self.outbox.subject().clone(), frame.into(), correlation, timeout);
+        self.shared.handle.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        Ok(rx)
+    }
+
+    /// Asks and blocks this thread for the reply, at most `timeout`. Not
+    /// from async code (use [`ask_async`](Self::ask_async)).
+    ///
+    /// Errors: `Timeout` (no reply in time), `NoResponders` (no such node,
+    /// or the node does not serve this actor or type), `Disconnected` (the
+    /// connection is down), and the actor's own `ActorStopped`,
+    /// `MailboxFull`, `NoReply`. A message too large for the server's max
+    /// payload gives `MailboxFull` (logged).
+    pub fn ask(&self, msg: M, timeout: Duration) -> Result<M::Reply, AskError> {
+        let rx = self.start_ask(&msg, timeout)?;
+        rx.recv().unwrap_or(Err(DISCONNECTED))
+    }
+
+    /// As [`ask`](Self::ask), for async code (any executor).
+    pub async fn ask_async(&self, msg: M, timeout: Duration) -> Result<M::Reply, AskError> {
+        let rx = self.start_ask(&msg, timeout)?;
+        rx.await.unwrap_or(Err(DISCONNECTED))
+    }
+}

@@ -1,0 +1,200 @@
+//! Nodes talking through a real nats-server on a free loopback port.
+
+mod common;
+
+use common::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use troupe::{ActorSystem, AskError, SendError};
+use troupe_remote::nats_server::NatsServer;
+use troupe_remote::{Node, NodeError};
+
+const T: Duration = Duration::from_secs(5);
+
+fn serve(server: &NatsServer, system: &ActorSystem, node: &str) -> (Node, Arc<AtomicU64>) {
+    serve_counting(server, system, node).0
+}
+
+/// Serves a counter as `counter@<node>`; gives its seen and disorder counts.
+fn serve_counting(
+    server: &NatsServer,
+    system: &ActorSystem,
+    node: &str,
+) -> ((Node, Arc<AtomicU64>), Arc<AtomicU64>) {
+    let seen = Arc::new(AtomicU64::new(0));
+    let c = Counter::new(seen.clone());
+    let disorder = c.disorder.clone();
+    let counter = system.spawn(c);
+    let node = Node::connect(&server.url(), node).unwrap();
+    node.expose("counter", &counter)
+        .tell::<Add>()
+        .tell::<Blob>()
+        .ask::<Sum>(CounterMsg::Sum)
+        .ask::<Silent>(CounterMsg::Silent)
+        .serve()
+        .unwrap();
+    ((node, seen), disorder)
+}
+
+#[test]
+fn tells_arrive_in_order_and_asks_answer() {
+    let server = NatsServer::start().unwrap();
+    let system = ActorSystem::builder().threads(2).build();
+    let ((_b, seen), disorder) = serve_counting(&server, &system, "b");
+    let a = Node::connect(&server.url(), "a").unwrap();
+    let add = a.lookup::<Add>("counter@b").unwrap();
+    for i in 1..=10_000u64 {
+        add.tell(Add(i)).unwrap();
+    }
+    assert!(wait_until(T, || seen.load(Ordering::Relaxed) == 10_000));
+    assert_eq!(disorder.load(Ordering::Relaxed), 0);
+    let sum = add.retype::<Sum>().unwrap();
+    assert_eq!(sum.ask(Sum, T), Ok(10_000 * 10_001 / 2));
+    let stats = a.stats();
+    assert_eq!(stats.frames_sent, 10_000);
+    assert!(stats.batches_sent < 10_000, "no coalescing: {stats:?}");
+    system.shutdown();
+}
+
+#[test]
+fn ask_errors_are_distinct() {
+    let server = NatsServer::start().unwrap();
+    let system = ActorSystem::builder().threads(2).build();
+    let (b, _) = serve(&server, &system, "b");
+    let a = Node::connect(&server.url(), "a").unwrap();
+    // No such node: the server says no responders, at once.
+    let nobody = a.lookup::<Sum>("counter@nobody").unwrap();
+    let started = std::time::Instant::now();
+    let no_node = nobody.ask(Sum, T).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // The node is there but exposes no such actor: the node says so.
+    let no_actor = a.lookup::<Sum>("nobody@b").unwrap().ask(Sum, T).unwrap_err();
+    assert_eq!(no_node, no_actor);
+    // The actor is there but does not answer in time.
+    let silent = a.lookup::<Silent>("counter@b").unwrap();
+    assert_eq!(silent.ask(Silent, Duration::from_millis(200)), Err(AskError::Timeout));
+    assert_ne!(no_node, AskError::Timeout);
+    assert_eq!(b.stats().unknown_target, 1);
+    system.shutdown();
+}
+
+#[test]
+fn clusters_on_one_server_do_not_see_each_other() {
+    let server = NatsServer::start().unwrap();
+    let system = ActorSystem::builder().threads(2).build();
+    let seen = Arc::new(AtomicU64::new(0));
+    let counter = system.spawn(Counter::new(seen.clone()));
+    let blue = Node::builder(&server.url(), "b").cluster("blue").connect().unwrap();
+    blue.expose("counter", &counter).ask::<Sum>(CounterMsg::Sum).serve().unwrap();
+    // Same node name, other cluster: allowed, and it cannot reach blue's actor.
+    let green = Node::builder(&server.url(), "b").cluster("green").connect().unwrap();
+    let from_green = green.lookup::<Sum>("counter@b").unwrap();
+    assert!(from_green.ask(Sum, T).is_err());
+    let blue_client = Node::builder(&server.url(), "c").cluster("blue").connect().unwrap();
+    assert_eq!(blue_client.lookup::<Sum>("counter@b").unwrap().ask(Sum, T), Ok(0));
+    system.shutdown();
+}
+
+#[test]
+fn a_node_name_is_taken_once_per_cluster() {
+    let server = NatsServer::start().unwrap();
+    let _first = Node::connect(&server.url(), "same").unwrap();
+    match Node::connect(&server.url(), "same") {
+        Err(NodeError::NameTaken(n)) => assert_eq!(n, "same"),
+        other => panic!("expected NameTaken, got {:?}", other.map(|n| n.name().to_string())),
+    }
+}
+
+mod clash {
+    pub mod one {
+        #[troupe_remote::remote("test.Same")]
+        #[derive(serde::Serialize, serde::Deserialize)]
+        pub struct Same(pub u8);
+    }
+    pub mod two {
+        #[troupe_remote::remote("test.Same")]
+        #[derive(serde::Serialize, serde::Deserialize)]
+        pub struct Same(pub u16);
+    }
+}
+
+#[test]
+fn a_type_id_clash_is_refused_at_start_naming_both() {
+    let server = NatsServer::start().unwrap();
+    let err = Node::builder(&server.url(), "x")
+        .register::<clash::one::Same>()
+        .register::<clash::two::Same>()
+        .connect()
+        .err()
+        .expect("a clash must refuse the node");
+    let text = err.to_string();
+    assert!(matches!(err, NodeError::TypeClash { .. }), "{text}");
+    assert!(text.contains("clash::one::Same") && text.contains("clash::two::Same"), "{text}");
+    // And at lookup time on a running node.
+    let node = Node::builder(&server.url(), "y").register::<clash::one::Same>().connect().unwrap();
+    assert!(matches!(node.lookup::<clash::two::Same>("a@b"), Err(NodeError::TypeClash { .. })));
+}
+
+#[test]
+fn an_oversized_message_is_handed_back() {
+    let server = NatsServer::start_with(Some(4096)).unwrap();
+    let system = ActorSystem::builder().threads(2).build();
+    let (_b, seen) = serve(&server, &system, "b");
+    let a = Node::connect(&server.url(), "a").unwrap();
+    assert_eq!(a.max_body(), 4096 - 32);
+    let blob = a.lookup::<Blob>("counter@b").unwrap();
+    let big = Blob(vec![7; 5000]);
+    match blob.tell(big.clone()) {
+        Err(SendError::Full(back)) => assert_eq!(back, big),
+        other => panic!("expected the message back, got {other:?}"),
+    }
+    // Many messages that each fit go through in batches within the limit.
+    for _ in 0..100 {
+        blob.tell(Blob(vec![1; 1000])).unwrap();
+    }
+    assert!(wait_until(T, || seen.load(Ordering::Relaxed) == 100));
+    system.shutdown();
+}
+
+#[test]
+fn garbage_on_a_node_subject_is_counted_and_the_node_keeps_serving() {
+    let server = NatsServer::start().unwrap();
+    let system = ActorSystem::builder().threads(2).build();
+    let (b, seen) = serve(&server, &system, "b");
+    let a = Node::connect(&server.url(), "a").unwrap();
+    let client = a.client().clone();
+    let subject = b.subject();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        // Garbage, a wrong version, a truncated frame, an unknown type id, an unknown target.
+        let add = a.lookup::<Add>("counter@b").unwrap();
+        let _ = add;
+        client.publish(subject.clone(), vec![0xff; 7].into()).await.unwrap();
+        let mut wrong_version = vec![0u8; 40];
+        wrong_version[0] = 9;
+        client.publish(subject.clone(), wrong_version.into()).await.unwrap();
+        let mut truncated = vec![1u8, 1, 0, 0];
+        truncated.extend_from_slice(&100u32.to_le_bytes());
+        truncated.extend_from_slice(&[0u8; 30]);
+        client.publish(subject.clone(), truncated.into()).await.unwrap();
+        let mut unknown_type = vec![1u8, 1, 0, 0, 1, 0, 0, 0];
+        unknown_type.extend_from_slice(&12345u64.to_le_bytes());
+        unknown_type.extend_from_slice(&troupe_remote::type_id("counter").to_le_bytes());
+        unknown_type.extend_from_slice(&0u64.to_le_bytes());
+        unknown_type.push(1);
+        client.publish(subject.clone(), unknown_type.into()).await.unwrap();
+        // A garbage request gets a prompt error reply, not a timeout.
+        let reply = client.request(subject.clone(), vec![1u8, 2, 3].into()).await.unwrap();
+        assert_eq!(reply.payload[0..3], [1, 3, 7]); // version, Reply, BadFrame
+        client.flush().await.unwrap();
+    });
+    let add = a.lookup::<Add>("counter@b").unwrap();
+    add.tell(Add(5)).unwrap();
+    assert!(wait_until(T, || seen.load(Ordering::Relaxed) == 1));
+    let s = b.stats();
+    assert_eq!(s.bad_frames, 4, "{s:?}"); // garbage, version, truncated, bad request
+    assert_eq!(s.unknown_type, 1, "{s:?}");
+    assert_eq!(s.delivered, 1, "{s:?}");
+    system.shutdown();
+}
