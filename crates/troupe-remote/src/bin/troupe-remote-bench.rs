@@ -1,0 +1,673 @@
+//! `troupe-remote-bench`: remote tell and ask between two OS processes,
+//! beside raw async-nats publish→subscribe and request→reply on the same
+//! server in the same run, Erlang distribution (with `--erlang`), and the
+//! serialization cost per message size.
+//!
+//! ```text
+//! troupe-remote-bench [--quick] [--messages N] [--asks K] [--samples S]
+//!                     [--erlang] [--url nats://...] [--json FILE|-]
+//! ```
+//!
+//! Workloads (BENCHMARKS.md's JSON line format, one line per figure):
+//! - `remote_tell`: N tells of a 64-byte and a 1 KiB payload from this
+//!   process to an actor in a child process; msgs/s from the first tell to
+//!   the actor's confirmation that it counted all N. Beside it `nats-raw`:
+//!   N plain publishes to a plain subscriber in a child process.
+//! - `remote_ask`: K sequential asks of a `u64` to an echo actor in a child
+//!   process; p50/p99 round trip. Beside it `nats-raw`: K plain requests
+//!   to a plain responder.
+//! - `remote_serialize`: encode and decode of a frame (header + postcard
+//!   body) per message shape and size, in-process, ns per op.
+//!
+//! Each throughput figure is the median of S samples after one warm-up.
+//! Child roles (`--role ...`) are this binary re-run; they are not for users.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use troupe::{Actor, ActorSystem, Context, ReplyTo, SendError};
+use troupe_remote::envelope::{decode_body, decode_frame, encode_frame, Header, Kind, Status};
+use troupe_remote::nats_server::NatsServer;
+use troupe_remote::{remote, Node, RemoteMessage};
+
+/// The tell payload: bytes as one postcard byte string.
+#[remote("bench.Blob")]
+#[derive(Serialize, Deserialize, Clone)]
+struct Blob(#[serde(with = "as_bytes")] Vec<u8>);
+
+/// `Vec<u8>` as one byte string both ways (what the `serde_bytes` crate
+/// does): a length and a memcpy, not a sequence of single bytes.
+mod as_bytes {
+    use serde::de::{Deserializer, Error, SeqAccess, Visitor};
+    use serde::Serializer;
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(v)
+    }
+    struct Bytes;
+    impl<'de> Visitor<'de> for Bytes {
+        type Value = Vec<u8>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("bytes")
+        }
+        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(v.to_vec())
+        }
+        fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(v)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+            let mut v = Vec::new();
+            while let Some(b) = seq.next_element()? {
+                v.push(b);
+            }
+            Ok(v)
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        d.deserialize_byte_buf(Bytes)
+    }
+}
+
+/// Replies once the sink has counted this many blobs in all.
+#[remote("bench.WaitFor", reply = u64)]
+#[derive(Serialize, Deserialize)]
+struct WaitFor(u64);
+
+/// The ask payload.
+#[remote("bench.Echo", reply = u64)]
+#[derive(Serialize, Deserialize)]
+struct Echo(u64);
+
+// CAF's serialization micro-benchmark shapes (seed 004).
+#[remote("bench.Foo")]
+#[derive(Serialize, Deserialize, Clone, PartialEq, Debug)]
+struct Foo {
+    a: i32,
+    b: i32,
+}
+
+#[remote("bench.Bar")]
+#[derive(Serialize, Deserialize, Clone, PartialEq, Debug)]
+struct Bar {
+    a: Foo,
+    b: String,
+}
+
+#[remote("bench.TwoInts")]
+#[derive(Serialize, Deserialize, Clone, PartialEq, Debug)]
+struct TwoInts(i32, i32);
+
+enum SinkMsg {
+    Blob(Blob),
+    WaitFor(WaitFor, ReplyTo<u64>),
+}
+impl From<Blob> for SinkMsg {
+    fn from(b: Blob) -> Self {
+        SinkMsg::Blob(b)
+    }
+}
+
+struct Sink {
+    count: u64,
+    bytes: u64,
+    waiting: Option<(u64, ReplyTo<u64>)>,
+}
+
+impl Sink {
+    fn check(&mut self) {
+        if matches!(self.waiting, Some((n, _)) if self.count >= n) {
+            let (_, reply) = self.waiting.take().expect("checked");
+            reply.reply(self.count);
+        }
+    }
+}
+
+impl Actor for Sink {
+    type Msg = SinkMsg;
+    fn handle(&mut self, msg: SinkMsg, _: &mut Context<'_, Self>) {
+        match msg {
+            SinkMsg::Blob(b) => {
+                self.count += 1;
+                self.bytes += b.0.len() as u64;
+            }
+            SinkMsg::WaitFor(WaitFor(n), reply) => self.waiting = Some((n, reply)),
+        }
+        self.check();
+    }
+}
+
+struct EchoActor;
+impl Actor for EchoActor {
+    type Msg = (Echo, ReplyTo<u64>);
+    fn handle(&mut self, (Echo(n), reply): Self::Msg, _: &mut Context<'_, Self>) {
+        reply.reply(n);
+    }
+}
+
+fn arg(args: &[String], flag: &str) -> Option<String> {
+    args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1).cloned())
+}
+
+fn num(args: &[String], flag: &str, default: u64) -> u64 {
+    arg(args, flag).map(|v| v.parse().expect("a number")).unwrap_or(default)
+}
+
+/// Subscriptions hold up to this many messages before the client drops
+/// (slow consumer); the same for our nodes and the raw clients.
+const SUB_CAPACITY: usize = 1 << 20;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime")
+}
+
+/// A plain client, living on `rt` (its connection task runs there).
+fn raw_client(rt: &tokio::runtime::Runtime, url: &str) -> async_nats::Client {
+    rt.block_on(async {
+        async_nats::ConnectOptions::new()
+            .subscription_capacity(SUB_CAPACITY)
+            .connect(url)
+            .await
+            .expect("connect")
+    })
+}
+
+/// Child roles: print "ready" once serving, run until stdin closes.
+fn child(role: &str, args: &[String]) {
+    let url = arg(args, "--url").expect("--url");
+    let system = ActorSystem::builder().threads(1).build();
+    let node_opts = |o: async_nats::ConnectOptions| o.subscription_capacity(SUB_CAPACITY);
+    let wait_stdin = || {
+        let mut s = String::new();
+        let _ = std::io::stdin().read_line(&mut s);
+    };
+    match role {
+        "tell-sink" => {
+            let sink = system.spawn(Sink { count: 0, bytes: 0, waiting: None });
+            let node = Node::builder(&url, "sink").connect_options(node_opts).connect().expect("node");
+            node.expose("sink", &sink)
+                .tell::<Blob>()
+                .ask::<WaitFor>(SinkMsg::WaitFor)
+                .serve()
+                .expect("serve");
+            println!("ready");
+            wait_stdin();
+            let s = node.stats();
+            if s.bad_frames + s.refused + s.undecodable > 0 {
+                eprintln!("sink: {s:?}");
+            }
+        }
+        "echo" => {
+            let echo = system.spawn(EchoActor);
+            let node = Node::builder(&url, "echo").connect_options(node_opts).connect().expect("node");
+            node.expose("echo", &echo).ask::<Echo>(|q, r| (q, r)).serve().expect("serve");
+            println!("ready");
+            wait_stdin();
+        }
+        "raw-sink" => {
+            let per = num(args, "--expect", 1);
+            let rt = rt();
+            let client = raw_client(&rt, &url);
+            rt.block_on(async {
+                let mut sub = client.subscribe("bench.raw.tell").await.expect("subscribe");
+                client.flush().await.expect("flush");
+                println!("ready");
+                let _ = std::io::stdout().flush();
+                let mut n = 0u64;
+                let mut bytes = 0u64;
+                while let Some(m) = sub.next().await {
+                    n += 1;
+                    bytes += m.payload.len() as u64;
+                    if n % per == 0 {
+                        client.publish("bench.raw.done", n.to_string().into()).await.expect("publish");
+                        client.flush().await.expect("flush");
+                    }
+                }
+                let _ = bytes;
+            });
+        }
+        "raw-echo" => {
+            let rt = rt();
+            let client = raw_client(&rt, &url);
+            rt.block_on(async {
+                let mut sub = client.subscribe("bench.raw.ask").await.expect("subscribe");
+                client.flush().await.expect("flush");
+                println!("ready");
+                let _ = std::io::stdout().flush();
+                while let Some(m) = sub.next().await {
+                    if let Some(reply) = m.reply {
+                        client.publish(reply, m.payload).await.expect("publish");
+                    }
+                }
+            });
+        }
+        other => panic!("unknown role {other}"),
+    }
+    system.shutdown();
+}
+
+/// A child process of this binary in `role`; killed when dropped.
+struct ChildRole(Child);
+
+impl ChildRole {
+    fn start(role: &str, url: &str, extra: &[&str]) -> ChildRole {
+        let mut child = Command::new(std::env::current_exe().expect("own path"))
+            .args(["--role", role, "--url", url])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn a child role");
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().expect("piped")).read_line(&mut line).expect("read");
+        assert_eq!(line.trim(), "ready", "{role} did not start");
+        ChildRole(child)
+    }
+}
+
+impl Drop for ChildRole {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Figure {
+    framework: &'static str,
+    workload: &'static str,
+    label: String,
+    params: String,
+    seconds: f64,
+    rate: f64,
+    unit: &'static str,
+    extra: String,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    v[v.len() / 2]
+}
+
+fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+fn remote_tell(url: &str, size: usize, n: u64, samples: u64) -> (f64, f64, f64) {
+    let _sink = ChildRole::start("tell-sink", url, &[]);
+    let node = Node::builder(url, "source").connect().expect("node");
+    let blob = node.lookup::<Blob>("sink@sink").expect("lookup");
+    let wait = blob.retype::<WaitFor>().expect("retype");
+    let payload = vec![0xa5u8; size];
+    let mut total = 0u64;
+    let mut rates = Vec::new();
+    let mut secs = Vec::new();
+    let before = node.stats();
+    for sample in 0..=samples {
+        let count = if sample == 0 { n / 10 } else { n };
+        let start = Instant::now();
+        for _ in 0..count {
+            let mut msg = Blob(payload.clone());
+            loop {
+                match blob.tell(msg) {
+                    Ok(()) => break,
+                    Err(SendError::Full(m)) => {
+                        msg = m;
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                    Err(e) => panic!("tell failed: {e}"),
+                }
+            }
+        }
+        total += count;
+        let got = wait.ask(WaitFor(total), Duration::from_secs(120)).expect("the sink confirms");
+        assert_eq!(got, total, "the sink counted a different number");
+        let s = start.elapsed().as_secs_f64();
+        if sample > 0 {
+            rates.push(count as f64 / s);
+            secs.push(s);
+        }
+    }
+    let after = node.stats();
+    let coalescing = (after.frames_sent - before.frames_sent) as f64 / (after.batches_sent - before.batches_sent).max(1) as f64;
+    (median(rates), median(secs), coalescing)
+}
+
+fn raw_tell(url: &str, size: usize, n: u64, samples: u64) -> (f64, f64) {
+    // The sink confirms every n messages; the warm-up is n too.
+    let _sink = ChildRole::start("raw-sink", url, &["--expect", &n.to_string()]);
+    let rt = rt();
+    let client = raw_client(&rt, url);
+    rt.block_on(async {
+        let mut done = client.subscribe("bench.raw.done").await.expect("subscribe");
+        client.flush().await.expect("flush");
+        let payload = bytes::Bytes::from(vec![0xa5u8; size]);
+        let mut rates = Vec::new();
+        let mut secs = Vec::new();
+        let mut total = 0u64;
+        for sample in 0..=samples {
+            let start = Instant::now();
+            for _ in 0..n {
+                client.publish("bench.raw.tell", payload.clone()).await.expect("publish");
+            }
+            client.flush().await.expect("flush");
+            total += n;
+            let m = tokio::time::timeout(Duration::from_secs(120), done.next())
+                .await
+                .expect("the raw sink confirms (a slow consumer would drop and never confirm)")
+                .expect("done");
+            let got: u64 = std::str::from_utf8(&m.payload).expect("utf8").parse().expect("count");
+            assert_eq!(got, total);
+            let s = start.elapsed().as_secs_f64();
+            if sample > 0 {
+                rates.push(n as f64 / s);
+                secs.push(s);
+            }
+        }
+        (median(rates), median(secs))
+    })
+}
+
+fn percentiles(mut v: Vec<Duration>) -> (f64, f64, f64) {
+    v.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let mean = v.iter().map(|d| us(*d)).sum::<f64>() / v.len() as f64;
+    (us(v[v.len() / 2]), us(v[v.len() * 99 / 100]), mean)
+}
+
+fn remote_ask(url: &str, k: u64, asynchronous: bool) -> (f64, f64, f64) {
+    let _echo = ChildRole::start("echo", url, &[]);
+    let node = Node::builder(url, "asker").connect().expect("node");
+    let echo = node.lookup::<Echo>("echo@echo").expect("lookup");
+    let mut lat = Vec::with_capacity(k as usize);
+    for i in 0..(k + k / 10) {
+        let start = Instant::now();
+        let got = if asynchronous {
+            futures::executor::block_on(echo.ask_async(Echo(i), Duration::from_secs(5)))
+        } else {
+            echo.ask(Echo(i), Duration::from_secs(5))
+        };
+        assert_eq!(got, Ok(i));
+        if i >= k / 10 {
+            lat.push(start.elapsed());
+        }
+    }
+    percentiles(lat)
+}
+
+fn raw_ask(url: &str, k: u64) -> (f64, f64, f64) {
+    let _echo = ChildRole::start("raw-echo", url, &[]);
+    let rt = rt();
+    let client = raw_client(&rt, url);
+    rt.block_on(async {
+        let mut lat = Vec::with_capacity(k as usize);
+        for i in 0..(k + k / 10) {
+            let start = Instant::now();
+            let m = client.request("bench.raw.ask", i.to_le_bytes().to_vec().into()).await.expect("reply");
+            assert_eq!(m.payload.as_ref(), i.to_le_bytes());
+            if i >= k / 10 {
+                lat.push(start.elapsed());
+            }
+        }
+        percentiles(lat)
+    })
+}
+
+/// ns per encode and per decode of one frame holding `value`.
+fn serialize_cost<M: RemoteMessage + PartialEq + std::fmt::Debug>(value: &M) -> (f64, f64, usize) {
+    let h = Header { kind: Kind::Tell, status: Status::Ok, type_id: M::TYPE_ID, target: 1, correlation: 0 };
+    let mut buf = Vec::with_capacity(1 << 17);
+    let frame_len = encode_frame(&mut buf, h, value, usize::MAX).expect("encode");
+    let time = |f: &mut dyn FnMut()| {
+        // Calibrate to ~100 ms.
+        let mut iters = 1u64;
+        loop {
+            let start = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            let e = start.elapsed();
+            if e > Duration::from_millis(100) {
+                return e.as_secs_f64() * 1e9 / iters as f64;
+            }
+            iters *= 4;
+        }
+    };
+    let enc = time(&mut || {
+        buf.clear();
+        std::hint::black_box(encode_frame(&mut buf, h, std::hint::black_box(value), usize::MAX).expect("encode"));
+    });
+    let frame = buf.clone();
+    let dec = time(&mut || {
+        let (f, _) = decode_frame(std::hint::black_box(&frame), usize::MAX).expect("frame");
+        std::hint::black_box(decode_body::<M>(f.body).expect("body"));
+    });
+    let (f, _) = decode_frame(&frame, usize::MAX).expect("frame");
+    assert_eq!(&decode_body::<M>(f.body).expect("body"), value);
+    (enc, dec, frame_len)
+}
+
+impl PartialEq for Blob {
+    fn eq(&self, o: &Self) -> bool {
+        self.0 == o.0
+    }
+}
+impl std::fmt::Debug for Blob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Blob({} bytes)", self.0.len())
+    }
+}
+
+/// Runs the Erlang distribution peer; its JSON lines become figures.
+fn erlang(n: u64, k: u64) -> Vec<Figure> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers/erlang/peer_erlang_dist.sh");
+    let out = match Command::new("bash").arg(&script).arg(n.to_string()).arg(k.to_string()).output() {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            eprintln!("erlang peer failed: {}", String::from_utf8_lossy(&o.stderr));
+            return Vec::new();
+        }
+        Err(e) => {
+            eprintln!("erlang peer not run: {e}");
+            return Vec::new();
+        }
+    };
+    let mut figs = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // {"workload":"remote_tell","payload":64,"messages":N,"seconds":S,"rate":R}
+        // {"workload":"remote_ask","asks":K,"p50_us":A,"p99_us":B,"mean_us":C}
+        let field = |name: &str| -> Option<f64> {
+            let at = line.find(&format!("\"{name}\":"))? + name.len() + 3;
+            let rest = &line[at..];
+            let end = rest.find([',', '}']).unwrap_or(rest.len());
+            rest[..end].trim().parse().ok()
+        };
+        if line.contains("\"remote_tell\"") {
+            let (p, m, s, r) = (field("payload"), field("messages"), field("seconds"), field("rate"));
+            if let (Some(p), Some(m), Some(s), Some(r)) = (p, m, s, r) {
+                figs.push(Figure {
+                    framework: "erlang",
+                    workload: "remote_tell",
+                    label: format!("erlang dist tell {p} B"),
+                    params: format!("{{\"payload\":{p},\"messages\":{m}}}"),
+                    seconds: s,
+                    rate: r,
+                    unit: "msgs/s",
+                    extra: String::new(),
+                });
+            }
+        } else if line.contains("\"remote_ask\"") {
+            if let (Some(a), Some(p50), Some(p99), Some(mean)) = (field("asks"), field("p50_us"), field("p99_us"), field("mean_us")) {
+                figs.push(ask_figure("erlang", "erlang dist call", a as u64, (p50, p99, mean)));
+            }
+        }
+    }
+    figs
+}
+
+fn ask_figure(framework: &'static str, label: &str, k: u64, (p50, p99, mean): (f64, f64, f64)) -> Figure {
+    Figure {
+        framework,
+        workload: "remote_ask",
+        label: label.to_string(),
+        params: format!("{{\"asks\":{k}}}"),
+        seconds: mean * k as f64 / 1e6,
+        rate: 1e6 / mean,
+        unit: "asks/s",
+        extra: format!(",\"p50_us\":{p50:.1},\"p99_us\":{p99:.1},\"mean_us\":{mean:.1}"),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(role) = arg(&args, "--role") {
+        return child(&role, &args);
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    let n = num(&args, "--messages", if quick { 100_000 } else { 1_000_000 });
+    let k = num(&args, "--asks", if quick { 2_000 } else { 20_000 });
+    let samples = num(&args, "--samples", if quick { 1 } else { 3 });
+    let _server;
+    let url = match arg(&args, "--url") {
+        Some(u) => u,
+        None => {
+            _server = NatsServer::start().expect("start nats-server (install the nats-server package)");
+            _server.url()
+        }
+    };
+    let mut figs: Vec<Figure> = Vec::new();
+
+    eprintln!("serialization (frame = 32-byte header + postcard body)...");
+    let mut ser = |label: &str, r: (f64, f64, usize)| {
+        figs.push(Figure {
+            framework: "troupe",
+            workload: "remote_serialize",
+            label: format!("save {label}"),
+            params: format!("{{\"shape\":\"{label}\",\"frame_bytes\":{}}}", r.2),
+            seconds: r.0 / 1e9,
+            rate: 1e9 / r.0,
+            unit: "ops/s",
+            extra: format!(",\"ns_per_op\":{:.1}", r.0),
+        });
+        figs.push(Figure {
+            framework: "troupe",
+            workload: "remote_serialize",
+            label: format!("load {label}"),
+            params: format!("{{\"shape\":\"{label}\",\"frame_bytes\":{}}}", r.2),
+            seconds: r.1 / 1e9,
+            rate: 1e9 / r.1,
+            unit: "ops/s",
+            extra: format!(",\"ns_per_op\":{:.1}", r.1),
+        });
+    };
+    ser("foo", serialize_cost(&Foo { a: 10, b: 20 }));
+    ser("bar", serialize_cost(&Bar { a: Foo { a: 1, b: 2 }, b: "three".into() }));
+    ser("msg_2int", serialize_cost(&TwoInts(1, 2)));
+    for size in [64usize, 1024, 16 * 1024, 64 * 1024] {
+        ser(&format!("bytes_{size}"), serialize_cost(&Blob(vec![7; size])));
+    }
+
+    let mut tell_rows = Vec::new();
+    for size in [64usize, 1024] {
+        eprintln!("remote_tell {size} B: troupe, then raw NATS...");
+        let (rate, secs, coalescing) = remote_tell(&url, size, n, samples);
+        let (raw_rate, raw_secs) = raw_tell(&url, size, n, samples);
+        figs.push(Figure {
+            framework: "troupe",
+            workload: "remote_tell",
+            label: format!("troupe remote tell {size} B"),
+            params: format!("{{\"payload\":{size},\"messages\":{n}}}"),
+            seconds: secs,
+            rate,
+            unit: "msgs/s",
+            extra: format!(",\"frames_per_nats_msg\":{coalescing:.1}"),
+        });
+        figs.push(Figure {
+            framework: "nats-raw",
+            workload: "remote_tell",
+            label: format!("raw nats pub/sub {size} B"),
+            params: format!("{{\"payload\":{size},\"messages\":{n}}}"),
+            seconds: raw_secs,
+            rate: raw_rate,
+            unit: "msgs/s",
+            extra: String::new(),
+        });
+        tell_rows.push((size, rate, raw_rate, coalescing));
+    }
+
+    eprintln!("remote_ask: troupe (blocking and async), then raw NATS...");
+    let ours = remote_ask(&url, k, false);
+    let ours_async = remote_ask(&url, k, true);
+    let raw = raw_ask(&url, k);
+    figs.push(ask_figure("troupe", "troupe remote ask (blocking)", k, ours));
+    figs.push(ask_figure("troupe", "troupe remote ask_async", k, ours_async));
+    figs.push(ask_figure("nats-raw", "raw nats request/reply", k, raw));
+
+    if args.iter().any(|a| a == "--erlang") {
+        eprintln!("Erlang distribution between two nodes on loopback...");
+        figs.extend(erlang(n, k));
+    }
+
+    // Report.
+    println!("\n{:<34} {:>14} {:>10}  {}", "figure", "rate", "unit", "detail");
+    for f in &figs {
+        println!("{:<34} {:>14.1} {:>10}  {}", f.label, f.rate, f.unit, f.extra.trim_start_matches(','));
+    }
+    println!();
+    let erl_tell = |size: usize| {
+        figs.iter()
+            .find(|f| f.framework == "erlang" && f.workload == "remote_tell" && f.params.contains(&format!("\"payload\":{size},")))
+            .map(|f| f.rate)
+    };
+    for (size, rate, raw_rate, coalescing) in &tell_rows {
+        let erl = erl_tell(*size).map(|e| format!(", {:.2}x erlang dist (target >= 3x)", rate / e)).unwrap_or_default();
+        println!(
+            "remote_tell {size} B: troupe {:.2}x raw nats per-message pub/sub (target >= 1x){erl}; {coalescing:.1} frames per NATS message",
+            rate / raw_rate
+        );
+    }
+    println!(
+        "remote_ask p50: troupe blocking {:.1} us, async {:.1} us, raw nats {:.1} us: {:.2}x / {:.2}x raw (target <= 1.2x)",
+        ours.0,
+        ours_async.0,
+        raw.0,
+        ours.0 / raw.0,
+        ours_async.0 / raw.0
+    );
+    if let Some(e) = figs.iter().find(|f| f.framework == "erlang" && f.workload == "remote_ask") {
+        println!("remote_ask erlang dist: {}", e.extra.trim_start_matches(','));
+    }
+
+    if let Some(path) = arg(&args, "--json") {
+        let rss = rss_mb();
+        let mut out = String::new();
+        for f in &figs {
+            out.push_str(&format!(
+                "{{\"framework\":\"{}\",\"workload\":\"{}\",\"label\":\"{}\",\"params\":{},\"seconds\":{:.6},\"rate\":{:.1},\"unit\":\"{}\",\"rss_mb\":{:.1},\"threads\":1{}}}\n",
+                f.framework, f.workload, f.label, f.params, f.seconds, f.rate, f.unit, rss, f.extra
+            ));
+        }
+        if path == "-" {
+            print!("{out}");
+        } else {
+            std::fs::write(&path, out).expect("write the JSON lines");
+        }
+    }
+}
