@@ -37,47 +37,6 @@
 //! ```
 
 use crate::actor::{Actor, Context};
-use std::sync::OnceLock;
-
-/// The async runtime a system's futures run on.
-pub(crate) struct AsyncBridge {
-    given: Option<tokio::runtime::Handle>,
-    owned: OnceLock<tokio::runtime::Runtime>,
-}
-
-impl AsyncBridge {
-    pub(crate) fn new(given: Option<tokio::runtime::Handle>) -> Self {
-        AsyncBridge {
-            given,
-            owned: OnceLock::new(),
-        }
-    }
-
-    /// The handle to spawn on, starting the owned runtime on first use.
-    pub(crate) fn handle(&self) -> tokio::runtime::Handle {
-        if let Some(h) = &self.given {
-            return h.clone();
-        }
-        self.owned
-            .get_or_init(|| {
-                tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .thread_name("troupe-async")
-                    .enable_time()
-                    .build()
-                    .expect("failed to start the async bridge's tokio runtime")
-            })
-            .handle()
-            .clone()
-    }
-
-    /// Stops the owned runtime (without waiting for its tasks).
-    pub(crate) fn shutdown(&mut self) {
-        if let Some(rt) = self.owned.take() {
-            rt.shutdown_background();
-        }
-    }
-}
 
 /// A future started by [`Context::spawn_future`](crate::Context::spawn_future);
 /// [`abort`](Self::abort) cancels it (its message is then never sent).

@@ -6,6 +6,8 @@
 //! what only a whole system has: the worker threads, the extra pools,
 //! the live count that shutdown waits on, and the shutdown report.
 
+#[cfg(feature = "async")]
+pub(crate) mod async_runtime;
 mod shutdown;
 mod table;
 
@@ -47,7 +49,7 @@ pub(crate) struct SystemInner {
     extra_pools: Mutex<Vec<PoolThreads>>,
     report: Mutex<Option<ShutdownReport>>,
     #[cfg(feature = "async")]
-    pub(crate) bridge: Mutex<crate::bridge::AsyncBridge>,
+    pub(crate) bridge: Mutex<async_runtime::AsyncBridge>,
 }
 
 impl Host for SystemInner {
@@ -180,7 +182,7 @@ impl SystemBuilder {
             extra_pools: Mutex::new(Vec::new()),
             report: Mutex::new(None),
             #[cfg(feature = "async")]
-            bridge: Mutex::new(crate::bridge::AsyncBridge::new(self.tokio)),
+            bridge: Mutex::new(async_runtime::AsyncBridge::new(self.tokio)),
         };
         let rt = Arc::new(Runtime {
             pool,
