@@ -12,7 +12,7 @@
 //! The no-lost-wake-up argument. A sender pushes its message, then does
 //! `fetch_or(SCHEDULED)` (AcqRel); if the bit was clear it owns the new task
 //! and schedules it. The worker that finishes a turn does
-//! `fetch_and(!SCHEDULED)` (AcqRel), then checks the mailbox's indices, and if
+//! `fetch_sub(SCHEDULED)` (AcqRel; the bit is known set), then checks the mailbox's indices, and if
 //! a message is there tries `fetch_or(SCHEDULED)` itself. Both sides use RMWs
 //! on the same word, so they are ordered: if the sender's RMW came first, the
 //! worker's RMW reads from it and therefore sees the sender's push; if the

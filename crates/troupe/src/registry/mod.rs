@@ -28,7 +28,8 @@
 //! # Layout
 //!
 //! * **Names**: Troupe's own open-addressing hash table (linear probing,
-//!   foldhash). A slot is one `u64`: 16 bits of the name's hash above the
+//!   foldhash). A slot is one `u64`: a 16-bit tag (15 bits of the name's hash and a
+//!   set top bit) above the
 //!   48-bit address of a *name record* (the name, up to 24 bytes inline,
 //!   and the `ActorRef`). Records live in chunks that never move (16, 16,
 //!   32, …, 512, then 1,024 records each), so a lookup is: hash, one slot

@@ -1,4 +1,5 @@
-//! The lock-free name table: `u64` slots holding a 16-bit hash tag above the
+//! The lock-free name table: `u64` slots holding a 16-bit tag (15 bits of
+//! hash and a set top bit) above the
 //! 48-bit address of a name record; readers probe under an epoch guard and
 //! write nothing shared.
 

@@ -238,7 +238,7 @@ impl<T> Unbounded<T> {
     /// Removes the oldest written message, or `None` if there is none yet.
     ///
     /// # Safety
-    /// At most one thread may call `pop` (or `is_empty_for_consumer`) at a time:
+    /// At most one thread may call `pop` (or `try_release`) at a time:
     /// the caller must own the actor's `SCHEDULED` bit, or `&mut self`.
     #[inline]
     pub unsafe fn pop(&self) -> Option<T> {
