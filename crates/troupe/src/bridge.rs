@@ -36,47 +36,7 @@
 //! assert_eq!(f.join(), troupe::StopReason::Normal);
 //! ```
 
-use std::sync::OnceLock;
-
-/// The async runtime a system's futures run on.
-pub(crate) struct AsyncBridge {
-    given: Option<tokio::runtime::Handle>,
-    owned: OnceLock<tokio::runtime::Runtime>,
-}
-
-impl AsyncBridge {
-    pub(crate) fn new(given: Option<tokio::runtime::Handle>) -> Self {
-        AsyncBridge {
-            given,
-            owned: OnceLock::new(),
-        }
-    }
-
-    /// The handle to spawn on, starting the owned runtime on first use.
-    pub(crate) fn handle(&self) -> tokio::runtime::Handle {
-        if let Some(h) = &self.given {
-            return h.clone();
-        }
-        self.owned
-            .get_or_init(|| {
-                tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .thread_name("troupe-async")
-                    .enable_time()
-                    .build()
-                    .expect("failed to start the async bridge's tokio runtime")
-            })
-            .handle()
-            .clone()
-    }
-
-    /// Stops the owned runtime (without waiting for its tasks).
-    pub(crate) fn shutdown(&mut self) {
-        if let Some(rt) = self.owned.take() {
-            rt.shutdown_background();
-        }
-    }
-}
+use crate::actor::{Actor, Context};
 
 /// A future started by [`Context::spawn_future`](crate::Context::spawn_future);
 /// [`abort`](Self::abort) cancels it (its message is then never sent).
@@ -93,5 +53,30 @@ impl FutureHandle {
     /// Whether the future has completed (and its message was sent).
     pub fn is_finished(&self) -> bool {
         self.0.is_finished()
+    }
+}
+
+impl<A: Actor> Context<'_, A> {
+    /// Runs `fut` on the system's async runtime (see the [module docs](self));
+    /// when it completes, this actor receives `to_msg(output)`. The worker is
+    /// not blocked meanwhile. If the actor has stopped by then, the message
+    /// is dropped and counted (and an ask inside it fails at once).
+    pub fn spawn_future<F>(
+        &self,
+        fut: F,
+        to_msg: impl FnOnce(F::Output) -> A::Msg + Send + 'static,
+    ) -> FutureHandle
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let me = self.myself();
+        let handle = self.system().inner().bridge.lock().handle();
+        FutureHandle(handle.spawn(async move {
+            let out = fut.await;
+            if let Err(e) = me.tell(to_msg(out)) {
+                me.drop_undelivered(e.into_inner());
+            }
+        }))
     }
 }

@@ -33,59 +33,64 @@
 //! system.shutdown();
 //! ```
 //!
-//! Where things live: [`actor`] (the trait, context and references),
-//! `mailbox` (queues), `scheduler` (workers, stealing, parking), `cell` (an
-//! actor's memory and its turn), `system` (spawn, shutdown). The hot path is
-//! described in `docs/architecture.md`.
+//! ## Where things live
+//!
+//! The crate is built in layers; each imports only from the layers below it
+//! (`docs/architecture.md`, "Layers", states the rule and CI checks it):
+//!
+//! | layer | folder | what |
+//! |---|---|---|
+//! | engine | `engine/` | mailboxes, the state word, the work-stealing scheduler, parking, dispatchers, the timer thread |
+//! | actor core | `actor/` | [`Actor`], [`Context`], [`ActorRef`], the cell, the lifecycle (exit records, watchers, stop reasons), ask |
+//! | system | `system/` | [`ActorSystem`], spawn, the actor table, shutdown |
+//! | above | `messaging/`, `states.rs`, `parallel.rs`, `supervision/`, `registry/`, `bridge.rs` | [`Recipient`], [`channel`], [`mchain`], [`limits`], [`timer`]; [`states`]; [`parallel`] actors; [`supervision`]; [`registry`]; the async [`bridge`] |
+//!
+//! The core types are at the crate root; everything else is under its
+//! module, and every public item has exactly one path.
+//!
+//! ## Cargo features
+//!
+//! All on by default: `async` (the tokio bridge, [`bridge`]), `registry`
+//! ([`registry`]), `supervision` ([`supervision`]). Turn off what you do not
+//! use with `default-features = false`.
 
 #![warn(missing_docs)]
 
+mod engine;
+
 pub mod actor;
-mod ask;
+mod system;
+
+mod messaging;
+pub mod parallel;
+pub mod states;
+
 #[cfg(feature = "async")]
 pub mod bridge;
-mod cell;
-pub mod channel;
-pub mod dispatcher;
-mod error;
-pub mod limits;
-pub mod mailbox;
-pub mod mchain;
-pub mod recipient;
+#[cfg(feature = "registry")]
 pub mod registry;
-mod scheduler;
-pub mod shared;
-mod state;
-pub mod states;
+#[cfg(feature = "supervision")]
 pub mod supervision;
-mod sync;
-mod system;
-pub mod timer;
 
-pub use actor::{Actor, ActorId, ActorRef, Context, WatchId};
-pub use ask::{AskFuture, ReplyTo};
-pub use dispatcher::{io_pool_size, Dispatcher, DispatcherKind};
-pub use error::{AskError, SendError, StopReason};
-pub use mailbox::{MailboxConfig, OverflowPolicy};
-pub use system::{ActorSystem, ShutdownReport, SpawnOptions, SystemBuilder, SystemHandle};
-
-pub use channel::{Channel, Subscription};
-pub use limits::{LimitPolicy, LimitStats, Limited, MessageLimit};
-pub use mchain::{
-    case, select, Close, MChain, MChainOverflow, Receive, ReceiveResult, ReceiveStatus, RecvError,
-};
-pub use recipient::{Deliver, DeliveryError, Recipient};
-pub use states::{Flow, StateMachine, StateTable, StateTimeout, Stateful};
-pub use timer::{send_delayed, send_periodic, TimerHandle};
-
-pub use registry::{NamedSendError, RegisterError, Registry};
-pub use supervision::{ChildSpec, Restart, Strategy, SupervisedRef, SupervisorRef, SupervisorSpec};
+pub use actor::actor_ref::{ActorRef, WeakActorRef};
+pub use actor::ask::{AskFuture, ReplyTo};
+pub use actor::behaviour::Actor;
+pub use actor::context::Context;
+pub use actor::error::{AskError, SendError, StopReason};
+pub use actor::id::ActorId;
+pub use actor::lifecycle::{Down, WatchId};
+pub use actor::runtime::SpawnOptions;
+pub use engine::dispatcher;
+pub use engine::mailbox::{MailboxConfig, Overflow};
+pub use messaging::recipient::Recipient;
+pub use messaging::{channel, limits, mchain, recipient, timer};
+pub use system::{ActorSystem, ShutdownReport, SystemBuilder, SystemHandle};
 
 /// Internals exposed for the loom model tests only.
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_exports {
-    pub use crate::mailbox::unbounded::{Release, Unbounded};
-    pub use crate::state::ActorState;
-    pub use crate::state::{CLOSED, SCHEDULED, STOP_DRAIN};
+    pub use crate::engine::mailbox::unbounded::{Release, Unbounded};
+    pub use crate::engine::state::ActorState;
+    pub use crate::engine::state::{CLOSED, SCHEDULED, STOP_DRAIN};
 }

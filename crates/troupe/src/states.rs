@@ -33,7 +33,8 @@
 //! ```
 //! use std::time::Duration;
 //! use troupe::states::{Flow, StateMachine, StateTable, StateTimeout, Stateful};
-//! use troupe::{Actor, ActorSystem, Context, MChain, Recipient};
+//! use troupe::{Actor, ActorSystem, Context, Recipient};
+//! use troupe::mchain::MChain;
 //!
 //! #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 //! enum St { StreamDown, Streaming }
@@ -80,7 +81,7 @@
 //! ```
 
 use crate::actor::{Actor, Context};
-use crate::timer::{self, TimerHandle};
+use crate::messaging::timer::{self, TimerHandle};
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;

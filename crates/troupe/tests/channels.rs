@@ -5,9 +5,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use troupe::{
-    Actor, ActorSystem, Channel, Context, MChain, Receive, ReceiveStatus, ReplyTo, SpawnOptions,
-};
+use troupe::channel::Channel;
+use troupe::mchain::{MChain, Receive, ReceiveStatus};
+use troupe::{Actor, ActorSystem, Context, ReplyTo, SpawnOptions};
 
 const T: Duration = Duration::from_secs(10);
 

@@ -5,9 +5,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 use std::thread::ThreadId;
 use std::time::Duration;
-use troupe::{
-    Actor, ActorSystem, Context, Dispatcher, DispatcherKind, ReplyTo, SpawnOptions, StopReason,
-};
+use troupe::dispatcher::{Dispatcher, DispatcherKind};
+use troupe::{Actor, ActorSystem, Context, ReplyTo, SpawnOptions, StopReason};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -232,10 +231,7 @@ fn pinned_workers_report_their_cpu() {
     impl Actor for Probe {
         type Msg = ReplyTo<(Option<usize>, Option<usize>)>;
         fn handle(&mut self, r: Self::Msg, _ctx: &mut Context<'_, Self>) {
-            r.reply((
-                troupe::dispatcher::current_worker_cpu(),
-                troupe::dispatcher::current_cpu(),
-            ));
+            r.reply((troupe::dispatcher::current_worker_cpu(), current_cpu()));
         }
     }
     let probes: Vec<_> = (0..8)
@@ -256,6 +252,19 @@ fn pinned_workers_report_their_cpu() {
     assert_eq!(free.ask(|r| r, T).unwrap().0, None);
 }
 
+/// The CPU this thread runs on now (Linux `sched_getcpu`).
+#[cfg(target_os = "linux")]
+fn current_cpu() -> Option<usize> {
+    // SAFETY: `sched_getcpu` has no preconditions; it returns -1 on error.
+    let cpu = unsafe { libc::sched_getcpu() };
+    (cpu >= 0).then_some(cpu as usize)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn current_cpu() -> Option<usize> {
+    troupe::dispatcher::current_worker_cpu()
+}
+
 fn core_ids() -> Vec<usize> {
     (0..std::thread::available_parallelism()
         .map(|n| n.get())
@@ -266,7 +275,7 @@ fn core_ids() -> Vec<usize> {
 #[test]
 fn blocking_pool_runs_blocking_handlers_side_by_side_without_stalling_the_cpu_pool() {
     let system = ActorSystem::builder().threads(1).build();
-    let n = troupe::io_pool_size(1, 1.0, 3.0, 1.0);
+    let n = troupe::dispatcher::io_pool_size(1, 1.0, 3.0, 1.0);
     assert_eq!(n, 4);
     let io = system.blocking_pool("io", n);
     struct Blocker(Arc<Barrier>);

@@ -2,12 +2,13 @@
 //! each channel is within 10% of the producer's rate, and nothing is
 //! reported while the stream is down.
 
-#[path = "../../../examples/fps_estimator.rs"]
+#[path = "../examples/fps_estimator.rs"]
 #[allow(dead_code)]
 mod example;
 
 use std::time::Duration;
-use troupe::{ActorSystem, MChain, Receive};
+use troupe::mchain::{MChain, Receive};
+use troupe::ActorSystem;
 
 #[test]
 fn estimate_is_within_ten_percent_of_the_producer_rate() {

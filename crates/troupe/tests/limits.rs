@@ -5,10 +5,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
-use troupe::{
-    Actor, ActorSystem, Channel, Context, DeliveryError, LimitPolicy, Limited, MChain,
-    MessageLimit, Receive, ReplyTo,
-};
+use troupe::channel::Channel;
+use troupe::limits::{LimitPolicy, Limited, MessageLimit};
+use troupe::mchain::{MChain, Receive};
+use troupe::{Actor, ActorSystem, Context, ReplyTo, SendError};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -128,7 +128,7 @@ fn reject_policy_hands_the_message_back() {
     let r = limit.wrap(main.recipient());
     r.send("a").unwrap();
     r.send("b").unwrap();
-    assert!(matches!(r.send("c"), Err(DeliveryError::Full("c"))));
+    assert!(matches!(r.send("c"), Err(SendError::Full("c"))));
     assert_eq!(limit.stats().rejected, 1);
     drop(main.try_recv());
     r.send("d").unwrap();
@@ -138,10 +138,10 @@ fn reject_policy_hands_the_message_back() {
 #[test]
 fn undelivered_messages_give_their_slot_back() {
     let closed = MChain::unbounded();
-    closed.close(troupe::Close::DropContent);
+    closed.close(troupe::mchain::Close::DropContent);
     let limit = MessageLimit::new(1, LimitPolicy::Reject);
     let r = limit.wrap(closed.recipient());
-    assert!(matches!(r.send(5u8), Err(DeliveryError::Closed(5))));
+    assert!(matches!(r.send(5u8), Err(SendError::Closed(5))));
     assert_eq!(limit.stats().pending, 0);
 
     // Left in a stopped actor's mailbox: dropped, slot returned.

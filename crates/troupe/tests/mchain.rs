@@ -3,10 +3,8 @@
 //! frequency_calculator).
 
 use std::time::{Duration, Instant};
-use troupe::{
-    case, select, Actor, ActorSystem, Close, Context, DeliveryError, MChain, MChainOverflow,
-    Receive, ReceiveStatus, Recipient, RecvError,
-};
+use troupe::mchain::{case, select, Close, MChain, Receive, ReceiveStatus, RecvError};
+use troupe::{Actor, ActorSystem, Context, Overflow, Recipient, SendError};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -87,7 +85,7 @@ fn handle_all_runs_until_closed_retaining_content() {
             sender.send(n).unwrap();
         }
         sender.close(Close::RetainContent);
-        assert!(matches!(sender.send(0), Err(DeliveryError::Closed(0))));
+        assert!(matches!(sender.send(0), Err(SendError::Closed(0))));
     });
     let mut sum = 0;
     let r = chain.receive(Receive::new().handle_all(), |n| sum += n);
@@ -123,19 +121,19 @@ fn close_wakes_a_blocked_receiver() {
 
 #[test]
 fn bounded_overflow_policies() {
-    let reject = MChain::bounded(2, MChainOverflow::Reject);
+    let reject = MChain::bounded(2, Overflow::Reject);
     reject.send(1).unwrap();
     reject.send(2).unwrap();
-    assert!(matches!(reject.send(3), Err(DeliveryError::Full(3))));
+    assert!(matches!(reject.send(3), Err(SendError::Full(3))));
 
-    let newest = MChain::bounded(2, MChainOverflow::DropNewest);
+    let newest = MChain::bounded(2, Overflow::DropNewest);
     for n in 1..=4 {
         newest.send(n).unwrap();
     }
     assert_eq!(newest.dropped(), 2);
     assert_eq!((newest.try_recv(), newest.try_recv()), (Some(1), Some(2)));
 
-    let oldest = MChain::bounded(2, MChainOverflow::DropOldest);
+    let oldest = MChain::bounded(2, Overflow::DropOldest);
     for n in 1..=4 {
         oldest.send(n).unwrap();
     }
@@ -143,10 +141,10 @@ fn bounded_overflow_policies() {
     assert_eq!((oldest.try_recv(), oldest.try_recv()), (Some(3), Some(4)));
 
     // Block: the sender waits for room, then times out.
-    let block = MChain::bounded(1, MChainOverflow::Block(Duration::from_millis(20)));
+    let block = MChain::bounded(1, Overflow::BlockFor(Duration::from_millis(20)));
     block.send(1).unwrap();
-    assert!(matches!(block.send(2), Err(DeliveryError::Full(2))));
-    let slow = MChain::bounded(1, MChainOverflow::Block(T));
+    assert!(matches!(block.send(2), Err(SendError::Full(2))));
+    let slow = MChain::bounded(1, Overflow::BlockFor(T));
     slow.send(0u64).unwrap();
     let s2 = slow.clone();
     let producer = std::thread::spawn(move || {
@@ -272,7 +270,7 @@ fn actor_output_observed_through_an_mchain() {
 
 #[test]
 fn many_senders_many_receivers_count_exactly() {
-    let chain = MChain::bounded(64, MChainOverflow::Block(T));
+    let chain = MChain::bounded(64, Overflow::BlockFor(T));
     const P: u64 = 3;
     const N: u64 = 10_000;
     let total = std::sync::atomic::AtomicU64::new(0);

@@ -5,9 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use troupe::registry::Reader;
-use troupe::{
-    Actor, ActorRef, ActorSystem, Context, NamedSendError, RegisterError, Registry, StopReason,
-};
+use troupe::registry::{RegisterError, Registry};
+use troupe::{Actor, ActorRef, ActorSystem, Context, SendError, StopReason};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -77,7 +76,7 @@ fn names_are_unique_and_errors_are_clear() {
     // Unknown name.
     assert!(reg.find("nobody").is_none());
     match reg.send("nobody", M::Ping) {
-        Err(NamedSendError::UnknownName(M::Ping)) => {}
+        Err(SendError::Closed(M::Ping)) => {}
         other => panic!("{:?}", other.map_err(|e| e.to_string())),
     }
     reg.send("a", M::Ping).unwrap();
@@ -93,9 +92,9 @@ fn names_are_unique_and_errors_are_clear() {
     a.stop();
     assert_eq!(a.join_timeout(T), Some(StopReason::Normal));
     match reg.send("a", M::Ping) {
-        Err(NamedSendError::UnknownName(_)) | Err(NamedSendError::Stopped(_)) => {}
+        Err(SendError::Closed(_)) | Err(SendError::Stopped(_)) => {}
         Ok(()) => panic!("sent to a stopped actor"),
-        Err(NamedSendError::Full(_)) => panic!("full"),
+        Err(SendError::Full(_)) => panic!("full"),
     }
     wait_until("the entry to go", || reg.find("a").is_none());
     // A stopped actor cannot be registered.
@@ -480,7 +479,7 @@ fn reused_name_records_never_answer_for_another_name() {
 /// so a plain thread dispatching cannot hold up the cleanup of the group.
 #[test]
 fn dispatch_skips_a_full_blocking_mailbox_instead_of_waiting() {
-    use troupe::{MailboxConfig, OverflowPolicy, SpawnOptions};
+    use troupe::{MailboxConfig, Overflow, SpawnOptions};
     let system = system();
     let pings = Arc::new(AtomicU64::new(0));
     let reg = Registry::new();
@@ -505,7 +504,7 @@ fn dispatch_skips_a_full_blocking_mailbox_instead_of_waiting() {
             open: open_rx,
             pings: pings.clone(),
         },
-        SpawnOptions::default().mailbox(MailboxConfig::bounded(1, OverflowPolicy::Block)),
+        SpawnOptions::default().mailbox(MailboxConfig::bounded(1, Overflow::Block)),
     );
     let busy_reg: Registry<Busy> = Registry::new();
     assert!(busy_reg.join("g", &busy));

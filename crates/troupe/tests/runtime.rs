@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use troupe::{
-    Actor, ActorSystem, AskError, Context, MailboxConfig, OverflowPolicy, ReplyTo, SendError,
+    Actor, ActorSystem, AskError, Context, MailboxConfig, Overflow, ReplyTo, SendError,
     SpawnOptions, StopReason,
 };
 
@@ -280,7 +280,7 @@ fn gate(
 #[test]
 fn bounded_reject_returns_the_message() {
     let system = ActorSystem::builder().threads(2).build();
-    let (g, open, seen) = gate(&system, MailboxConfig::bounded(4, OverflowPolicy::Reject));
+    let (g, open, seen) = gate(&system, MailboxConfig::bounded(4, Overflow::Reject));
     for i in 1..=4 {
         g.tell(i).unwrap();
     }
@@ -294,10 +294,7 @@ fn bounded_reject_returns_the_message() {
 #[test]
 fn bounded_drop_oldest_counts_evictions() {
     let system = ActorSystem::builder().threads(2).build();
-    let (g, open, seen) = gate(
-        &system,
-        MailboxConfig::bounded(4, OverflowPolicy::DropOldest),
-    );
+    let (g, open, seen) = gate(&system, MailboxConfig::bounded(4, Overflow::DropOldest));
     for i in 1..=10 {
         g.tell(i).unwrap();
     }
@@ -312,7 +309,7 @@ fn bounded_drop_oldest_counts_evictions() {
 #[test]
 fn bounded_block_waits_on_threads_and_refuses_on_workers() {
     let system = ActorSystem::builder().threads(2).build();
-    let (g, open, seen) = gate(&system, MailboxConfig::bounded(2, OverflowPolicy::Block));
+    let (g, open, seen) = gate(&system, MailboxConfig::bounded(2, Overflow::Block));
     g.tell(1).unwrap();
     g.tell(2).unwrap();
     // A plain thread blocks until the gate opens.

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
-use troupe::shared::{Coordinator, Fifo, SharedActor};
+use troupe::parallel::{Coordinator, Fifo, SharedActor};
 use troupe::{ActorSystem, StopReason};
 
 /// (violations, stale reads, shared handled, exclusive handled, max parallel)

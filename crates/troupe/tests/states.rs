@@ -4,10 +4,9 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use troupe::{
-    Actor, ActorRef, ActorSystem, Context, Flow, MChain, Receive, ReplyTo, StateMachine,
-    StateTable, StateTimeout, Stateful,
-};
+use troupe::mchain::{MChain, Receive};
+use troupe::states::{Flow, StateMachine, StateTable, StateTimeout, Stateful};
+use troupe::{Actor, ActorRef, ActorSystem, Context, ReplyTo};
 
 const T: Duration = Duration::from_secs(10);
 

@@ -6,11 +6,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use troupe::supervision::{link, link_trapping, monitor, Down};
-use troupe::{
-    Actor, ActorId, ActorRef, ActorSystem, ChildSpec, Context, ReplyTo, Restart, SendError,
-    StopReason, Strategy, SupervisedRef, SupervisorSpec,
-};
+use troupe::supervision::{link, link_trapping, monitor};
+use troupe::supervision::{ChildSpec, Restart, Strategy, SupervisedRef, SupervisorSpec};
+use troupe::Down;
+use troupe::{Actor, ActorId, ActorRef, ActorSystem, Context, ReplyTo, SendError, StopReason};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -386,7 +385,7 @@ fn restart_intensity_exhaustion_stops_the_supervisor() {
     w.tell(W::Crash).unwrap(); // the third restart within the period: too many
     let reason = sup.join_timeout(T).expect("supervisor stopped");
     match &reason {
-        StopReason::Panicked(m) => assert!(m.contains("restart intensity exceeded"), "{m}"),
+        StopReason::Failed(m) => assert!(m.contains("restart intensity exceeded"), "{m}"),
         other => panic!("unexpected reason {other:?}"),
     }
     assert_eq!(rx.recv_timeout(T).unwrap().reason, reason);
@@ -421,7 +420,7 @@ fn supervision_tree_restarts_a_failed_subtree() {
     let first_inner = inner_ref.current().unwrap();
     leaf_ref.tell(W::Crash).unwrap(); // too many for the inner one
     match first_inner.join_timeout(T) {
-        Some(StopReason::Panicked(m)) => assert!(m.contains("restart intensity exceeded")),
+        Some(StopReason::Failed(m)) => assert!(m.contains("restart intensity exceeded")),
         other => panic!("inner supervisor: {other:?}"),
     }
     // The root restarts the inner supervisor, which starts a fresh leaf; the

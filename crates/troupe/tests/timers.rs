@@ -9,11 +9,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use troupe::timer::{self, send_at};
-use troupe::{
-    send_delayed, send_periodic, Actor, ActorSystem, Channel, Context, MChain, Receive,
-    ReceiveStatus, RecvError,
-};
+use troupe::channel::Channel;
+use troupe::mchain::{MChain, Receive, ReceiveStatus, RecvError};
+use troupe::timer::{self, send_at, send_delayed, send_periodic};
+use troupe::{Actor, ActorSystem, Context};
 
 /// Counts live heap bytes.
 struct Counting;
@@ -181,7 +180,8 @@ fn hundred_thousand_pending_timers_cost_bounded_memory_and_fire_in_order() {
         .collect();
     let scheduled_in = base.saturating_duration_since(Instant::now());
     let bytes = LIVE.load(Ordering::Relaxed) - before;
-    let handles_bytes = (handles.capacity() * std::mem::size_of::<troupe::TimerHandle>()) as isize;
+    let handles_bytes =
+        (handles.capacity() * std::mem::size_of::<troupe::timer::TimerHandle>()) as isize;
     let per_timer = (bytes - handles_bytes) as f64 / N as f64;
     println!("{per_timer:.0} bytes per pending timer");
     assert!(
@@ -258,7 +258,8 @@ fn timers_scheduled_from_many_threads_all_fire() {
 #[test]
 fn a_panicking_delivery_does_not_stop_the_timer_thread() {
     let _g = serial();
-    timer::call_at(Instant::now(), || panic!("deliberate panic in a timer")).detach();
+    let bomb = troupe::Recipient::from_fn(|_: u8| panic!("deliberate panic in a timer"));
+    send_at(bomb, Instant::now(), 0u8).detach();
     let out = MChain::unbounded();
     let _t = send_delayed(&out, Duration::from_millis(10), 1u8);
     assert_eq!(out.recv_timeout(T), Ok(1));

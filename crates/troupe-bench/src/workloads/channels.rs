@@ -9,8 +9,10 @@ use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use troupe::channel::Channel;
+use troupe::mchain::{MChain, Receive, ReceiveStatus};
 use troupe::timer::send_at;
-use troupe::{Actor, Channel, Context, MChain, MChainOverflow, Receive, ReceiveStatus};
+use troupe::{Actor, Context, Overflow};
 
 pub struct Params {
     /// Subscriber counts, one figure each (default 1, 10, 100, 1000).
@@ -150,7 +152,7 @@ fn timer_sample(n: usize) -> Result<(f64, f64), String> {
 /// One plain thread sends `n` messages into a bounded chain (blocking when
 /// full); this thread receives them.
 fn chain_sample(n: usize) -> Result<Sample, String> {
-    let chain = MChain::bounded(4096, MChainOverflow::Block(Duration::from_secs(60)));
+    let chain = MChain::bounded(4096, Overflow::BlockFor(Duration::from_secs(60)));
     let tx = chain.clone();
     let t0 = Instant::now();
     let producer = std::thread::spawn(move || {

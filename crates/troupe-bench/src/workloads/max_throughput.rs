@@ -23,7 +23,7 @@ use crossbeam_channel::{unbounded, Sender};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use troupe::shared::{Fifo, SharedActor, SharedRef};
+use troupe::parallel::{Fifo, SharedActor, SharedRef};
 use troupe::{Actor, ActorRef, Context};
 
 pub struct Params {

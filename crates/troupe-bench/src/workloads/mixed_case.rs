@@ -12,7 +12,8 @@ use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use troupe::{Actor, ActorRef, Context, Dispatcher, SpawnOptions};
+use troupe::dispatcher::Dispatcher;
+use troupe::{Actor, ActorRef, Context, SpawnOptions};
 
 pub struct Params {
     pub ring_masters: usize,

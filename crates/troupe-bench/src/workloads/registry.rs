@@ -43,7 +43,8 @@ use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use troupe::{Actor, ActorRef, Context, Registry};
+use troupe::registry::Registry;
+use troupe::{Actor, ActorRef, Context};
 
 pub struct Params {
     pub sizes: Vec<usize>,

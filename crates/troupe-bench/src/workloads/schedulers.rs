@@ -7,7 +7,8 @@ use super::ring::{sample_with, Params as RingParams};
 use super::{params, RunCfg};
 use crate::stats::Figure;
 use serde_json::json;
-use troupe::{ActorSystem, Dispatcher, SpawnOptions, SystemHandle};
+use troupe::dispatcher::Dispatcher;
+use troupe::{ActorSystem, SpawnOptions, SystemHandle};
 
 pub struct Params {
     pub rings: usize,

@@ -38,7 +38,7 @@ pub struct Driver {
 impl Driver {
     fn next(&mut self, ctx: &mut Context<'_, Self>) {
         let child = ctx.spawn(Quitter);
-        ctx.watch(&child, DriverMsg::Down);
+        ctx.watch(&child, |d| DriverMsg::Down(d.id, d.reason));
     }
 }
 

@@ -1,0 +1,356 @@
+//! [`ActorRef`], the handle everyone uses to reach an actor, and
+//! [`WeakActorRef`], one that does not keep it alive.
+
+use super::ask::{request_not_sent, wait_reply, AskFuture, ReplyTo};
+use super::behaviour::Actor;
+use super::cell::ActorCell;
+use super::error::{AskError, SendError, StopReason};
+use super::id::ActorId;
+use super::lifecycle::{Down, JoinFuture, StopListener, StopRequest, WatchId};
+use super::watch::Watchable;
+use crate::engine::deadline;
+use std::fmt;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// A handle to an actor: cheap to clone, `Send + Sync`, usable from actors and
+/// from plain threads.
+///
+/// ```
+/// use troupe::{Actor, ActorSystem, Context, StopReason};
+///
+/// struct Counter { total: u64 }
+/// impl Actor for Counter {
+///     type Msg = u64;
+///     fn handle(&mut self, n: u64, _ctx: &mut Context<'_, Self>) { self.total += n; }
+/// }
+///
+/// let system = ActorSystem::builder().threads(1).build();
+/// let counter = system.spawn(Counter { total: 0 });
+/// counter.tell(5).unwrap();
+/// counter.stop_with(StopReason::Failed("maintenance".into()));
+/// assert_eq!(counter.join(), StopReason::Failed("maintenance".into()));
+/// // A stopped actor hands the message back.
+/// assert_eq!(counter.tell(7).unwrap_err().into_inner(), 7);
+/// ```
+pub struct ActorRef<A: Actor> {
+    pub(crate) cell: Arc<ActorCell<A>>,
+}
+
+impl<A: Actor> Clone for ActorRef<A> {
+    fn clone(&self) -> Self {
+        ActorRef {
+            cell: self.cell.clone(),
+        }
+    }
+}
+
+impl<A: Actor> fmt::Debug for ActorRef<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.cell.name {
+            Some(name) => write!(f, "ActorRef{}({name})", self.cell.id),
+            None => write!(f, "ActorRef{}", self.cell.id),
+        }
+    }
+}
+
+impl<A: Actor> PartialEq for ActorRef<A> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.cell, &other.cell)
+    }
+}
+
+impl<A: Actor> Eq for ActorRef<A> {}
+
+impl<A: Actor> ActorRef<A> {
+    /// Sends a message (fire and forget). Never blocks, except on a bounded
+    /// mailbox with a `Block` policy from a plain thread. On failure the
+    /// message comes back inside the error: `Stopped` (the actor has
+    /// stopped) or `Full` (its bounded mailbox is).
+    #[inline]
+    pub fn tell(&self, msg: A::Msg) -> Result<(), SendError<A::Msg>> {
+        self.cell.send(msg)
+    }
+
+    /// As [`tell`](Self::tell), but never blocks: a full bounded mailbox
+    /// gives [`SendError::Full`] at once whatever its overflow policy
+    /// (`DropOldest` still evicts).
+    #[inline]
+    pub fn try_tell(&self, msg: A::Msg) -> Result<(), SendError<A::Msg>> {
+        self.cell.send_with(msg, false)
+    }
+
+    /// Sends a request built by `make` around a [`ReplyTo`] and blocks this
+    /// thread for the reply, at most `timeout` (a timeout too large for the
+    /// clock waits as long as it takes). Do not call it from inside an actor
+    /// (it would block a worker); use [`Context::ask`](crate::Context::ask)
+    /// there.
+    pub fn ask<R: Send + 'static>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> A::Msg,
+        timeout: Duration,
+    ) -> Result<R, AskError> {
+        let deadline = deadline::after(timeout);
+        let (reply, rx) = ReplyTo::oneshot();
+        self.send_request(make(reply))?;
+        wait_reply(rx, deadline)
+    }
+
+    /// Sends a request and returns a future of the reply, for async code.
+    /// Give it a deadline with [`AskFuture::with_timeout`], or call
+    /// [`AskFuture::wait_timeout`] to block.
+    pub fn ask_async<R: Send + 'static>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> A::Msg,
+    ) -> AskFuture<R> {
+        let (reply, rx) = ReplyTo::oneshot();
+        match self.send_request(make(reply)) {
+            Ok(()) => AskFuture::waiting(rx),
+            Err(e) => AskFuture::failed(e),
+        }
+    }
+
+    fn send_request(&self, msg: A::Msg) -> Result<(), AskError> {
+        self.cell.send(msg).map_err(request_not_sent)
+    }
+
+    /// Asks the actor to stop after handling the messages already in its
+    /// mailbox; new sends are refused from now on. Reason: `Normal`.
+    pub fn stop(&self) {
+        self.cell.stop_request(StopRequest::Drain);
+    }
+
+    /// As [`stop`](Self::stop), with the reason its watchers and joiners
+    /// are told (the first reason asked for wins).
+    pub fn stop_with(&self, reason: StopReason) {
+        self.cell.exit.request_reason(reason);
+        self.cell.stop_request(StopRequest::Drain);
+    }
+
+    /// Stops the actor after its current message; what is left in its
+    /// mailbox is dropped and counted. Reason: `Killed`.
+    pub fn kill(&self) {
+        self.cell.stop_request(StopRequest::Kill);
+    }
+
+    /// Blocks until the actor has stopped and its monitors have run (so a
+    /// registry no longer lists it); returns why. Not from inside an actor.
+    pub fn join(&self) -> StopReason {
+        self.cell.exit.wait(None).unwrap_or(StopReason::Killed)
+    }
+
+    /// As [`join`](Self::join), giving up after `timeout` (`None`).
+    pub fn join_timeout(&self, timeout: Duration) -> Option<StopReason> {
+        self.cell.exit.wait(deadline::after(timeout))
+    }
+
+    /// As [`join`](Self::join), for async code: a future of the stop reason,
+    /// ready once the actor's monitors have run. Any executor works.
+    pub fn join_async(&self) -> JoinFuture {
+        self.cell.exit.join_async()
+    }
+
+    /// Why the actor stopped, or `None` while it runs.
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        self.cell.exit.reason()
+    }
+
+    /// Whether the actor still accepts messages.
+    pub fn is_alive(&self) -> bool {
+        !self.cell.mailbox.is_closed()
+    }
+
+    /// The actor's id.
+    pub fn id(&self) -> ActorId {
+        self.cell.id
+    }
+
+    /// The actor's name, if it was spawned with one.
+    pub fn name(&self) -> Option<&str> {
+        self.cell.name.as_deref().map(String::as_str)
+    }
+
+    /// Messages waiting in the mailbox (a snapshot).
+    pub fn mailbox_len(&self) -> usize {
+        self.cell.mailbox.len()
+    }
+
+    /// The bounded mailbox's capacity, `None` for an unbounded one.
+    pub fn mailbox_capacity(&self) -> Option<usize> {
+        self.cell.mailbox.capacity()
+    }
+
+    /// Messages a `DropOldest` or `DropNewest` mailbox has dropped so far.
+    pub fn mailbox_evicted(&self) -> u64 {
+        self.cell.mailbox.evicted()
+    }
+
+    /// A reference that does not keep the actor's memory alive.
+    pub fn downgrade(&self) -> WeakActorRef<A> {
+        WeakActorRef {
+            cell: Arc::downgrade(&self.cell),
+            id: self.cell.id,
+        }
+    }
+
+    /// Calls `f` with the reason when the actor stops (at once if it has):
+    /// a monitor usable from plain code. `f` runs on the thread that stops
+    /// the actor, before [`join`](Self::join) returns; it must not join the
+    /// actor itself. A panic in `f` is caught and logged.
+    ///
+    /// Returns an id that [`demonitor`](Self::demonitor) takes to cancel it.
+    pub fn on_stop(&self, f: impl FnOnce(ActorId, &StopReason) + Send + 'static) -> WatchId {
+        self.cell.exit.add_watcher(self.cell.id, Box::new(f))
+    }
+
+    /// Cancels a watcher set with [`on_stop`](Self::on_stop) or a watch on
+    /// this actor; returns `false` if it has already run (the actor
+    /// stopped) or was cancelled before.
+    ///
+    /// ```
+    /// use troupe::{Actor, ActorSystem, Context};
+    ///
+    /// struct Idle;
+    /// impl Actor for Idle {
+    ///     type Msg = ();
+    ///     fn handle(&mut self, _: (), _: &mut Context<'_, Self>) {}
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(1).build();
+    /// let a = system.spawn(Idle);
+    /// let watch = a.on_stop(|_, _| panic!("cancelled: never called"));
+    /// assert!(a.demonitor(watch));
+    /// assert!(!a.demonitor(watch));
+    /// a.stop();
+    /// a.join();
+    /// # system.shutdown();
+    /// ```
+    pub fn demonitor(&self, watch: WatchId) -> bool {
+        self.cell.exit.remove_watcher(watch)
+    }
+
+    /// Watches `target` on behalf of this actor: when `target` stops, this
+    /// actor receives `to_msg(Down)` (at once if it already has). The watch
+    /// holds only a weak reference to this actor; cancel it with
+    /// `target.demonitor(id)`. Inside a handler,
+    /// [`Context::watch`](crate::Context::watch) does the same.
+    pub fn watch<T: Watchable>(
+        &self,
+        target: &T,
+        to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
+    ) -> WatchId {
+        let me = self.downgrade();
+        target.on_stop(move |id, reason| {
+            if let Some(me) = me.upgrade() {
+                let _ = me.tell(to_msg(Down {
+                    id,
+                    reason: reason.clone(),
+                }));
+            }
+        })
+    }
+
+    /// Tells `listener` (with `token`) when this actor stops: the one hook
+    /// for code that watches many actors ([`StopListener`]). The first
+    /// listener costs no allocation. Returns `false`, registering nothing,
+    /// if the actor has already stopped.
+    pub fn listen(&self, listener: Arc<dyn StopListener>, token: u64) -> bool {
+        self.cell.exit.add_listener(listener, token)
+    }
+
+    /// The token `listener` listens to this actor with, while it runs.
+    pub fn listener_token(&self, listener: &Arc<dyn StopListener>) -> Option<u64> {
+        self.cell.exit.listener_token(listener)
+    }
+
+    /// Stops telling `listener`; `false` if it was not listening (or the
+    /// actor has stopped and it is being told).
+    pub fn unlisten(&self, listener: &Arc<dyn StopListener>) -> bool {
+        self.cell.exit.remove_listener(listener)
+    }
+
+    /// Drops a message meant for this actor that it will never get,
+    /// counted in the system's dropped messages (its asks fail at once).
+    pub(crate) fn drop_undelivered(&self, msg: A::Msg) {
+        self.cell.drop_undelivered(msg, AskError::ActorStopped);
+    }
+
+    /// Watchers registered and not yet run (tests of the layers above).
+    #[cfg(test)]
+    pub(crate) fn watcher_count(&self) -> usize {
+        self.cell.exit.watcher_count()
+    }
+}
+
+impl<A: Actor> Watchable for ActorRef<A> {
+    fn id(&self) -> ActorId {
+        self.cell.id
+    }
+
+    fn on_stop(&self, f: impl FnOnce(ActorId, &StopReason) + Send + 'static) -> WatchId {
+        ActorRef::on_stop(self, f)
+    }
+
+    fn demonitor(&self, watch: WatchId) -> bool {
+        ActorRef::demonitor(self, watch)
+    }
+
+    fn kill(&self) {
+        ActorRef::kill(self)
+    }
+}
+
+/// A reference to an actor that does not keep its memory alive: for
+/// back-references (a child to its parent, a cache of actors) that must not
+/// form cycles. [`upgrade`](Self::upgrade) gives an [`ActorRef`] while the
+/// actor's memory exists (a stopped actor's too: sends then hand the
+/// message back).
+///
+/// ```
+/// use troupe::{Actor, ActorSystem, Context};
+/// struct Idle;
+/// impl Actor for Idle {
+///     type Msg = ();
+///     fn handle(&mut self, _: (), _: &mut Context<'_, Self>) {}
+/// }
+/// let system = ActorSystem::builder().threads(1).build();
+/// let a = system.spawn(Idle);
+/// let weak = a.downgrade();
+/// assert_eq!(weak.upgrade(), Some(a.clone()));
+/// a.stop();
+/// a.join();
+/// drop(a);
+/// system.shutdown();
+/// assert!(weak.upgrade().is_none());
+/// ```
+pub struct WeakActorRef<A: Actor> {
+    cell: Weak<ActorCell<A>>,
+    id: ActorId,
+}
+
+impl<A: Actor> WeakActorRef<A> {
+    /// A strong reference, if the actor's memory still exists.
+    pub fn upgrade(&self) -> Option<ActorRef<A>> {
+        self.cell.upgrade().map(|cell| ActorRef { cell })
+    }
+
+    /// The actor's id (known even after its memory is gone).
+    pub fn id(&self) -> ActorId {
+        self.id
+    }
+}
+
+impl<A: Actor> Clone for WeakActorRef<A> {
+    fn clone(&self) -> Self {
+        WeakActorRef {
+            cell: self.cell.clone(),
+            id: self.id,
+        }
+    }
+}
+
+impl<A: Actor> fmt::Debug for WeakActorRef<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "WeakActorRef{}", self.id)
+    }
+}

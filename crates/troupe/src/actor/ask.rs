@@ -1,0 +1,336 @@
+//! Request-reply: the [`ReplyTo`] handle a request carries, and the waiting
+//! side for plain threads and async code.
+//!
+//! A `ReplyTo` is used at most once. If it is dropped without a reply (the
+//! handler forgot, or the actor stopped with the request still in its mailbox)
+//! the asker gets an error at once instead of waiting out its timeout: `Drop`
+//! sends `AskError::ActorStopped` while an actor's leftover mailbox is being
+//! dropped, `AskError::NoReply` otherwise.
+
+use super::error::{AskError, SendError};
+use crate::engine::deadline;
+use crate::engine::timer::{call_at, TimerHandle};
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
+
+thread_local! {
+    /// Set while the runtime drops messages it could not deliver (a stopped
+    /// actor's leftovers, an evicted message), so a dropped `ReplyTo` can say
+    /// why.
+    static DROPPING: Cell<Option<AskError>> = const { Cell::new(None) };
+    /// Set while a request whose sender already got the error is dropped.
+    static SILENT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Drops `value` without any `ReplyTo` inside it reporting: used when the
+/// asker already learned of the failure from a return value.
+pub(crate) fn drop_silently<T>(value: T) {
+    SILENT.with(|s| s.set(true));
+    drop(value);
+    SILENT.with(|s| s.set(false));
+}
+
+/// Drops a message that will not be delivered, outside any actor: an ask
+/// inside it fails with `ActorStopped` at once.
+pub(crate) fn drop_undelivered<T>(value: T) {
+    while_dropping(AskError::ActorStopped, move || drop(value));
+}
+
+/// Runs `f` with "undelivered messages are being dropped because `why`" set.
+pub(crate) fn while_dropping<R>(why: AskError, f: impl FnOnce() -> R) -> R {
+    let prev = DROPPING.with(|d| d.replace(Some(why)));
+    let r = f();
+    DROPPING.with(|d| d.set(prev));
+    r
+}
+
+/// The error for a request that could not be sent. The request is dropped
+/// without its `ReplyTo` reporting: the asker learns of the failure here.
+pub(crate) fn request_not_sent<M>(e: SendError<M>) -> AskError {
+    let why = match &e {
+        SendError::Full(_) => AskError::MailboxFull,
+        SendError::Closed(_) | SendError::Stopped(_) => AskError::ActorStopped,
+    };
+    drop_silently(e.into_inner());
+    why
+}
+
+/// Where a reply is delivered: a waiting thread/future or an actor's mailbox.
+pub(crate) trait ReplySink<R>: Send + Sync {
+    fn deliver(self: Arc<Self>, reply: Result<R, AskError>);
+}
+
+enum Target<R> {
+    Oneshot(oneshot::Sender<Result<R, AskError>>),
+    Actor(Arc<dyn ReplySink<R>>),
+}
+
+/// The reply handle carried inside a request message. Call [`reply`](Self::reply)
+/// once; dropping it unanswered fails the asker at once.
+///
+/// ```
+/// use troupe::{Actor, ActorSystem, Context, ReplyTo};
+/// use std::time::{Duration, Instant};
+///
+/// struct Doubler;
+/// enum Msg { Double(u64, ReplyTo<u64>) }
+/// impl Actor for Doubler {
+///     type Msg = Msg;
+///     fn handle(&mut self, msg: Msg, _ctx: &mut Context<'_, Self>) {
+///         let Msg::Double(x, reply) = msg;
+///         reply.reply(2 * x);
+///     }
+/// }
+///
+/// let system = ActorSystem::new();
+/// let doubler = system.spawn(Doubler);
+/// let answer = doubler.ask(|r| Msg::Double(21, r), Duration::from_secs(1));
+/// assert_eq!(answer, Ok(42));
+/// ```
+pub struct ReplyTo<R: Send + 'static> {
+    target: Option<Target<R>>,
+}
+
+impl<R: Send + 'static> ReplyTo<R> {
+    pub(crate) fn oneshot() -> (Self, oneshot::Receiver<Result<R, AskError>>) {
+        let (tx, rx) = oneshot::channel();
+        (
+            ReplyTo {
+                target: Some(Target::Oneshot(tx)),
+            },
+            rx,
+        )
+    }
+
+    pub(crate) fn to_sink(sink: Arc<dyn ReplySink<R>>) -> Self {
+        ReplyTo {
+            target: Some(Target::Actor(sink)),
+        }
+    }
+
+    /// Sends the reply. Returns `false` if the asker is gone (timed out or
+    /// dropped its future); the reply is then discarded.
+    pub fn reply(mut self, value: R) -> bool {
+        self.send(Ok(value))
+    }
+
+    fn send(&mut self, result: Result<R, AskError>) -> bool {
+        match self.target.take() {
+            Some(Target::Oneshot(tx)) => tx.send(result).is_ok(),
+            Some(Target::Actor(sink)) => {
+                sink.deliver(result);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl<R: Send + 'static> Drop for ReplyTo<R> {
+    fn drop(&mut self) {
+        if self.target.is_some() {
+            if SILENT.with(|s| s.get()) {
+                self.target = None;
+                return;
+            }
+            let why = DROPPING.with(|d| d.get()).unwrap_or(AskError::NoReply);
+            self.send(Err(why));
+        }
+    }
+}
+
+impl<R: Send + 'static> std::fmt::Debug for ReplyTo<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReplyTo(..)")
+    }
+}
+
+/// Blocks for a reply until `deadline` (`None`: as long as it takes).
+pub(crate) fn wait_reply<R>(
+    rx: oneshot::Receiver<Result<R, AskError>>,
+    deadline: Option<Instant>,
+) -> Result<R, AskError> {
+    let Some(deadline) = deadline else {
+        return rx.recv().unwrap_or(Err(AskError::ActorStopped));
+    };
+    match rx.recv_deadline(deadline) {
+        Ok(r) => r,
+        Err(oneshot::RecvTimeoutError::Timeout) => Err(AskError::Timeout),
+        Err(oneshot::RecvTimeoutError::Disconnected) => Err(AskError::ActorStopped),
+    }
+}
+
+/// Blocks on a future that was already polled once, by parking this thread.
+fn wait_polling<R>(
+    rx: oneshot::AsyncReceiver<Result<R, AskError>>,
+    deadline: Option<Instant>,
+) -> Result<R, AskError> {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = TaskContext::from_waker(&waker);
+    let mut rx = rx;
+    loop {
+        if let Poll::Ready(r) = Pin::new(&mut rx).poll(&mut cx) {
+            return r.unwrap_or(Err(AskError::ActorStopped));
+        }
+        match deadline {
+            None => std::thread::park(),
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return Err(AskError::Timeout);
+                }
+                std::thread::park_timeout(d - now);
+            }
+        }
+    }
+}
+
+/// The answer to an [`ActorRef::ask_async`](crate::ActorRef::ask_async): a
+/// future that resolves to the reply or to the error that replaced it.
+///
+/// ```
+/// use troupe::{Actor, ActorSystem, AskError, Context, ReplyTo};
+/// use std::time::{Duration, Instant};
+/// struct Silent;
+/// impl Actor for Silent {
+///     type Msg = ReplyTo<u32>;
+///     fn handle(&mut self, r: ReplyTo<u32>, _ctx: &mut Context<'_, Self>) {
+///         std::mem::forget(r); // never answers
+///     }
+/// }
+/// let system = ActorSystem::new();
+/// let a = system.spawn(Silent);
+/// let fut = a.ask_async(|r| r).with_timeout(Duration::from_millis(20));
+/// // Any executor works; a timer thread wakes the future at the deadline.
+/// let out = tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(fut);
+/// assert_eq!(out, Err(AskError::Timeout));
+/// ```
+#[must_use = "an AskFuture does nothing unless awaited"]
+pub struct AskFuture<R> {
+    state: AskState<R>,
+    deadline: Option<Deadline>,
+}
+
+/// An async deadline: the timer marks it expired and wakes the task.
+struct Deadline {
+    /// `None`: a timeout too large for the clock (never expires).
+    at: Option<Instant>,
+    shared: Arc<DeadlineShared>,
+    _timer: TimerHandle,
+}
+
+#[derive(Default)]
+struct DeadlineShared {
+    expired: std::sync::atomic::AtomicBool,
+    waker: parking_lot::Mutex<Option<std::task::Waker>>,
+}
+
+enum AskState<R> {
+    Waiting(oneshot::Receiver<Result<R, AskError>>),
+    Polling(oneshot::AsyncReceiver<Result<R, AskError>>),
+    Failed(Option<AskError>),
+    Done,
+}
+
+impl<R> AskFuture<R> {
+    pub(crate) fn waiting(rx: oneshot::Receiver<Result<R, AskError>>) -> Self {
+        AskFuture {
+            state: AskState::Waiting(rx),
+            deadline: None,
+        }
+    }
+
+    pub(crate) fn failed(e: AskError) -> Self {
+        AskFuture {
+            state: AskState::Failed(Some(e)),
+            deadline: None,
+        }
+    }
+
+    /// Resolves to `Err(AskError::Timeout)` if no reply came within
+    /// `timeout` (counted from now; a timeout too large for the clock never
+    /// expires). Works with any executor: the deadline is kept by Troupe's
+    /// timer thread, which wakes the task.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        let at = deadline::after(timeout);
+        let shared = Arc::new(DeadlineShared::default());
+        let s = shared.clone();
+        let timer = call_at(at, move || {
+            s.expired.store(true, std::sync::atomic::Ordering::Release);
+            if let Some(w) = s.waker.lock().take() {
+                w.wake();
+            }
+        });
+        self.deadline = Some(Deadline {
+            at,
+            shared,
+            _timer: timer,
+        });
+        self
+    }
+
+    /// Waits for the reply on this thread, at most `timeout` (and at most
+    /// until a deadline set with [`with_timeout`](Self::with_timeout)).
+    pub fn wait_timeout(self, timeout: Duration) -> Result<R, AskError> {
+        let mut until = deadline::after(timeout);
+        if let Some(at) = self.deadline.as_ref().and_then(|d| d.at) {
+            until = Some(until.map_or(at, |u| u.min(at)));
+        }
+        match self.state {
+            AskState::Waiting(rx) => wait_reply(rx, until),
+            // Already polled as a future: finish it on this thread.
+            AskState::Polling(rx) => wait_polling(rx, until),
+            AskState::Failed(e) => Err(e.unwrap_or(AskError::ActorStopped)),
+            AskState::Done => Err(AskError::ActorStopped),
+        }
+    }
+}
+
+impl<R> Future for AskFuture<R> {
+    type Output = Result<R, AskError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        // AskFuture is Unpin: both states hold only Unpin data.
+        let this = self.get_mut();
+        if let AskState::Waiting(_) = this.state {
+            let AskState::Waiting(rx) = std::mem::replace(&mut this.state, AskState::Done) else {
+                unreachable!()
+            };
+            this.state = AskState::Polling(std::future::IntoFuture::into_future(rx));
+        }
+        match &mut this.state {
+            AskState::Polling(rx) => match Pin::new(rx).poll(cx) {
+                Poll::Ready(r) => {
+                    this.state = AskState::Done;
+                    Poll::Ready(r.unwrap_or(Err(AskError::ActorStopped)))
+                }
+                Poll::Pending => match &this.deadline {
+                    Some(d) => {
+                        *d.shared.waker.lock() = Some(cx.waker().clone());
+                        // Checked after storing the waker: a timer firing in
+                        // between either sees the waker or is seen here.
+                        if d.shared.expired.load(std::sync::atomic::Ordering::Acquire) {
+                            this.state = AskState::Done;
+                            Poll::Ready(Err(AskError::Timeout))
+                        } else {
+                            Poll::Pending
+                        }
+                    }
+                    None => Poll::Pending,
+                },
+            },
+            AskState::Failed(e) => Poll::Ready(Err(e.take().unwrap_or(AskError::ActorStopped))),
+            AskState::Waiting(_) | AskState::Done => Poll::Ready(Err(AskError::ActorStopped)),
+        }
+    }
+}

@@ -1,0 +1,414 @@
+//! The actor cell: one heap block per actor holding its mailbox (with the
+//! state word), the user's actor value and its exit record; and the turn a
+//! worker runs.
+//!
+//! Memory layout (one `Arc` allocation; see `docs/architecture.md`):
+//! `[Arc counts][mailbox + state][runtime][pool][id][killed][table key]
+//! [name][actor slot][exit record]`. An unbounded mailbox allocates its first
+//! block on its first message.
+//!
+//! Invariants:
+//! * Only the holder of the actor's task (`SCHEDULED` bit) touches the actor
+//!   slot or pops the mailbox. A turn handles at most `throughput` messages,
+//!   then the actor goes to the back of the line; when the mailbox runs dry
+//!   the worker releases the task with one CAS that fails if anything was
+//!   claimed meanwhile (`mailbox::Release`).
+//! * A panic in `started`, `handle` or `stopped`, or in dropping the actor
+//!   or a message, is caught (`lifecycle::guard`); the actor is finalized
+//!   with `StopReason::Panicked` and the worker carries on.
+//! * Finalizing (once, by the task holder): mark `STOPPED|CLOSED`, run the
+//!   `stopped` hook (not after a panic), drop the actor, drop and count what is
+//!   left in the mailbox (pending asks fail with `ActorStopped`), publish the
+//!   exit reason to joiners and watchers (`lifecycle::ExitRecord`), leave the
+//!   system's actor table.
+
+use super::ask::{while_dropping, ReplySink};
+use super::behaviour::Actor;
+use super::context::Context;
+use super::error::{AskError, SendError, StopReason};
+use super::id::ActorId;
+use super::lifecycle::{guard, reason_from_bits, ExitRecord, StopRequest, Stoppable};
+use super::runtime::{Admission, Runtime, SpawnOptions};
+use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
+use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
+use crate::engine::state;
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+struct Slot<A> {
+    actor: Option<A>,
+    started: bool,
+}
+
+pub(crate) struct ActorCell<A: Actor> {
+    /// Messages and the actor's state bits (see `engine::mailbox`).
+    pub(crate) mailbox: Mailbox<A::Msg>,
+    pub(crate) rt: Arc<Runtime>,
+    /// The pool the actor runs on when not the system's default one.
+    pool: Option<Arc<Pool>>,
+    /// The pool is this actor's own thread: stop it when the actor stops.
+    dedicated: bool,
+    pub(crate) id: ActorId,
+    /// Set with `STOP_NOW`: read per message by the running worker. Kept apart
+    /// from the state bits, whose cache line the senders write.
+    killed: AtomicBool,
+    table_key: u64,
+    pub(crate) name: Option<Arc<String>>,
+    slot: UnsafeCell<Slot<A>>,
+    pub(crate) exit: ExitRecord,
+}
+
+// SAFETY: the actor value is only touched by the single holder of the actor's
+// task (the `SCHEDULED` bit protocol in `engine/state.rs`), one thread at a
+// time, so `A: Send` suffices for sharing the cell; messages are `Send`;
+// every other field is itself `Sync`.
+unsafe impl<A: Actor> Sync for ActorCell<A> {}
+// SAFETY: as above; the cell moves between threads with its task.
+unsafe impl<A: Actor> Send for ActorCell<A> {}
+
+impl<A: Actor> ActorCell<A> {
+    /// Creates an actor, enrols it, and schedules its first turn (which
+    /// runs `started`).
+    pub(crate) fn spawn(rt: &Arc<Runtime>, actor: A, options: SpawnOptions) -> Arc<Self> {
+        let mailbox = options.mailbox.unwrap_or(rt.default_mailbox);
+        let (pool, dedicated) = if options.dedicated {
+            let name = options
+                .thread_name
+                .as_deref()
+                .or(options.name.as_deref().map(String::as_str))
+                .unwrap_or("troupe-dedicated");
+            (Some(rt.host.start_pool(rt.pool_config(name, 1))), true)
+        } else {
+            (options.dispatcher.map(|d| d.pool), false)
+        };
+        let mut actor = Some(actor);
+        let mut made = None;
+        let admission = rt.host.enroll(&mut |key| {
+            let cell = Arc::new(ActorCell::new(
+                actor.take().expect("enroll calls make once"),
+                key,
+                mailbox,
+                rt.clone(),
+                pool.clone(),
+                dedicated,
+                options.name.clone(),
+            ));
+            made = Some(cell.clone());
+            cell
+        });
+        let cell = made.expect("enroll calls make once");
+        match admission {
+            Admission::Open => {}
+            Admission::Closing => cell.stop_request(StopRequest::Shutdown),
+            Admission::Closed => {
+                // We hold its first task; no worker will ever run it.
+                cell.abandon();
+                return cell;
+            }
+        }
+        // The new actor starts SCHEDULED: this task runs its `started` hook.
+        cell.pool().schedule(Task::new(&*cell));
+        cell
+    }
+
+    fn new(
+        actor: A,
+        table_key: u64,
+        mailbox: MailboxConfig,
+        rt: Arc<Runtime>,
+        pool: Option<Arc<Pool>>,
+        dedicated: bool,
+        name: Option<Arc<String>>,
+    ) -> Self {
+        ActorCell {
+            mailbox: Mailbox::new(mailbox),
+            rt,
+            pool,
+            dedicated,
+            id: ActorId::next(),
+            killed: AtomicBool::new(false),
+            table_key,
+            name,
+            slot: UnsafeCell::new(Slot {
+                actor: Some(actor),
+                started: false,
+            }),
+            exit: ExitRecord::new(),
+        }
+    }
+
+    /// The pool this actor runs on.
+    #[inline]
+    pub(crate) fn pool(&self) -> &Arc<Pool> {
+        self.pool.as_ref().unwrap_or(&self.rt.pool)
+    }
+
+    /// A new strong reference to this cell.
+    pub(crate) fn arc(&self) -> Arc<Self> {
+        let ptr: *const Self = self;
+        // SAFETY: every `ActorCell` is created inside an `Arc` (`spawn_cell`)
+        // and is alive while borrowed, so its strong count is at least one
+        // and may be incremented to mint another `Arc`.
+        unsafe {
+            Arc::increment_strong_count(ptr);
+            Arc::from_raw(ptr)
+        }
+    }
+
+    /// Sends a message: push, then schedule the actor if it was idle.
+    #[inline]
+    pub(crate) fn send(&self, msg: A::Msg) -> Result<(), SendError<A::Msg>> {
+        self.send_with(msg, true)
+    }
+
+    /// As `send`; a `Block` mailbox waits for room only if `may_block`.
+    #[inline]
+    pub(crate) fn send_with(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
+        match self.mailbox.push(msg, may_block) {
+            Ok(Pushed { schedule, evicted }) => {
+                if let Some(old) = evicted {
+                    self.drop_undelivered(old, AskError::MailboxFull);
+                }
+                if schedule {
+                    // We took the SCHEDULED bit: the task is ours to hand over.
+                    self.pool().schedule(Task::new(self));
+                }
+                Ok(())
+            }
+            Err(PushError::Full(m)) => Err(SendError::Full(m)),
+            Err(PushError::Closed(m)) => Err(SendError::Stopped(m)),
+        }
+    }
+
+    /// Drops a message that will never be handled, counted; an ask inside
+    /// fails with `why`.
+    #[cold]
+    pub(crate) fn drop_undelivered(&self, msg: A::Msg, why: AskError) {
+        self.rt.count_dropped(1);
+        let _ = while_dropping(why, || guard(move || drop(msg)));
+    }
+
+    /// Asks the actor to stop; schedules it if idle so it sees the request.
+    pub(crate) fn stop_request(&self, kind: StopRequest) {
+        let bits = kind.bits();
+        if bits & state::STOP_NOW != 0 {
+            self.killed.store(true, Ordering::Release);
+        }
+        if self.mailbox.request_stop(bits) {
+            self.pool().schedule(Task::new(self));
+        }
+    }
+
+    /// Finalizes an actor that never ran, on the spawning thread (its system
+    /// is shut down). The caller holds the actor's first task.
+    pub(crate) fn abandon(&self) {
+        drop(self.finalize(StopReason::Shutdown, false));
+    }
+
+    /// Drops and counts every message left in the mailbox; their asks fail
+    /// with `ActorStopped`. A panicking drop is contained.
+    ///
+    /// # Safety
+    /// Only the mailbox's consumer (the task holder, or the holder of the
+    /// only reference) may call this.
+    unsafe fn drain_undelivered(&self) -> u64 {
+        let mut n = 0u64;
+        // Count each leftover before dropping it: dropping a request's
+        // `ReplyTo` wakes its asker, who may read the counter at once.
+        while_dropping(AskError::ActorStopped, || {
+            // SAFETY: forwarded caller contract.
+            while let Some(m) = unsafe { self.mailbox.pop() } {
+                self.rt.count_dropped(1);
+                n += 1;
+                if let Err(r) = guard(move || drop(m)) {
+                    tracing::error!(actor = %self.id, %r, "dropping an undelivered message panicked");
+                }
+            }
+        });
+        n
+    }
+
+    /// Stops the actor for good (see the module docs). Returns its table
+    /// entry, which the caller drops after its last use of `self`.
+    #[must_use]
+    fn finalize(&self, reason: StopReason, run_hook: bool) -> Option<Arc<dyn Runnable>> {
+        self.mailbox.mark_stopped();
+        let mut reason = reason;
+        // SAFETY: we hold the actor's task (we are running it), so we have
+        // exclusive access to the slot; `mark_stopped` leaves SCHEDULED set
+        // forever, so no one else ever will.
+        let slot = unsafe { &mut *self.slot.get() };
+        if let Some(mut actor) = slot.actor.take() {
+            if run_hook {
+                let mut ctx = Context::new(self);
+                if let Err(r) = guard(|| actor.stopped(&mut ctx)) {
+                    reason = r;
+                }
+            }
+            if let Err(r) = guard(move || drop(actor)) {
+                reason = r;
+            }
+        }
+        if reason.is_failure() {
+            tracing::error!(actor = %self.id, name = self.name.as_deref().map(String::as_str), %reason, "actor failed and was stopped");
+        } else {
+            tracing::debug!(actor = %self.id, name = self.name.as_deref().map(String::as_str), %reason, "actor stopped");
+        }
+        // SAFETY: we are still the only consumer (task holder).
+        let dropped = unsafe { self.drain_undelivered() };
+        if dropped > 0 {
+            tracing::debug!(actor = %self.id, dropped, "stopped actor's pending messages dropped");
+        }
+        self.exit.publish(self.id, reason);
+        if self.dedicated {
+            // Our own thread: it exits once this turn returns.
+            self.pool().begin_shutdown();
+        }
+        self.rt
+            .host
+            .retire(self.table_key)
+            .map(|entry| entry as Arc<dyn Runnable>)
+    }
+
+    /// The reason for a stop asked by `bits`: a `stop_with` reason if one
+    /// was given, else what the bits say.
+    fn requested_reason(&self, bits: usize) -> StopReason {
+        self.exit
+            .requested_reason()
+            .unwrap_or_else(|| reason_from_bits(bits))
+    }
+}
+
+impl<A: Actor> Runnable for ActorCell<A> {
+    fn run(&self, worker: &WorkerLocal) -> Option<Arc<dyn Runnable>> {
+        // SAFETY: we hold the actor's task (the scheduler hands each task to
+        // one worker), so nobody else touches the slot until we release it.
+        let slot = unsafe { &mut *self.slot.get() };
+        let actor = slot.actor.as_mut()?;
+        let mut ctx = Context::new(self);
+
+        if !slot.started {
+            slot.started = true;
+            if let Err(reason) = guard(|| actor.started(&mut ctx)) {
+                return self.finalize(reason, false);
+            }
+        }
+
+        // Stop requests are read once per turn and whenever the mailbox runs
+        // dry, not per message: the state bits share the senders' cache line.
+        let budget = worker.throughput();
+        let mut handled = 0usize;
+        let mut bits = self.mailbox.flags();
+        loop {
+            if bits & state::STOP_NOW != 0 {
+                let reason = self.requested_reason(bits);
+                return self.finalize(reason, true);
+            }
+            let before = handled;
+            let turn = guard(|| {
+                while handled < budget && !ctx.stopping() && !self.killed.load(Ordering::Relaxed) {
+                    // SAFETY: task holder = sole consumer.
+                    match unsafe { self.mailbox.pop() } {
+                        Some(msg) => {
+                            handled += 1;
+                            actor.handle(msg, &mut ctx);
+                        }
+                        None => break,
+                    }
+                }
+            });
+            if let Err(reason) = turn {
+                return self.finalize(reason, false);
+            }
+            if ctx.stopping() {
+                let reason = ctx.take_stop_reason();
+                return self.finalize(reason, true);
+            }
+            if self.killed.load(Ordering::Acquire) {
+                bits = self.mailbox.flags();
+                continue;
+            }
+            if handled >= budget {
+                // More may be waiting: to the back of the line.
+                worker.yield_task(Task::new(self));
+                return None;
+            }
+            // The mailbox looked empty.
+            // SAFETY: we hold the task.
+            match unsafe { self.mailbox.try_release() } {
+                Release::Released => return None,
+                Release::NotEmpty => {
+                    if handled == before {
+                        // Nothing readable though a slot is claimed: its
+                        // sender is mid-write. Come back after other work
+                        // instead of spinning here.
+                        worker.push_local(Task::new(self));
+                        return None;
+                    }
+                }
+                Release::Stop(b) => {
+                    bits = b;
+                    if bits & state::STOP_DRAIN != 0
+                        && bits & state::STOP_NOW == 0
+                        && self.mailbox.is_empty()
+                    {
+                        let reason = self.requested_reason(bits);
+                        return self.finalize(reason, true);
+                    }
+                    if bits & state::STOP_NOW == 0 && handled == before && !self.mailbox.is_empty()
+                    {
+                        worker.push_local(Task::new(self));
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<A: Actor> Stoppable for ActorCell<A> {
+    fn request_stop(&self, kind: StopRequest) {
+        self.stop_request(kind);
+    }
+}
+
+impl<A: Actor, R: Send + 'static> ReplySink<R> for ActorCell<A>
+where
+    A::Msg: From<Result<R, AskError>>,
+{
+    fn deliver(self: Arc<Self>, reply: Result<R, AskError>) {
+        // A reply to a stopped asker has nowhere to go; it is dropped.
+        let _ = self.send(A::Msg::from(reply));
+    }
+}
+
+impl<A: Actor> Drop for ActorCell<A> {
+    fn drop(&mut self) {
+        // Messages that raced with the actor's stop (sent after its final
+        // drain) end here: dropped and counted, asks failed.
+        // SAFETY: `&mut self`: no other reference exists.
+        unsafe { self.drain_undelivered() };
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    struct Unit;
+    impl Actor for Unit {
+        type Msg = u64;
+        fn handle(&mut self, _: u64, _: &mut Context<'_, Self>) {}
+    }
+
+    /// Guards the per-actor memory budget (an idle actor, cell plus table
+    /// entry, must stay within 256 bytes): the cell itself for a zero-sized
+    /// actor, before the `Arc` header (16 bytes) and the table slot.
+    #[test]
+    fn cell_stays_small() {
+        let size = std::mem::size_of::<ActorCell<Unit>>();
+        eprintln!("ActorCell<zero-sized actor> = {size} bytes");
+        assert!(size <= 168, "ActorCell grew to {size} bytes");
+    }
+}

@@ -1,0 +1,113 @@
+//! [`Context`]: what a handler can do besides handling.
+
+use super::actor_ref::ActorRef;
+use super::ask::{request_not_sent, ReplyTo};
+use super::behaviour::Actor;
+use super::cell::ActorCell;
+use super::error::{AskError, StopReason};
+use super::id::ActorId;
+use super::lifecycle::{Down, WatchId};
+use super::runtime::{Runtime, SpawnOptions};
+use super::watch::Watchable;
+use std::sync::Arc;
+
+/// What a handler can do besides handling: reach itself, stop, spawn, watch,
+/// ask other actors without blocking.
+pub struct Context<'a, A: Actor> {
+    pub(crate) cell: &'a ActorCell<A>,
+    stop: Option<StopReason>,
+}
+
+impl<'a, A: Actor> Context<'a, A> {
+    pub(crate) fn new(cell: &'a ActorCell<A>) -> Self {
+        Context { cell, stop: None }
+    }
+
+    #[inline]
+    pub(crate) fn stopping(&self) -> bool {
+        self.stop.is_some()
+    }
+
+    pub(crate) fn take_stop_reason(&mut self) -> StopReason {
+        self.stop.take().unwrap_or(StopReason::Normal)
+    }
+
+    /// The system's shared state (for the layers above the actor core).
+    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
+        &self.cell.rt
+    }
+
+    /// A reference to this actor.
+    pub fn myself(&self) -> ActorRef<A> {
+        ActorRef {
+            cell: self.cell.arc(),
+        }
+    }
+
+    /// This actor's id.
+    pub fn id(&self) -> ActorId {
+        self.cell.id
+    }
+
+    /// This actor's name, if it was spawned with one
+    /// ([`SpawnOptions::name`]).
+    pub fn name(&self) -> Option<&str> {
+        self.cell.name.as_deref().map(String::as_str)
+    }
+
+    /// Stops this actor once the current handler returns (reason `Normal`).
+    /// Messages still in its mailbox are dropped and counted; their asks fail
+    /// with `AskError::ActorStopped`.
+    pub fn stop(&mut self) {
+        self.stop_with(StopReason::Normal);
+    }
+
+    /// As [`stop`](Self::stop), with a chosen reason: watchers, joiners and
+    /// supervisors see `reason` (use [`StopReason::Failed`] to fail without
+    /// panicking).
+    pub fn stop_with(&mut self, reason: StopReason) {
+        self.stop.get_or_insert(reason);
+    }
+
+    /// Spawns a child actor on the same system. It starts on this worker
+    /// (depth-first), unless another worker steals it.
+    pub fn spawn<B: Actor>(&self, actor: B) -> ActorRef<B> {
+        self.spawn_with(actor, SpawnOptions::default())
+    }
+
+    /// Spawns with options (name, mailbox, dispatcher).
+    pub fn spawn_with<B: Actor>(&self, actor: B, options: SpawnOptions) -> ActorRef<B> {
+        ActorRef {
+            cell: ActorCell::spawn(&self.cell.rt, actor, options),
+        }
+    }
+
+    /// Watches `target`: when it stops, this actor receives `to_msg(Down)`
+    /// (at once if it already has). The watch holds only a weak reference to
+    /// this actor. Cancel with `target.demonitor(id)`. The same monitor as
+    /// [`ActorRef::watch`] and `supervision::monitor`.
+    pub fn watch<T: Watchable>(
+        &self,
+        target: &T,
+        to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
+    ) -> WatchId {
+        self.myself().watch(target, to_msg)
+    }
+
+    /// Sends a request to `target` without blocking; the reply (or the error
+    /// that replaced it) comes back to this actor as a message, converted with
+    /// `From<Result<R, AskError>>`. Costs no allocation beyond the request.
+    pub fn ask<B: Actor, R: Send + 'static>(
+        &self,
+        target: &ActorRef<B>,
+        make: impl FnOnce(ReplyTo<R>) -> B::Msg,
+    ) -> Result<(), AskError>
+    where
+        A::Msg: From<Result<R, AskError>>,
+    {
+        let reply = ReplyTo::to_sink(self.cell.arc());
+        // Dropped normally, the request's reply handle would also deliver
+        // the error to us as a message; the caller learns it from here.
+        target.cell.send(make(reply)).map_err(request_not_sent)
+    }
+}

@@ -1,0 +1,469 @@
+//! The one actor lifecycle every kind of actor uses: stop requests, the
+//! exit record (watchers, the stop reason, waiting for it), and the guard
+//! that runs user code.
+//!
+//! An ordinary actor ([`ActorCell`](super::cell)) and a parallel one
+//! (`parallel::SharedCell`) both own one [`ExitRecord`] and finish through
+//! [`ExitRecord::publish`], so both can be joined, watched, monitored,
+//! linked and listened to the same way.
+//!
+//! Invariants:
+//! * An exit record goes `Running -> Stopped { told: false } -> Stopped {
+//!   told: true }` exactly once. Watchers registered while running are run
+//!   once, outside the lock, on the thread that stops the actor; a watcher
+//!   registered after the stop runs at once on the registering thread.
+//! * `told` is set only after every watcher has run, and joiners wait for
+//!   it: once `join` returns, the actor's monitors (a registry's cleanup, a
+//!   supervisor's `Down`) have done their work.
+//! * User code (hooks, handlers, drops of actors and messages) runs under
+//!   [`guard`]: a panic becomes `StopReason::Panicked` and never unwinds
+//!   into a worker.
+
+use super::error::StopReason;
+use super::id::ActorId;
+use crate::engine::deadline;
+use crate::engine::scheduler::Runnable;
+use crate::engine::state;
+use parking_lot::{Condvar, Mutex};
+use std::future::{Future, IntoFuture};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Instant;
+
+/// A stop asked of an actor from outside its handlers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StopRequest {
+    /// Refuse new messages, handle what is queued, then stop (`Normal`).
+    Drain,
+    /// Stop after the current message; drop the rest (`Killed`).
+    Kill,
+    /// As `Drain`, reason `Shutdown`.
+    Shutdown,
+    /// As `Kill`, reason `Shutdown` (shutdown past its deadline).
+    ShutdownNow,
+}
+
+impl StopRequest {
+    /// The state bits that carry this request.
+    pub(crate) fn bits(self) -> usize {
+        match self {
+            StopRequest::Drain => state::STOP_DRAIN,
+            StopRequest::Kill => state::STOP_NOW,
+            StopRequest::Shutdown => state::STOP_DRAIN | state::SHUTDOWN,
+            StopRequest::ShutdownNow => state::STOP_NOW | state::SHUTDOWN,
+        }
+    }
+}
+
+/// The stop reason that state bits with a stop request imply: `Shutdown`
+/// if the system asked, `Killed` for a kill, `Normal` for a drain.
+pub(crate) fn reason_from_bits(bits: usize) -> StopReason {
+    if bits & state::SHUTDOWN != 0 {
+        StopReason::Shutdown
+    } else if bits & state::STOP_NOW != 0 {
+        StopReason::Killed
+    } else {
+        StopReason::Normal
+    }
+}
+
+/// A live actor as the system's actor table sees it: something the
+/// scheduler can run and shutdown can stop.
+pub(crate) trait Stoppable: Runnable {
+    /// Asks the actor to stop.
+    fn request_stop(&self, kind: StopRequest);
+}
+
+/// What a monitor delivers: which actor stopped, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Down {
+    /// The actor that stopped.
+    pub id: ActorId,
+    /// Why it stopped.
+    pub reason: StopReason,
+}
+
+/// Identifies one watcher, to cancel it with
+/// [`ActorRef::demonitor`](crate::ActorRef::demonitor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WatchId(u64);
+
+static NEXT_WATCH: AtomicU64 = AtomicU64::new(1);
+
+impl WatchId {
+    fn next() -> Self {
+        WatchId(NEXT_WATCH.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// The one hook for code that watches many actors (a registry, a metrics
+/// table): told the stopped actor's id, the token it was registered with,
+/// and the reason. Registering costs no allocation per actor: the first
+/// listener of an actor sits inline in its exit record.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use troupe::actor::StopListener;
+/// use troupe::{Actor, ActorId, ActorSystem, Context, StopReason};
+///
+/// #[derive(Default)]
+/// struct Log(Mutex<Vec<(u64, StopReason)>>);
+/// impl StopListener for Log {
+///     fn actor_stopped(&self, _id: ActorId, token: u64, reason: &StopReason) {
+///         self.0.lock().unwrap().push((token, reason.clone()));
+///     }
+/// }
+/// struct Idle;
+/// impl Actor for Idle {
+///     type Msg = ();
+///     fn handle(&mut self, _: (), _: &mut Context<'_, Self>) {}
+/// }
+///
+/// let system = ActorSystem::builder().threads(1).build();
+/// let log = Arc::new(Log::default());
+/// let a = system.spawn(Idle);
+/// assert!(a.listen(log.clone(), 7));
+/// a.stop();
+/// a.join();
+/// assert_eq!(*log.0.lock().unwrap(), vec![(7, StopReason::Normal)]);
+/// ```
+pub trait StopListener: Send + Sync {
+    /// The actor `id`, listened to with `token`, stopped for `reason`.
+    fn actor_stopped(&self, id: ActorId, token: u64, reason: &StopReason);
+}
+
+/// Called with the actor's id and stop reason when it stops.
+pub(crate) type Watcher = Box<dyn FnOnce(ActorId, &StopReason) + Send>;
+
+/// A listener and the token it is told.
+type Listening = (Arc<dyn StopListener>, u64);
+
+/// A watcher beyond the first listener.
+enum Extra {
+    Listener(Listening),
+    Once(WatchId, Watcher),
+    /// An async joiner: told after every other watcher.
+    Joiner(oneshot::Sender<StopReason>),
+}
+
+/// Who is told when the actor stops.
+#[derive(Default)]
+struct Watchers {
+    /// The first listener, inline (a registry entry costs nothing here).
+    listener: Option<Listening>,
+    rest: Vec<Extra>,
+}
+
+enum Exit {
+    /// `requested`: the reason a `stop_with` asked for, if any.
+    Running {
+        watchers: Watchers,
+        requested: Option<Box<StopReason>>,
+    },
+    /// `told`: every watcher has run; joiners wait for it. `late`: async
+    /// joiners that came while the watchers ran.
+    Stopped {
+        reason: StopReason,
+        told: bool,
+        /// Boxed: rare, and a thin pointer keeps the record (in every
+        /// cell) 16 bytes smaller than an inline `Vec` would.
+        #[allow(clippy::box_collection)]
+        late: Option<Box<Vec<oneshot::Sender<StopReason>>>>,
+    },
+}
+
+fn same_listener(a: &Arc<dyn StopListener>, b: &Arc<dyn StopListener>) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
+/// An actor's exit: who to tell, the reason once stopped, and the condvar
+/// joiners wait on. See the module docs for its states.
+pub(crate) struct ExitRecord {
+    exit: Mutex<Exit>,
+    cv: Condvar,
+}
+
+impl ExitRecord {
+    pub(crate) fn new() -> Self {
+        ExitRecord {
+            exit: Mutex::new(Exit::Running {
+                watchers: Watchers::default(),
+                requested: None,
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Registers `w` to run when the actor stops; runs it now if it has.
+    pub(crate) fn add_watcher(&self, id: ActorId, w: Watcher) -> WatchId {
+        let watch = WatchId::next();
+        let mut exit = self.exit.lock();
+        match &mut *exit {
+            Exit::Running { watchers, .. } => {
+                // Most actors get one watcher (a monitor): don't let the
+                // first push reserve room for four.
+                if watchers.rest.capacity() == 0 {
+                    watchers.rest.reserve_exact(1);
+                }
+                watchers.rest.push(Extra::Once(watch, w))
+            }
+            Exit::Stopped { reason, .. } => {
+                let reason = reason.clone();
+                drop(exit);
+                w(id, &reason);
+            }
+        }
+        watch
+    }
+
+    /// Cancels a watcher; `false` if it has run (or is running) already.
+    pub(crate) fn remove_watcher(&self, watch: WatchId) -> bool {
+        let removed = {
+            let mut exit = self.exit.lock();
+            let Exit::Running { watchers, .. } = &mut *exit else {
+                return false;
+            };
+            let Some(at) = watchers
+                .rest
+                .iter()
+                .position(|x| matches!(x, Extra::Once(k, _) if *k == watch))
+            else {
+                return false;
+            };
+            watchers.rest.swap_remove(at)
+        };
+        // Dropped outside the lock: it is user code.
+        drop(removed);
+        true
+    }
+
+    /// Tells `listener` (with `token`) when the actor stops. `false` (and
+    /// nothing registered) if it has stopped already.
+    pub(crate) fn add_listener(&self, listener: Arc<dyn StopListener>, token: u64) -> bool {
+        let mut exit = self.exit.lock();
+        let Exit::Running { watchers, .. } = &mut *exit else {
+            return false;
+        };
+        if watchers.listener.is_none() {
+            watchers.listener = Some((listener, token));
+        } else {
+            watchers.rest.push(Extra::Listener((listener, token)));
+        }
+        true
+    }
+
+    /// The token `listener` listens with, while the actor runs.
+    pub(crate) fn listener_token(&self, listener: &Arc<dyn StopListener>) -> Option<u64> {
+        let exit = self.exit.lock();
+        let Exit::Running { watchers, .. } = &*exit else {
+            return None;
+        };
+        let rest = watchers.rest.iter().filter_map(|x| match x {
+            Extra::Listener(l) => Some(l),
+            _ => None,
+        });
+        watchers
+            .listener
+            .iter()
+            .chain(rest)
+            .find(|(l, _)| same_listener(l, listener))
+            .map(|(_, t)| *t)
+    }
+
+    /// Stops telling `listener`; `false` if it was not listening (or the
+    /// actor has stopped and it is being told).
+    pub(crate) fn remove_listener(&self, listener: &Arc<dyn StopListener>) -> bool {
+        let removed =
+            {
+                let mut exit = self.exit.lock();
+                let Exit::Running { watchers, .. } = &mut *exit else {
+                    return false;
+                };
+                if watchers
+                    .listener
+                    .as_ref()
+                    .is_some_and(|(l, _)| same_listener(l, listener))
+                {
+                    watchers.listener.take().map(Extra::Listener)
+                } else if let Some(at) = watchers.rest.iter().position(
+                    |x| matches!(x, Extra::Listener((l, _)) if same_listener(l, listener)),
+                ) {
+                    Some(watchers.rest.swap_remove(at))
+                } else {
+                    None
+                }
+            };
+        // Dropped outside the lock: it may be the listener's last reference.
+        removed.is_some()
+    }
+
+    /// Watchers registered and not yet run.
+    #[cfg(test)]
+    pub(crate) fn watcher_count(&self) -> usize {
+        match &*self.exit.lock() {
+            Exit::Running { watchers, .. } => {
+                watchers.listener.iter().count() + watchers.rest.len()
+            }
+            Exit::Stopped { .. } => 0,
+        }
+    }
+
+    /// Remembers the reason a `stop_with` asked for (the first one wins).
+    pub(crate) fn request_reason(&self, reason: StopReason) {
+        if let Exit::Running { requested, .. } = &mut *self.exit.lock() {
+            requested.get_or_insert_with(|| Box::new(reason));
+        }
+    }
+
+    /// The reason a `stop_with` asked for, if any.
+    pub(crate) fn requested_reason(&self) -> Option<StopReason> {
+        match &*self.exit.lock() {
+            Exit::Running { requested, .. } => requested.as_deref().cloned(),
+            Exit::Stopped { .. } => None,
+        }
+    }
+
+    /// The stop reason, once stopped.
+    pub(crate) fn reason(&self) -> Option<StopReason> {
+        match &*self.exit.lock() {
+            Exit::Running { .. } => None,
+            Exit::Stopped { reason, .. } => Some(reason.clone()),
+        }
+    }
+
+    /// Blocks until the actor has stopped and its watchers have run, or the
+    /// deadline passes (`None`).
+    pub(crate) fn wait(&self, deadline: Option<Instant>) -> Option<StopReason> {
+        let mut exit = self.exit.lock();
+        deadline::wait_while(&self.cv, &mut exit, deadline, |e| {
+            !matches!(e, Exit::Stopped { told: true, .. })
+        });
+        match &*exit {
+            Exit::Stopped {
+                reason, told: true, ..
+            } => Some(reason.clone()),
+            _ => None,
+        }
+    }
+
+    /// A future of the stop reason, ready once the watchers have run.
+    pub(crate) fn join_async(&self) -> JoinFuture {
+        let mut exit = self.exit.lock();
+        match &mut *exit {
+            Exit::Stopped {
+                reason, told: true, ..
+            } => JoinFuture(JoinState::Ready(Some(reason.clone()))),
+            Exit::Stopped { late, .. } => {
+                // The watchers are running: be told when they are done.
+                let (tx, rx) = oneshot::channel();
+                late.get_or_insert_with(Box::default).push(tx);
+                JoinFuture(JoinState::Waiting(rx.into_future()))
+            }
+            Exit::Running { watchers, .. } => {
+                let (tx, rx) = oneshot::channel();
+                watchers.rest.push(Extra::Joiner(tx));
+                JoinFuture(JoinState::Waiting(rx.into_future()))
+            }
+        }
+    }
+
+    /// Records the stop and tells everyone: every watcher and listener, in
+    /// registration order, then async joiners; then wakes the blocked
+    /// joiners. Called once, by whoever finalizes the actor.
+    pub(crate) fn publish(&self, id: ActorId, reason: StopReason) {
+        let watchers = {
+            let mut exit = self.exit.lock();
+            let watchers = match &mut *exit {
+                Exit::Running { watchers, .. } => std::mem::take(watchers),
+                Exit::Stopped { .. } => return,
+            };
+            // With no watcher to run (most actors), joiners may go at once:
+            // one lock, not two.
+            let told = watchers.listener.is_none() && watchers.rest.is_empty();
+            *exit = Exit::Stopped {
+                reason: reason.clone(),
+                told,
+                late: None,
+            };
+            if told {
+                drop(exit);
+                self.cv.notify_all();
+                return;
+            }
+            watchers
+        };
+        // Outside the lock: a watcher may watch, or ask for the reason.
+        let mut joiners = Vec::new();
+        if let Some((l, token)) = watchers.listener {
+            guard(|| l.actor_stopped(id, token, &reason)).unwrap_or_else(log_watcher_panic);
+        }
+        for x in watchers.rest {
+            match x {
+                Extra::Listener((l, token)) => {
+                    guard(|| l.actor_stopped(id, token, &reason)).unwrap_or_else(log_watcher_panic)
+                }
+                Extra::Once(_, w) => guard(|| w(id, &reason)).unwrap_or_else(log_watcher_panic),
+                Extra::Joiner(tx) => joiners.push(tx),
+            }
+        }
+        if let Exit::Stopped { told, late, .. } = &mut *self.exit.lock() {
+            *told = true;
+            if let Some(late) = late.take() {
+                joiners.extend(*late);
+            }
+        }
+        self.cv.notify_all();
+        for tx in joiners {
+            let _ = tx.send(reason.clone());
+        }
+    }
+}
+
+fn log_watcher_panic(reason: StopReason) {
+    tracing::error!(%reason, "a stop watcher panicked; the others still run");
+}
+
+/// The future of [`ActorRef::join_async`](crate::ActorRef::join_async).
+#[must_use = "a JoinFuture does nothing unless awaited"]
+pub struct JoinFuture(JoinState);
+
+enum JoinState {
+    Ready(Option<StopReason>),
+    Waiting(oneshot::AsyncReceiver<StopReason>),
+}
+
+impl Future for JoinFuture {
+    type Output = StopReason;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<StopReason> {
+        match &mut self.get_mut().0 {
+            JoinState::Ready(r) => Poll::Ready(r.take().unwrap_or(StopReason::Killed)),
+            // A dropped sender means the record went away with its actor
+            // unpublished, which only a kill at process teardown does.
+            JoinState::Waiting(rx) => Pin::new(rx)
+                .poll(cx)
+                .map(|r| r.unwrap_or(StopReason::Killed)),
+        }
+    }
+}
+
+/// The message of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
+
+/// Runs user code; a panic comes back as `StopReason::Panicked` instead of
+/// unwinding into the runtime.
+#[inline]
+pub(crate) fn guard<R>(f: impl FnOnce() -> R) -> Result<R, StopReason> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| StopReason::Panicked(panic_message(&*p)))
+}

@@ -1,0 +1,35 @@
+//! The actor core: the [`Actor`] trait, the [`Context`] handlers get, the
+//! [`ActorRef`] everyone else uses, the cell that holds an actor, its
+//! lifecycle (exit records, watchers, stop reasons), and request-reply.
+//!
+//! This layer sits on the engine (`engine/`) and below the system
+//! (`system/`): it reaches the system only through the `runtime::Host`
+//! hook. Files: `cell` (memory and the turn), `lifecycle` (stopping,
+//! watchers, waiting), `context`, `actor_ref`, `ask`, `watch`, `runtime`
+//! (spawning), `error`.
+
+pub(crate) mod actor_ref;
+pub(crate) mod ask;
+pub(crate) mod behaviour;
+pub(crate) mod cell;
+pub(crate) mod context;
+pub(crate) mod error;
+pub(crate) mod id;
+pub(crate) mod lifecycle;
+pub(crate) mod runtime;
+pub(crate) mod watch;
+
+// The core types are re-exported at the crate root (one path each); this
+// module exposes the rest of the actor API.
+pub use lifecycle::{JoinFuture, StopListener};
+pub use watch::Watchable;
+
+// Short paths for the layers above.
+pub(crate) use actor_ref::ActorRef;
+pub(crate) use ask::ReplyTo;
+pub(crate) use behaviour::Actor;
+pub(crate) use context::Context;
+pub(crate) use error::{AskError, SendError, StopReason};
+pub(crate) use id::ActorId;
+pub(crate) use lifecycle::{Down, WatchId};
+pub(crate) use runtime::SpawnOptions;

@@ -1,0 +1,142 @@
+//! What every actor of one system shares: the [`Runtime`] its cell points
+//! at, the [`Host`] hook through which the system layer keeps its actor
+//! table, and the choices a spawn takes ([`SpawnOptions`]; the spawn itself
+//! is `ActorCell::spawn`).
+//!
+//! The actor core sits below the system (`system/`), so it cannot name the
+//! system's types. It asks for what it needs through `Host`, which the
+//! system implements: enrol a new actor (and learn whether a shutdown is
+//! under way), retire a stopped one, start a pool for a dedicated thread.
+//! Those calls happen once per spawn and once per stop, never per message.
+
+use super::lifecycle::Stoppable;
+use crate::engine::dispatcher::Dispatcher;
+use crate::engine::mailbox::MailboxConfig;
+use crate::engine::scheduler::{Pool, PoolConfig};
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What the actor core needs from the system that runs it.
+pub(crate) trait Host: Send + Sync + 'static {
+    /// Adds a live actor to the system's table: `make` builds it from its
+    /// table key. Returns whether the system takes it (see [`Admission`]).
+    fn enroll(&self, make: &mut dyn FnMut(u64) -> Arc<dyn Stoppable>) -> Admission;
+    /// Removes a stopped actor from the table; returns its entry, which the
+    /// caller drops once it no longer borrows the actor.
+    fn retire(&self, key: u64) -> Option<Arc<dyn Stoppable>>;
+    /// Starts a pool that the system stops and joins at shutdown.
+    fn start_pool(&self, config: PoolConfig) -> Arc<Pool>;
+    /// The system's own type, for the layers above (`system/`).
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Whether a system takes a new actor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Running normally.
+    Open,
+    /// Shutting down: the actor is asked to stop at once (it runs
+    /// `started` and drains nothing).
+    Closing,
+    /// Shut down: the workers are gone. The actor never runs; it is stopped
+    /// on the spawning thread with `StopReason::Shutdown`.
+    Closed,
+}
+
+/// The state a system's actors share; every cell holds an `Arc` of it.
+pub(crate) struct Runtime {
+    /// The system's default work-stealing pool.
+    pub(crate) pool: Arc<Pool>,
+    /// Messages dropped undelivered (see `ShutdownReport`).
+    pub(crate) dropped: AtomicU64,
+    /// The mailbox actors get unless their options say otherwise.
+    pub(crate) default_mailbox: MailboxConfig,
+    /// Messages per turn.
+    pub(crate) throughput: usize,
+    /// The system layer.
+    pub(crate) host: Box<dyn Host>,
+}
+
+impl Runtime {
+    /// Counts `n` messages dropped undelivered.
+    #[inline]
+    pub(crate) fn count_dropped(&self, n: u64) {
+        self.dropped.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// A pool config with this system's throughput.
+    pub(crate) fn pool_config(&self, name: &str, threads: usize) -> PoolConfig {
+        PoolConfig {
+            threads,
+            throughput: self.throughput,
+            name: name.into(),
+            shared_queue: false,
+            pin: None,
+        }
+    }
+}
+
+/// Per-spawn choices: the actor's name, mailbox and dispatcher.
+///
+/// ```
+/// use troupe::{MailboxConfig, Overflow, SpawnOptions};
+/// let opts = SpawnOptions::new()
+///     .name("cart-7")
+///     .mailbox(MailboxConfig::bounded(64, Overflow::Reject));
+/// # let _ = opts;
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct SpawnOptions {
+    pub(crate) mailbox: Option<MailboxConfig>,
+    pub(crate) dispatcher: Option<Dispatcher>,
+    pub(crate) dedicated: bool,
+    pub(crate) thread_name: Option<String>,
+    pub(crate) name: Option<Arc<String>>,
+}
+
+impl SpawnOptions {
+    /// Defaults: no name, the system's default mailbox and dispatcher.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The actor's name: logs and metrics label it by this (otherwise by
+    /// its id). Names need not be unique; for lookup by name use a
+    /// [`Registry`](crate::registry::Registry).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        // A thin pointer (`Arc<String>`): 8 bytes in every cell, not 16.
+        self.name = Some(Arc::new(name.into()));
+        self
+    }
+
+    /// The actor's mailbox.
+    pub fn mailbox(mut self, mailbox: MailboxConfig) -> Self {
+        self.mailbox = Some(mailbox);
+        self
+    }
+
+    /// Run the actor's handlers on `dispatcher` (default: the system's
+    /// work-stealing pool).
+    pub fn dispatcher(mut self, dispatcher: &Dispatcher) -> Self {
+        self.dispatcher = Some(dispatcher.clone());
+        self.dedicated = false;
+        self
+    }
+
+    /// Give the actor an OS thread of its own for its whole life
+    /// (SObjectizer's active_obj); the thread exits when the actor stops.
+    pub fn dedicated_thread(mut self) -> Self {
+        self.dedicated = true;
+        self.dispatcher = None;
+        self
+    }
+
+    /// Name of the dedicated thread (with
+    /// [`dedicated_thread`](Self::dedicated_thread); default: the actor's
+    /// name).
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = Some(name.into());
+        self
+    }
+}

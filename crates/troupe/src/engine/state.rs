@@ -1,0 +1,86 @@
+//! The actor's state bits: who may run the actor, and whether it is stopping.
+//! The unbounded mailbox keeps them in the low bits of its tail word (see
+//! `mailbox/unbounded.rs`); a bounded mailbox keeps them in an [`ActorState`]
+//! beside its ring, with the protocol below.
+//!
+//! Bits: `SCHEDULED` (a task for the actor exists: queued or running),
+//! `CLOSED` (sends are refused), `STOP_DRAIN` (stop once the mailbox is empty),
+//! `STOP_NOW` (stop after the current message), `SHUTDOWN` (the stop comes
+//! from system shutdown), `STOPPED` (finalized; `SCHEDULED` then stays set for
+//! good so nobody schedules it again).
+//!
+//! The no-lost-wake-up argument. A sender pushes its message, then does
+//! `fetch_or(SCHEDULED)` (AcqRel); if the bit was clear it owns the new task
+//! and schedules it. The worker that finishes a turn does
+//! `fetch_sub(SCHEDULED)` (AcqRel; the bit is known set), then checks the mailbox's indices, and if
+//! a message is there tries `fetch_or(SCHEDULED)` itself. Both sides use RMWs
+//! on the same word, so they are ordered: if the sender's RMW came first, the
+//! worker's RMW reads from it and therefore sees the sender's push; if the
+//! worker's came first, the sender sees the bit clear and schedules. Exactly
+//! one of the racing `fetch_or`s wins, so there is never more than one task.
+//! `tests/loom.rs` checks this with the real mailbox.
+
+use crate::engine::sync::{AtomicUsize, Ordering};
+
+pub const SCHEDULED: usize = 1;
+pub const CLOSED: usize = 1 << 1;
+pub const STOP_DRAIN: usize = 1 << 2;
+pub const STOP_NOW: usize = 1 << 3;
+pub const SHUTDOWN: usize = 1 << 4;
+pub const STOPPED: usize = 1 << 5;
+pub const STOP_ANY: usize = STOP_DRAIN | STOP_NOW;
+
+/// See the module docs.
+pub struct ActorState(AtomicUsize);
+
+impl ActorState {
+    /// A new actor starts scheduled: its spawner holds its first task (which
+    /// runs the `started` hook).
+    pub fn new_scheduled() -> Self {
+        ActorState(AtomicUsize::new(SCHEDULED))
+    }
+
+    #[inline]
+    pub fn load(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    pub fn is_closed(&self) -> bool {
+        self.load() & CLOSED != 0
+    }
+
+    /// After a push: returns true if the caller now owns the actor's task and
+    /// must schedule it.
+    #[inline]
+    pub fn notify(&self) -> bool {
+        self.0.fetch_or(SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
+    }
+
+    /// Sets stop bits (and `CLOSED`); returns true if the caller must
+    /// schedule the actor so it sees them.
+    pub fn request_stop(&self, bits: usize) -> bool {
+        self.0.fetch_or(bits | CLOSED | SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
+    }
+
+    /// The running worker gives up the task; returns the previous bits.
+    /// (`fetch_sub` of the known-set bit is one `lock xadd`, where a
+    /// `fetch_and` whose result is used becomes a CAS loop.)
+    #[inline]
+    pub fn release(&self) -> usize {
+        self.0.fetch_sub(SCHEDULED, Ordering::AcqRel)
+    }
+
+    /// After `release`, found more to do: try to take the task back. True if
+    /// this caller owns it again (no sender scheduled it meanwhile).
+    #[inline]
+    pub fn reacquire(&self) -> bool {
+        self.0.fetch_or(SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
+    }
+
+    /// Finalized: closed, stopped, and scheduled forever.
+    pub fn mark_stopped(&self) {
+        self.0
+            .fetch_or(STOPPED | CLOSED | SCHEDULED, Ordering::AcqRel);
+    }
+}

@@ -1,0 +1,366 @@
+//! The process-wide timer thread: runs a closure at a deadline, or every
+//! period, for the layers above (message timers in `messaging::timer`,
+//! `time_limit` states, ask deadlines). It knows nothing of messages.
+//!
+//! One timer thread (`troupe-timer`, started on first use) serves every
+//! timer from a binary heap ordered by (deadline, creation order). It parks
+//! on a condvar until the earliest deadline, or without a timeout when no
+//! timer is pending (an idle process pays nothing).
+//!
+//! Protocol and invariants:
+//! - Scheduling pushes an entry under the heap lock and wakes the thread only
+//!   when the new entry becomes the earliest. A timer whose deadline does not
+//!   fit in an `Instant` (a `Duration::MAX` delay) is never queued: it stays
+//!   active until cancelled and never fires.
+//! - A timer fires in deadline order; timers with the same deadline fire in
+//!   the order they were created. Calls happen on the timer thread, outside
+//!   the lock, so a call may schedule timers. A panicking call is caught and
+//!   logged; it stops that timer only.
+//! - Cancellation ([`TimerHandle::cancel`] or dropping the handle) moves the
+//!   timer's state word `ACTIVE -> CANCELLED`; a one-shot fires only if it
+//!   wins `ACTIVE -> DONE` first, a periodic one only while still `ACTIVE`,
+//!   so a cancel that returns `true` prevents every later call. A cancelled
+//!   entry stays in the heap until its deadline or until cancelled entries
+//!   outnumber live ones, when the heap is rebuilt without them: memory stays
+//!   within twice the live timers (plus a small constant), even for a pattern
+//!   that re-arms a long timeout on every message.
+//! - A periodic timer re-arms at `previous deadline + period`, not at "now +
+//!   period", so lateness does not accumulate into drift; if the thread fell
+//!   more than a period behind, the missed ticks are skipped, not bunched.
+//!   It stops by itself once its call returns `false` (a closed target).
+
+use parking_lot::{Condvar, Mutex};
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::BinaryHeap;
+use std::fmt;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+const ACTIVE: u8 = 0;
+const CANCELLED: u8 = 1;
+const DONE: u8 = 2;
+
+/// Below this many entries the heap is never rebuilt to shed cancelled ones.
+const COMPACT_MIN: usize = 1024;
+
+struct TimerState {
+    state: AtomicU8,
+}
+
+enum Action {
+    Once(Box<dyn FnOnce() + Send>),
+    /// Returns `false` when the target is gone and the timer should stop.
+    Periodic {
+        period: Duration,
+        fire: Box<dyn FnMut() -> bool + Send>,
+    },
+}
+
+struct Entry {
+    deadline: Instant,
+    seq: u64,
+    state: Arc<TimerState>,
+    action: Action,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.deadline == other.deadline && self.seq == other.seq
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    // BinaryHeap is a max-heap: reverse, so the earliest (deadline, seq) is on top.
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
+    }
+}
+
+struct Service {
+    heap: Mutex<BinaryHeap<Entry>>,
+    cv: Condvar,
+    next_seq: AtomicU64,
+    /// Cancelled entries still in the heap (approximate: a heuristic for
+    /// compaction only).
+    cancelled: AtomicI64,
+    fired: AtomicU64,
+}
+
+fn service() -> &'static Service {
+    static SERVICE: OnceLock<&'static Service> = OnceLock::new();
+    SERVICE.get_or_init(|| {
+        let s: &'static Service = Box::leak(Box::new(Service {
+            heap: Mutex::new(BinaryHeap::new()),
+            cv: Condvar::new(),
+            next_seq: AtomicU64::new(0),
+            cancelled: AtomicI64::new(0),
+            fired: AtomicU64::new(0),
+        }));
+        std::thread::Builder::new()
+            .name("troupe-timer".into())
+            .spawn(move || s.run())
+            .expect("cannot start the troupe-timer thread");
+        s
+    })
+}
+
+impl Service {
+    fn schedule(&'static self, deadline: Option<Instant>, action: Action) -> TimerHandle {
+        let state = Arc::new(TimerState {
+            state: AtomicU8::new(ACTIVE),
+        });
+        let Some(deadline) = deadline else {
+            // Beyond the clock's range: never fires, cancellable as usual.
+            drop(action);
+            return TimerHandle { state: Some(state) };
+        };
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let mut heap = self.heap.lock();
+        self.maybe_compact(&mut heap);
+        let earliest = heap.peek().is_none_or(|e| deadline < e.deadline);
+        heap.push(Entry {
+            deadline,
+            seq,
+            state: state.clone(),
+            action,
+        });
+        drop(heap);
+        if earliest {
+            self.cv.notify_one();
+        }
+        TimerHandle { state: Some(state) }
+    }
+
+    fn maybe_compact(&self, heap: &mut BinaryHeap<Entry>) {
+        let cancelled = self.cancelled.load(Ordering::Relaxed);
+        if heap.len() >= COMPACT_MIN && cancelled > 0 && cancelled as usize * 2 > heap.len() {
+            let before = heap.len();
+            heap.retain(|e| e.state.state.load(Ordering::Acquire) != CANCELLED);
+            let removed = (before - heap.len()) as i64;
+            self.cancelled.fetch_sub(removed, Ordering::Relaxed);
+            if heap.capacity() > 4 * heap.len().max(COMPACT_MIN) {
+                heap.shrink_to(2 * heap.len());
+            }
+        }
+    }
+
+    fn run(&'static self) {
+        let mut due: Vec<Entry> = Vec::new();
+        let mut heap = self.heap.lock();
+        loop {
+            let now = Instant::now();
+            match heap.peek() {
+                None => {
+                    if heap.capacity() > 4 * COMPACT_MIN {
+                        heap.shrink_to(COMPACT_MIN);
+                    }
+                    self.cv.wait(&mut heap);
+                    continue;
+                }
+                Some(e) if e.deadline > now => {
+                    let d = e.deadline;
+                    self.cv.wait_until(&mut heap, d);
+                    continue;
+                }
+                Some(_) => {}
+            }
+            while due.len() < 1024 {
+                match heap.peek() {
+                    Some(e) if e.deadline <= now => due.push(heap.pop().expect("peeked")),
+                    _ => break,
+                }
+            }
+            drop(heap);
+            let mut rearm = Vec::new();
+            for mut e in due.drain(..) {
+                match e.action {
+                    Action::Once(f) => {
+                        if e.state
+                            .state
+                            .compare_exchange(ACTIVE, DONE, Ordering::AcqRel, Ordering::Acquire)
+                            .is_ok()
+                        {
+                            self.fired.fetch_add(1, Ordering::Relaxed);
+                            fire_guarded(f);
+                        } else {
+                            self.cancelled.fetch_sub(1, Ordering::Relaxed);
+                        }
+                    }
+                    Action::Periodic {
+                        period,
+                        ref mut fire,
+                    } => {
+                        if e.state.state.load(Ordering::Acquire) != ACTIVE {
+                            self.cancelled.fetch_sub(1, Ordering::Relaxed);
+                            continue;
+                        }
+                        self.fired.fetch_add(1, Ordering::Relaxed);
+                        if !fire_guarded(&mut **fire) {
+                            e.state.state.store(DONE, Ordering::Release);
+                            continue;
+                        }
+                        match next_tick(e.deadline, period, Instant::now()) {
+                            Some(next) => {
+                                e.deadline = next;
+                                rearm.push(e);
+                            }
+                            // The next tick is beyond the clock's range.
+                            None => e.state.state.store(DONE, Ordering::Release),
+                        }
+                    }
+                }
+            }
+            heap = self.heap.lock();
+            for e in rearm {
+                if e.state.state.load(Ordering::Acquire) == CANCELLED {
+                    self.cancelled.fetch_sub(1, Ordering::Relaxed);
+                } else {
+                    heap.push(e);
+                }
+            }
+        }
+    }
+}
+
+/// Runs a timer's action; a panic in it (a user's conversion or closure)
+/// is logged and stops that timer only, never the timer thread.
+fn fire_guarded<R: Default>(f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            tracing::error!("a timer's delivery panicked; the timer is stopped");
+            R::default()
+        }
+    }
+}
+
+/// The first tick after `prev` on the grid `prev + k * period` that is
+/// still ahead of `now` (or the very next one if it is).
+/// `None` when that tick does not fit in an `Instant`.
+fn next_tick(prev: Instant, period: Duration, now: Instant) -> Option<Instant> {
+    let next = prev.checked_add(period)?;
+    if next > now {
+        return Some(next);
+    }
+    let behind = now.duration_since(prev).as_nanos();
+    let k = behind / period.as_nanos().max(1) + 1;
+    let k = u32::try_from(k).unwrap_or(u32::MAX);
+    prev.checked_add(period.saturating_mul(k))
+}
+
+/// A scheduled timer. Dropping it cancels the timer (SObjectizer's
+/// `timer_id_t`); [`detach`](Self::detach) lets it run unowned.
+#[must_use = "dropping a TimerHandle cancels the timer; call .detach() to let it run"]
+pub struct TimerHandle {
+    state: Option<Arc<TimerState>>,
+}
+
+impl fmt::Debug for TimerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TimerHandle(active={})", self.is_active())
+    }
+}
+
+impl TimerHandle {
+    /// Cancels the timer. Returns whether it was still active: `true` means
+    /// it will not fire again (a one-shot never fired; a periodic one stops).
+    pub fn cancel(&self) -> bool {
+        match &self.state {
+            Some(s) => {
+                let won = s
+                    .state
+                    .compare_exchange(ACTIVE, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok();
+                if won {
+                    service().cancelled.fetch_add(1, Ordering::Relaxed);
+                }
+                won
+            }
+            None => false,
+        }
+    }
+
+    /// Whether the timer may still fire.
+    pub fn is_active(&self) -> bool {
+        self.state
+            .as_ref()
+            .is_some_and(|s| s.state.load(Ordering::Acquire) == ACTIVE)
+    }
+
+    /// Lets the timer run without a handle (it can no longer be cancelled;
+    /// a periodic one stops when its target closes).
+    pub fn detach(mut self) {
+        self.state = None;
+    }
+}
+
+impl Drop for TimerHandle {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+/// Runs `f` on the timer thread at `deadline` (`None`: never, until
+/// cancelled). Keep `f` short: every other timer waits for it.
+pub(crate) fn call_at(deadline: Option<Instant>, f: impl FnOnce() + Send + 'static) -> TimerHandle {
+    service().schedule(deadline, Action::Once(Box::new(f)))
+}
+
+/// Calls `fire` at `first`, then every `period` (at least 1 µs) until it
+/// returns `false` or the timer is cancelled.
+pub(crate) fn call_periodic(
+    first: Option<Instant>,
+    period: Duration,
+    fire: impl FnMut() -> bool + Send + 'static,
+) -> TimerHandle {
+    let period = period.max(Duration::from_micros(1));
+    service().schedule(
+        first,
+        Action::Periodic {
+            period,
+            fire: Box::new(fire),
+        },
+    )
+}
+
+/// Timer statistics of the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimerStats {
+    /// Entries in the heap (live timers plus cancelled ones not yet shed).
+    pub queued: usize,
+    /// Firings so far (a periodic timer counts once per tick).
+    pub fired: u64,
+}
+
+/// A snapshot of the process's timer statistics.
+pub fn stats() -> TimerStats {
+    let s = service();
+    TimerStats {
+        queued: s.heap.lock().len(),
+        fired: s.fired.load(Ordering::Relaxed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_tick_keeps_the_grid() {
+        let t0 = Instant::now();
+        let p = Duration::from_millis(10);
+        assert_eq!(next_tick(t0, p, t0), Some(t0 + p));
+        // 35 ms late: the ticks at 10, 20, 30 are skipped, 40 is next.
+        assert_eq!(
+            next_tick(t0, p, t0 + Duration::from_millis(35)),
+            Some(t0 + 4 * p)
+        );
+        assert_eq!(next_tick(t0, Duration::MAX, t0), None);
+    }
+}

@@ -1,0 +1,13 @@
+//! Messaging above single actors (seed 000's SObjectizer toolkit): the
+//! [`Recipient`](crate::Recipient) abstraction every target implements,
+//! publish/subscribe [`channel`]s, message chains for plain threads
+//! ([`mchain`]), message [`limits`], and message [`timer`]s.
+//!
+//! Layer: above the system; uses only the actor core's public API and the
+//! engine's timer thread.
+
+pub mod channel;
+pub mod limits;
+pub mod mchain;
+pub mod recipient;
+pub mod timer;

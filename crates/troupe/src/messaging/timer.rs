@@ -1,0 +1,74 @@
+//! Message timers: deliver a message after a delay ([`send_delayed`]), at
+//! an instant ([`send_at`]) or every period ([`send_periodic`]) to any
+//! [`Recipient`]: an actor, a channel, an mchain.
+//!
+//! They run on the engine's timer thread (one per process, started on first
+//! use; an idle process pays nothing). Dropping the returned [`TimerHandle`]
+//! cancels the timer; [`TimerHandle::detach`] lets it run unowned. A delay
+//! too long for the clock (`Duration::MAX`) means "never": the timer stays
+//! pending until cancelled. A periodic timer stops by itself once its target
+//! is closed (a stopped actor, a closed chain).
+//!
+//! ```
+//! use std::time::Duration;
+//! use troupe::timer;
+//! use troupe::mchain::MChain;
+//!
+//! let chain = MChain::unbounded();
+//! let _t = timer::send_delayed(&chain, Duration::from_millis(5), "ding");
+//! assert_eq!(chain.recv_timeout(Duration::from_secs(5)), Ok("ding"));
+//!
+//! let tick = timer::send_periodic(&chain, Duration::ZERO, Duration::from_millis(2), "tick");
+//! assert_eq!(chain.recv_timeout(Duration::from_secs(5)), Ok("tick"));
+//! assert_eq!(chain.recv_timeout(Duration::from_secs(5)), Ok("tick"));
+//! drop(tick); // cancels
+//! ```
+
+use crate::engine::deadline;
+use crate::engine::timer::{call_at, call_periodic};
+use crate::messaging::recipient::Recipient;
+use std::time::{Duration, Instant};
+
+pub use crate::engine::timer::{stats, TimerHandle, TimerStats};
+
+/// Sends `msg` to `to` once, after `delay` (never, if `delay` is beyond the
+/// clock's range).
+pub fn send_delayed<M: Send + 'static>(
+    to: impl Into<Recipient<M>>,
+    delay: Duration,
+    msg: M,
+) -> TimerHandle {
+    let to = to.into();
+    call_at(deadline::after(delay), move || {
+        let _ = to.send(msg);
+    })
+}
+
+/// Sends `msg` to `to` once, at `deadline` (now, if it has passed).
+pub fn send_at<M: Send + 'static>(
+    to: impl Into<Recipient<M>>,
+    deadline: Instant,
+    msg: M,
+) -> TimerHandle {
+    let to = to.into();
+    call_at(Some(deadline), move || {
+        let _ = to.send(msg);
+    })
+}
+
+/// Sends a clone of `msg` to `to` after `initial_delay`, then every
+/// `period` (at least 1 µs), until cancelled or until `to` closes.
+pub fn send_periodic<M: Clone + Send + 'static>(
+    to: impl Into<Recipient<M>>,
+    initial_delay: Duration,
+    period: Duration,
+    msg: M,
+) -> TimerHandle {
+    let to = to.into();
+    call_periodic(deadline::after(initial_delay), period, move || {
+        match to.send(msg.clone()) {
+            Err(e) => !e.is_closed(),
+            Ok(()) => true,
+        }
+    })
+}

@@ -1,0 +1,395 @@
+//! The actor system: its builder, the handle actors and plain code spawn
+//! with, the table of live actors (`table`), and shutdown (`shutdown`).
+//!
+//! This layer sits on the actor core: it implements the core's
+//! `runtime::Host` hook (enrol and retire actors, start pools) and owns
+//! what only a whole system has: the worker threads, the extra pools,
+//! the live count that shutdown waits on, and the shutdown report.
+
+#[cfg(feature = "async")]
+pub(crate) mod async_runtime;
+mod shutdown;
+mod table;
+
+pub use shutdown::ShutdownReport;
+
+use crate::actor::cell::ActorCell;
+use crate::actor::lifecycle::Stoppable;
+use crate::actor::runtime::{Admission, Host, Runtime};
+use crate::actor::{Actor, ActorRef, Context, SpawnOptions};
+use crate::engine::deadline;
+use crate::engine::dispatcher::{Dispatcher, DispatcherKind};
+use crate::engine::mailbox::MailboxConfig;
+use crate::engine::scheduler::{Pool, PoolConfig};
+use parking_lot::{Condvar, Mutex};
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use table::ActorTable;
+
+/// A pool and its worker threads' handles.
+type PoolThreads = (Arc<Pool>, Vec<JoinHandle<()>>);
+
+/// What a system owns beyond the actor core's `Runtime`.
+pub(crate) struct SystemInner {
+    table: ActorTable,
+    live: AtomicUsize,
+    live_lock: Mutex<()>,
+    live_cv: Condvar,
+    /// Shutdown has begun: new actors are stopped at once.
+    closing: AtomicBool,
+    /// Shutdown is over: the workers are gone.
+    shut_down: AtomicBool,
+    stopped: AtomicU64,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    /// Pools other than the default one (named dispatchers and dedicated
+    /// threads): stopped and joined at shutdown.
+    extra_pools: Mutex<Vec<PoolThreads>>,
+    report: Mutex<Option<ShutdownReport>>,
+    #[cfg(feature = "async")]
+    pub(crate) bridge: Mutex<async_runtime::AsyncBridge>,
+}
+
+impl Host for SystemInner {
+    fn enroll(&self, make: &mut dyn FnMut(u64) -> Arc<dyn Stoppable>) -> Admission {
+        self.live.fetch_add(1, Ordering::SeqCst);
+        self.table.insert(make);
+        // Pairs with shutdown's store-then-snapshot: either the snapshot sees
+        // this actor, or we see `closing` here.
+        if self.shut_down.load(Ordering::SeqCst) {
+            Admission::Closed
+        } else if self.closing.load(Ordering::SeqCst) {
+            Admission::Closing
+        } else {
+            Admission::Open
+        }
+    }
+
+    fn retire(&self, key: u64) -> Option<Arc<dyn Stoppable>> {
+        let entry = self.table.remove(key);
+        self.stopped.fetch_add(1, Ordering::Relaxed);
+        if self.live.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let _g = self.live_lock.lock();
+            self.live_cv.notify_all();
+        }
+        entry
+    }
+
+    fn start_pool(&self, config: PoolConfig) -> Arc<Pool> {
+        let (pool, handles) = Pool::start(config);
+        if self.shut_down.load(Ordering::SeqCst) {
+            // Too late to be joined by a shutdown: let it exit at once.
+            pool.begin_shutdown();
+        }
+        let mut pools = self.extra_pools.lock();
+        // Forget dedicated threads that have already exited.
+        pools.retain(|(p, hs)| !(p.is_shut_down() && hs.iter().all(|h| h.is_finished())));
+        pools.push((pool.clone(), handles));
+        pool
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Configures and starts an [`ActorSystem`].
+///
+/// ```
+/// let system = troupe::ActorSystem::builder().threads(2).throughput(32).build();
+/// assert_eq!(system.threads(), 2);
+/// ```
+#[derive(Clone, Debug)]
+pub struct SystemBuilder {
+    threads: usize,
+    throughput: usize,
+    mailbox: MailboxConfig,
+    name: String,
+    #[cfg(feature = "async")]
+    tokio: Option<tokio::runtime::Handle>,
+}
+
+impl Default for SystemBuilder {
+    fn default() -> Self {
+        SystemBuilder {
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            throughput: 64,
+            mailbox: MailboxConfig::Unbounded,
+            name: "troupe-worker".into(),
+            #[cfg(feature = "async")]
+            tokio: None,
+        }
+    }
+}
+
+impl SystemBuilder {
+    /// Worker threads (default: available cores; 0 is raised to 1).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
+        self
+    }
+
+    /// Most messages an actor handles per turn before others get the worker
+    /// (default 64; 0 is raised to 1).
+    pub fn throughput(mut self, n: usize) -> Self {
+        self.throughput = n.max(1);
+        self
+    }
+
+    /// The mailbox actors get unless their spawn options say otherwise.
+    pub fn default_mailbox(mut self, mailbox: MailboxConfig) -> Self {
+        self.mailbox = mailbox;
+        self
+    }
+
+    /// Worker thread name prefix.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Run futures started with
+    /// [`Context::spawn_future`](crate::Context::spawn_future) on this tokio
+    /// runtime instead of one the system starts itself.
+    #[cfg(feature = "async")]
+    pub fn tokio_handle(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.tokio = Some(handle);
+        self
+    }
+
+    /// Starts the workers.
+    pub fn build(self) -> ActorSystem {
+        let (pool, workers) = Pool::start(PoolConfig {
+            threads: self.threads,
+            throughput: self.throughput,
+            name: self.name.clone(),
+            shared_queue: false,
+            pin: None,
+        });
+        let inner = SystemInner {
+            table: ActorTable::new(),
+            live: AtomicUsize::new(0),
+            live_lock: Mutex::new(()),
+            live_cv: Condvar::new(),
+            closing: AtomicBool::new(false),
+            shut_down: AtomicBool::new(false),
+            stopped: AtomicU64::new(0),
+            workers: Mutex::new(workers),
+            extra_pools: Mutex::new(Vec::new()),
+            report: Mutex::new(None),
+            #[cfg(feature = "async")]
+            bridge: Mutex::new(async_runtime::AsyncBridge::new(self.tokio)),
+        };
+        let rt = Arc::new(Runtime {
+            pool,
+            dropped: AtomicU64::new(0),
+            default_mailbox: self.mailbox,
+            throughput: self.throughput,
+            host: Box::new(inner),
+        });
+        ActorSystem {
+            handle: SystemHandle { rt },
+        }
+    }
+}
+
+/// A non-owning handle to a system: spawn actors, make dispatchers, read
+/// counters. Cheap to clone; actors get one from
+/// [`Context::system`](crate::Context::system).
+#[derive(Clone)]
+pub struct SystemHandle {
+    pub(crate) rt: Arc<Runtime>,
+}
+
+impl<A: Actor> Context<'_, A> {
+    /// The system this actor runs in.
+    pub fn system(&self) -> SystemHandle {
+        SystemHandle {
+            rt: self.runtime().clone(),
+        }
+    }
+}
+
+impl SystemHandle {
+    /// The system's own state.
+    pub(crate) fn inner(&self) -> &SystemInner {
+        self.rt
+            .host
+            .as_any()
+            .downcast_ref()
+            .expect("a system's host is its SystemInner")
+    }
+
+    /// Spawns an actor with the default options.
+    pub fn spawn<A: Actor>(&self, actor: A) -> ActorRef<A> {
+        self.spawn_with(actor, SpawnOptions::default())
+    }
+
+    /// Spawns an actor with options.
+    pub fn spawn_with<A: Actor>(&self, actor: A, options: SpawnOptions) -> ActorRef<A> {
+        ActorRef {
+            cell: ActorCell::spawn(&self.rt, actor, options),
+        }
+    }
+
+    /// Actors alive now.
+    pub fn live_actors(&self) -> usize {
+        self.inner().live.load(Ordering::SeqCst)
+    }
+
+    /// Messages dropped undelivered so far (see [`ShutdownReport`]).
+    pub fn dropped_messages(&self) -> u64 {
+        self.rt.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Worker threads.
+    pub fn threads(&self) -> usize {
+        self.rt.pool.threads()
+    }
+
+    /// The system's default dispatcher (its work-stealing pool).
+    pub fn default_dispatcher(&self) -> Dispatcher {
+        Dispatcher::new(
+            self.rt.pool.clone(),
+            DispatcherKind::WorkStealing,
+            "default",
+        )
+    }
+
+    /// A new, independent work-stealing pool of `threads` workers.
+    pub fn work_stealing_pool(&self, name: &str, threads: usize) -> Dispatcher {
+        let pool = self.rt.host.start_pool(self.rt.pool_config(name, threads));
+        Dispatcher::new(pool, DispatcherKind::WorkStealing, name)
+    }
+
+    /// A pool whose `threads` workers all pull from one shared queue.
+    pub fn shared_queue_pool(&self, name: &str, threads: usize) -> Dispatcher {
+        let mut cfg = self.rt.pool_config(name, threads);
+        cfg.shared_queue = true;
+        Dispatcher::new(
+            self.rt.host.start_pool(cfg),
+            DispatcherKind::SharedQueue,
+            name,
+        )
+    }
+
+    /// One thread for a group of actors (SObjectizer's one_thread /
+    /// active_group): spawn every member with this dispatcher.
+    pub fn one_thread(&self, name: &str) -> Dispatcher {
+        let pool = self.rt.host.start_pool(self.rt.pool_config(name, 1));
+        Dispatcher::new(pool, DispatcherKind::OneThread, name)
+    }
+
+    /// A work-stealing pool with one worker pinned to each CPU in `cpus`.
+    pub fn pinned_pool(&self, name: &str, cpus: &[usize]) -> Dispatcher {
+        let mut cfg = self.rt.pool_config(name, cpus.len().max(1));
+        cfg.pin = Some(cpus.to_vec());
+        Dispatcher::new(
+            self.rt.host.start_pool(cfg),
+            DispatcherKind::Pinned(cpus.to_vec()),
+            name,
+        )
+    }
+
+    /// A pool for handlers that block (files, sockets, sleeps): shared-queue,
+    /// so no task waits in a blocked worker's LIFO slot. Size it with
+    /// [`io_pool_size`](crate::dispatcher::io_pool_size).
+    pub fn blocking_pool(&self, name: &str, threads: usize) -> Dispatcher {
+        let mut cfg = self.rt.pool_config(name, threads);
+        cfg.shared_queue = true;
+        Dispatcher::new(self.rt.host.start_pool(cfg), DispatcherKind::Blocking, name)
+    }
+
+    /// Asks every actor to stop after draining its mailbox, without waiting.
+    /// The owning [`ActorSystem`] completes the shutdown.
+    pub fn request_shutdown(&self) {
+        self.inner().begin_closing();
+    }
+}
+
+/// The owner of a running actor system. Dropping it shuts the system down
+/// (draining mailboxes, see [`shutdown`](Self::shutdown)).
+///
+/// ```
+/// use troupe::{Actor, ActorSystem, Context};
+/// struct Hello;
+/// impl Actor for Hello {
+///     type Msg = String;
+///     fn handle(&mut self, name: String, _ctx: &mut Context<'_, Self>) {
+///         println!("hello, {name}");
+///     }
+/// }
+/// let system = ActorSystem::new();
+/// system.spawn(Hello).tell("troupe".into()).unwrap();
+/// let report = system.shutdown();
+/// assert_eq!(report.messages_dropped, 0);
+/// ```
+pub struct ActorSystem {
+    handle: SystemHandle,
+}
+
+impl std::ops::Deref for ActorSystem {
+    type Target = SystemHandle;
+    fn deref(&self) -> &SystemHandle {
+        &self.handle
+    }
+}
+
+impl Default for ActorSystem {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ActorSystem {
+    /// A system with default settings (one worker per core).
+    pub fn new() -> Self {
+        SystemBuilder::default().build()
+    }
+
+    /// A builder for threads, throughput and the default mailbox.
+    pub fn builder() -> SystemBuilder {
+        SystemBuilder::default()
+    }
+
+    /// A cloneable non-owning handle.
+    pub fn handle(&self) -> SystemHandle {
+        self.handle.clone()
+    }
+
+    /// Graceful shutdown with a 10 s drain deadline.
+    pub fn shutdown(&self) -> ShutdownReport {
+        self.shutdown_timeout(Duration::from_secs(10))
+    }
+
+    /// Graceful shutdown: every actor drains its mailbox and stops; after
+    /// `timeout` the rest are killed. Joins the workers.
+    pub fn shutdown_timeout(&self, timeout: Duration) -> ShutdownReport {
+        self.handle.inner().shutdown(&self.handle.rt, timeout)
+    }
+
+    /// Waits until every actor has stopped by itself, then shuts down.
+    pub fn join(&self) -> ShutdownReport {
+        self.handle.inner().wait_no_live(None);
+        self.shutdown()
+    }
+
+    /// As [`join`](Self::join) with a deadline; `None` if actors still run.
+    pub fn join_timeout(&self, timeout: Duration) -> Option<ShutdownReport> {
+        if self.handle.inner().wait_no_live(deadline::after(timeout)) {
+            Some(self.shutdown())
+        } else {
+            None
+        }
+    }
+}
+
+impl Drop for ActorSystem {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
