@@ -57,7 +57,7 @@ impl std::error::Error for NodeError {}
 /// The ask error a reply's status stands for.
 pub(crate) fn ask_error_of(status: Status) -> AskError {
     match status {
-        Status::UnknownTarget | Status::UnknownType => NO_RESPONDERS,
+        Status::UnknownTarget | Status::UnknownType => AskError::NoResponders,
         Status::Stopped => AskError::ActorStopped,
         Status::MailboxFull => AskError::MailboxFull,
         Status::Timeout => AskError::Timeout,
@@ -74,8 +74,3 @@ pub(crate) fn status_of(e: AskError) -> Status {
         _ => Status::NoReply,
     }
 }
-
-/// Nobody serves the target: no node subscribed, or the node does not expose it.
-pub(crate) const NO_RESPONDERS: AskError = AskError::ActorStopped;
-/// The connection to the server is lost or the node is shut down.
-pub(crate) const DISCONNECTED: AskError = AskError::ActorStopped;

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use futures::FutureExt;
-use troupe::{Actor, ActorRef, ReplyTo, SendError};
+use troupe::{Actor, ActorRef, ReplyTo};
 
 use crate::envelope::{decode_body, encode_frame, Frame, Header, Kind, Status};
 use crate::error::status_of;
@@ -60,7 +60,7 @@ impl<'n, A: Actor> Exposure<'n, A> {
             Box::new(move |body: &[u8]| match decode_body::<M>(body) {
                 Ok(m) => match actor.try_tell(A::Msg::from(m)) {
                     Ok(()) => Outcome::Delivered,
-                    Err(SendError::Full(_)) | Err(_) => Outcome::Refused,
+                    Err(_) => Outcome::Refused,
                 },
                 Err(_) => Outcome::Undecodable,
             }),

@@ -51,7 +51,7 @@ use tokio::runtime::{Handle, Runtime};
 use tokio::task::JoinHandle;
 
 use crate::envelope::{decode_body, decode_frame, encode_frame, Frame, Frames, Header, Kind, Status, HEADER_LEN};
-use crate::error::{ask_error_of, DISCONNECTED, NO_RESPONDERS};
+use crate::error::ask_error_of;
 use crate::message::{type_id, RemoteMessage, TypeEntry, TypeRegistry};
 use crate::outbox::Outbox;
 use crate::stats::{bump, Counters, NodeStats};
@@ -477,8 +477,8 @@ impl Shared {
             Err(e) => {
                 return Err(match e.kind() {
                     async_nats::RequestErrorKind::TimedOut => troupe::AskError::Timeout,
-                    async_nats::RequestErrorKind::NoResponders => NO_RESPONDERS,
-                    _ => DISCONNECTED,
+                    async_nats::RequestErrorKind::NoResponders => troupe::AskError::NoResponders,
+                    _ => troupe::AskError::Disconnected,
                 })
             }
         };
@@ -642,7 +642,7 @@ impl Node {
 
     /// Asks node `node` of this cluster whether it is there; the round trip.
     pub fn ping(&self, node: &str, timeout: Duration) -> Result<Duration, troupe::AskError> {
-        check_token("node name", node).map_err(|_| NO_RESPONDERS)?;
+        check_token("node name", node).map_err(|_| troupe::AskError::NoResponders)?;
         let subject = Subject::from(node_subject(&self.shared.cluster, node));
         let mut frame = Vec::with_capacity(HEADER_LEN);
         let h = Header { kind: Kind::Ping, status: Status::Ok, type_id: 0, target: 0, correlation: 0 };

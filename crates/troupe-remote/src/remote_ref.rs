@@ -20,7 +20,6 @@ use std::time::Duration;
 use troupe::{AskError, SendError};
 
 use crate::envelope::{encode_frame, EncodeError, Header, Kind, Status};
-use crate::error::DISCONNECTED;
 use crate::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
 use crate::node::Shared;
 use crate::outbox::{Outbox, Refusal};
@@ -82,8 +81,8 @@ impl<M: RemoteMessage> RemoteRef<M> {
     /// - `Full`: the outbox to that node holds `queue_bytes` already, or the
     ///   message cannot be sent at all (its body is above the server's max
     ///   payload, or serde refused it; both logged with the reason);
-    /// - `Stopped`: the node is shut down or its connection to the server is
-    ///   down (nothing would carry the message).
+    /// - `Closed`: the node is shut down or its connection to the server is
+    ///   down (nothing would carry the message now; it may come back).
     ///
     /// A tell accepted here can still be lost if the connection drops before
     /// the server has it (counted in the node's `frames_lost` where the
@@ -124,13 +123,13 @@ impl<M: RemoteMessage> RemoteRef<M> {
 }
 
 fn closed<M>(msg: M) -> SendError<M> {
-    SendError::Stopped(msg)
+    SendError::Closed(msg)
 }
 
 impl<M: RemoteAsk> RemoteRef<M> {
     fn start_ask(&self, msg: &M, timeout: Duration) -> Result<oneshot::Receiver<Result<M::Reply, AskError>>, AskError> {
         if !self.shared.connected.load(Ordering::Acquire) || self.shared.closed.load(Ordering::Acquire) {
-            return Err(DISCONNECTED);
+            return Err(AskError::Disconnected);
         }
         let correlation = self.shared.next_correlation.fetch_add(1, Ordering::Relaxed);
         let header = Header {
@@ -166,12 +165,12 @@ impl<M: RemoteAsk> RemoteRef<M> {
     /// payload gives `MailboxFull` (logged).
     pub fn ask(&self, msg: M, timeout: Duration) -> Result<M::Reply, AskError> {
         let rx = self.start_ask(&msg, timeout)?;
-        rx.recv().unwrap_or(Err(DISCONNECTED))
+        rx.recv().unwrap_or(Err(AskError::Disconnected))
     }
 
     /// As [`ask`](Self::ask), for async code (any executor).
     pub async fn ask_async(&self, msg: M, timeout: Duration) -> Result<M::Reply, AskError> {
         let rx = self.start_ask(&msg, timeout)?;
-        rx.await.unwrap_or(Err(DISCONNECTED))
+        rx.await.unwrap_or(Err(AskError::Disconnected))
     }
 }

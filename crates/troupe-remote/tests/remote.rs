@@ -70,7 +70,8 @@ fn ask_errors_are_distinct() {
     assert!(started.elapsed() < Duration::from_secs(2));
     // The node is there but exposes no such actor: the node says so.
     let no_actor = a.lookup::<Sum>("nobody@b").unwrap().ask(Sum, T).unwrap_err();
-    assert_eq!(no_node, no_actor);
+    assert_eq!(no_node, AskError::NoResponders);
+    assert_eq!(no_actor, AskError::NoResponders);
     // The actor is there but does not answer in time.
     let silent = a.lookup::<Silent>("counter@b").unwrap();
     assert_eq!(silent.ask(Silent, Duration::from_millis(200)), Err(AskError::Timeout));
