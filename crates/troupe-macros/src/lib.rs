@@ -45,7 +45,9 @@ impl Parse for RemoteArgs {
             }
         }
         if !input.is_empty() {
-            return Err(input.error("unexpected tokens; expected #[remote(\"name\", reply = Type)]"));
+            return Err(
+                input.error("unexpected tokens; expected #[remote(\"name\", reply = Type)]")
+            );
         }
         Ok(RemoteArgs { name, reply })
     }

@@ -83,7 +83,9 @@ impl Actor for Pong {
 }
 
 fn arg(args: &[String], flag: &str) -> Option<String> {
-    args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1).cloned())
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -95,7 +97,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("pong") => {
             let system = ActorSystem::new();
             let (quit, quitted) = std::sync::mpsc::channel();
-            let pong = system.spawn(Pong { notes: 0, note_bytes: 0, quit });
+            let pong = system.spawn(Pong {
+                notes: 0,
+                note_bytes: 0,
+                quit,
+            });
             let node = Node::connect(&url, "pong")?;
             node.expose("ponger", &pong)
                 .ask::<Ping>(PongMsg::Ping)
@@ -109,7 +115,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             system.shutdown();
         }
         Some("ping") => {
-            let count: u64 = arg(&args, "--count").map(|c| c.parse()).transpose()?.unwrap_or(10);
+            let count: u64 = arg(&args, "--count")
+                .map(|c| c.parse())
+                .transpose()?
+                .unwrap_or(10);
             let node = Node::connect(&url, "ping")?;
             let ping = node.lookup::<Ping>("ponger@pong")?;
             let mut worst = Duration::ZERO;
@@ -142,7 +151,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("ping: ok");
         }
         _ => {
-            eprintln!("usage: remote_ping pong|ping [--url nats://127.0.0.1:4222] [--count N] [--quit]");
+            eprintln!(
+                "usage: remote_ping pong|ping [--url nats://127.0.0.1:4222] [--count N] [--quit]"
+            );
             std::process::exit(2);
         }
     }

@@ -139,12 +139,17 @@ impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FrameError::ShortHeader(n) => write!(f, "{n} bytes cannot hold a 32-byte frame header"),
-            FrameError::Version(v) => write!(f, "frame format version {v}, this node speaks {FORMAT_VERSION}"),
+            FrameError::Version(v) => write!(
+                f,
+                "frame format version {v}, this node speaks {FORMAT_VERSION}"
+            ),
             FrameError::Kind(k) => write!(f, "unknown frame kind {k}"),
             FrameError::Truncated { need, have } => {
                 write!(f, "truncated frame: body of {need} bytes, {have} left")
             }
-            FrameError::Oversized(n) => write!(f, "oversized frame: body of {n} bytes is above the limit"),
+            FrameError::Oversized(n) => {
+                write!(f, "oversized frame: body of {n} bytes is above the limit")
+            }
         }
     }
 }
@@ -245,7 +250,9 @@ impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EncodeError::Serialize(e) => write!(f, "the message cannot be serialized: {e}"),
-            EncodeError::TooLarge(n) => write!(f, "a body of {n} bytes is above the server's max payload"),
+            EncodeError::TooLarge(n) => {
+                write!(f, "a body of {n} bytes is above the server's max payload")
+            }
         }
     }
 }
@@ -298,7 +305,16 @@ pub fn encode_frame<T: Serialize + ?Sized>(
     max_body: usize,
 ) -> Result<usize, EncodeError> {
     let start = out.len();
-    out.extend_from_slice(&[FORMAT_VERSION, header.kind as u8, header.status as u8, 0, 0, 0, 0, 0]);
+    out.extend_from_slice(&[
+        FORMAT_VERSION,
+        header.kind as u8,
+        header.status as u8,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ]);
     out.extend_from_slice(&header.type_id.to_le_bytes());
     out.extend_from_slice(&header.target.to_le_bytes());
     out.extend_from_slice(&header.correlation.to_le_bytes());
@@ -354,21 +370,38 @@ mod tests {
 
     #[test]
     fn frames_walk_a_batch_and_stop_at_a_bad_length() {
-        let h = Header { kind: Kind::Tell, status: Status::Ok, type_id: 1, target: 2, correlation: 0 };
+        let h = Header {
+            kind: Kind::Tell,
+            status: Status::Ok,
+            type_id: 1,
+            target: 2,
+            correlation: 0,
+        };
         let mut out = Vec::new();
         encode_frame(&mut out, h, &1u32, 100).unwrap();
         encode_frame(&mut out, h, &2u32, 100).unwrap();
-        let got: Vec<u32> = Frames::new(&out, 100).map(|f| decode_body(f.unwrap().body).unwrap()).collect();
+        let got: Vec<u32> = Frames::new(&out, 100)
+            .map(|f| decode_body(f.unwrap().body).unwrap())
+            .collect();
         assert_eq!(got, vec![1, 2]);
         out.truncate(out.len() - 1);
         let results: Vec<_> = Frames::new(&out, 100).collect();
         assert_eq!(results.len(), 2);
-        assert!(matches!(results[1], Err(FrameError::Truncated { need: 1, have: 0 })));
+        assert!(matches!(
+            results[1],
+            Err(FrameError::Truncated { need: 1, have: 0 })
+        ));
     }
 
     #[test]
     fn too_large_leaves_the_buffer_unchanged() {
-        let h = Header { kind: Kind::Tell, status: Status::Ok, type_id: 1, target: 2, correlation: 0 };
+        let h = Header {
+            kind: Kind::Tell,
+            status: Status::Ok,
+            type_id: 1,
+            target: 2,
+            correlation: 0,
+        };
         let mut out = vec![9u8; 5];
         let err = encode_frame(&mut out, h, &vec![0u8; 100], 50).unwrap_err();
         assert!(matches!(err, EncodeError::TooLarge(101)));

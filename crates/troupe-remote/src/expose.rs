@@ -83,7 +83,13 @@ impl<'n, A: Actor> Exposure<'n, A> {
             Ok(async move {
                 let result = fut.await;
                 let mut out = Vec::with_capacity(64);
-                let h = |status| Header { kind: Kind::Reply, status, type_id: t, target, correlation: corr };
+                let h = |status| Header {
+                    kind: Kind::Reply,
+                    status,
+                    type_id: t,
+                    target,
+                    correlation: corr,
+                };
                 match result {
                     Ok(reply) => match encode_frame(&mut out, h(Status::Ok), &reply, max_body) {
                         Ok(_) => out,
@@ -134,7 +140,13 @@ impl<'n, A: Actor> Exposure<'n, A> {
         for (t, f) in self.asks {
             by_type.entry(t).or_default().ask = Some(f);
         }
-        targets.insert(id, Target { name: self.name, by_type });
+        targets.insert(
+            id,
+            Target {
+                name: self.name,
+                by_type,
+            },
+        );
         Ok(())
     }
 }

@@ -12,7 +12,7 @@
 //! - A [`TypeRegistry`] maps each id to exactly one (stable name, Rust type).
 //!   Registering a second Rust type under an id already held (the same name
 //!   declared twice, or an FNV collision between two names) is refused with
-//!   [`NodeError::TypeClash`](crate::NodeError::TypeClash), which names both.
+//!   [`NodeError::TypeClash`], which names both.
 
 use std::collections::HashMap;
 

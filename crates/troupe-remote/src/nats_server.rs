@@ -102,7 +102,11 @@ impl NatsServer {
                 self.stop();
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
-                    format!("nats-server ({}) did not listen on port {} within 10 s", binary(), self.port),
+                    format!(
+                        "nats-server ({}) did not listen on port {} within 10 s",
+                        binary(),
+                        self.port
+                    ),
                 ));
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -50,7 +50,9 @@ use parking_lot::{Mutex, RwLock};
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::JoinHandle;
 
-use crate::envelope::{decode_body, decode_frame, encode_frame, Frame, Frames, Header, Kind, Status, HEADER_LEN};
+use crate::envelope::{
+    decode_body, decode_frame, encode_frame, Frame, Frames, Header, Kind, Status, HEADER_LEN,
+};
 use crate::error::ask_error_of;
 use crate::message::{type_id, RemoteMessage, TypeEntry, TypeRegistry};
 use crate::outbox::Outbox;
@@ -66,7 +68,8 @@ pub(crate) enum Outcome {
 
 pub(crate) type TellFn = Box<dyn Fn(&[u8]) -> Outcome + Send + Sync>;
 /// Decodes an ask, sends it to the actor; the future gives the reply frame.
-pub(crate) type AskFn = Box<dyn Fn(&Frame<'_>, usize) -> Result<BoxFuture<'static, Vec<u8>>, Status> + Send + Sync>;
+pub(crate) type AskFn =
+    Box<dyn Fn(&Frame<'_>, usize) -> Result<BoxFuture<'static, Vec<u8>>, Status> + Send + Sync>;
 
 #[derive(Default)]
 pub(crate) struct Handlers {
@@ -106,7 +109,11 @@ pub fn node_subject(cluster: &str, node: &str) -> String {
 }
 
 fn check_token(what: &str, s: &str) -> Result<(), NodeError> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+    if s.is_empty()
+        || !s
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
         return Err(NodeError::BadName(format!(
             "{what} {s:?} must be a non-empty run of letters, digits, '_' and '-'"
         )));
@@ -162,7 +169,10 @@ impl NodeBuilder {
 
     /// Any other `async-nats` connect option (token, user and password, TLS,
     /// reconnect policy...), applied after the node's own.
-    pub fn connect_options(mut self, f: impl FnOnce(ConnectOptions) -> ConnectOptions + Send + 'static) -> Self {
+    pub fn connect_options(
+        mut self,
+        f: impl FnOnce(ConnectOptions) -> ConnectOptions + Send + 'static,
+    ) -> Self {
         self.options = Some(Box::new(f));
         self
     }
@@ -209,24 +219,53 @@ impl NodeBuilder {
         for t in &self.types {
             types.insert(*t)?;
         }
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(self.threads)
-            .thread_name(format!("troupe-remote-{}", self.name))
-            .enable_all()
-            .build()
-            .map_err(|e| NodeError::Connect(format!("cannot start the I/O runtime: {e}")))?;
-        let handle = rt.handle().clone();
+        let io = Io::start(&self.name, self.threads)?;
+        let handle = io.handle.clone();
         let grace = self.shutdown_grace;
         let shared = block_on(&handle, start(self, types, handle.clone()))?;
         Ok(Node {
             shared,
-            rt: Some(rt),
+            io: Some(io),
+            grace,
+        })
+    }
+
+    /// Connects from async code, on the caller's tokio runtime (which must
+    /// enable I/O and time): no I/O thread of the node's own. `ask_async`
+    /// called on that runtime then runs without a thread hop, which is the
+    /// fastest ask. Blocking calls (`ask`, `ping`, `flush`) must then come
+    /// from threads outside that runtime.
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), troupe_remote::NodeError> {
+    /// let node = troupe_remote::Node::builder("nats://127.0.0.1:4222", "web-1").connect_async().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_async(self) -> Result<Node, NodeError> {
+        check_token("cluster", &self.cluster)?;
+        check_token("node name", &self.name)?;
+        let mut types = TypeRegistry::default();
+        for t in &self.types {
+            types.insert(*t)?;
+        }
+        let handle = Handle::try_current().map_err(|_| {
+            NodeError::Connect("connect_async must run inside a tokio runtime".into())
+        })?;
+        let grace = self.shutdown_grace;
+        let shared = start(self, types, handle).await?;
+        Ok(Node {
+            shared,
+            io: None,
             grace,
         })
     }
 }
 
-async fn start(b: NodeBuilder, types: TypeRegistry, handle: Handle) -> Result<Arc<Shared>, NodeError> {
+async fn start(
+    b: NodeBuilder,
+    types: TypeRegistry,
+    handle: Handle,
+) -> Result<Arc<Shared>, NodeError> {
     let connected = Arc::new(AtomicBool::new(true));
     let flag = connected.clone();
     let node = b.name.clone();
@@ -266,9 +305,17 @@ async fn start(b: NodeBuilder, types: TypeRegistry, handle: Handle) -> Result<Ar
     let subject = node_subject(&b.cluster, &b.name);
     // Is the name taken? A live node answers a ping; no node means no responders.
     let mut probe = Vec::with_capacity(HEADER_LEN);
-    let ping = Header { kind: Kind::Ping, status: Status::Ok, type_id: 0, target: 0, correlation: 0 };
+    let ping = Header {
+        kind: Kind::Ping,
+        status: Status::Ok,
+        type_id: 0,
+        target: 0,
+        correlation: 0,
+    };
     let _ = encode_frame(&mut probe, ping, &(), 0);
-    let req = async_nats::Request::new().payload(probe.into()).timeout(Some(Duration::from_millis(500)));
+    let req = async_nats::Request::new()
+        .payload(probe.into())
+        .timeout(Some(Duration::from_millis(500)));
     if client.send_request(subject.clone(), req).await.is_ok() {
         return Err(NodeError::NameTaken(b.name));
     }
@@ -318,7 +365,8 @@ where
     handle.spawn(async move {
         let _ = tx.send(fut.await);
     });
-    rx.recv().expect("the node's runtime dropped a blocking call; it only does so while shutting down")
+    rx.recv()
+        .expect("the node's runtime dropped a blocking call; it only does so while shutting down")
 }
 
 impl Shared {
@@ -346,7 +394,10 @@ impl Shared {
             };
             bump(&self.counters.frames_received);
             if frame.kind != Kind::Tell {
-                self.bad_frame(&format_args!("a {:?} frame outside a request", frame.kind), payload.len());
+                self.bad_frame(
+                    &format_args!("a {:?} frame outside a request", frame.kind),
+                    payload.len(),
+                );
                 continue;
             }
             let Some(target) = targets.get(&frame.target) else {
@@ -354,7 +405,11 @@ impl Shared {
                 tracing::warn!(node = %self.name, target = format_args!("{:#018x}", frame.target), "tell for an actor not exposed here");
                 continue;
             };
-            let Some(tell) = target.by_type.get(&frame.type_id).and_then(|h| h.tell.as_ref()) else {
+            let Some(tell) = target
+                .by_type
+                .get(&frame.type_id)
+                .and_then(|h| h.tell.as_ref())
+            else {
                 bump(&self.counters.unknown_type);
                 tracing::warn!(node = %self.name, actor = %target.name, type_id = format_args!("{:#018x}", frame.type_id), "tell of a type the actor does not take remotely");
                 continue;
@@ -375,7 +430,7 @@ impl Shared {
 
     fn on_request(self: &Arc<Self>, payload: &[u8], reply: Subject) {
         let frame = match decode_frame(payload, self.max_body) {
-            Ok((frame, rest)) if rest.is_empty() => frame,
+            Ok((frame, [])) => frame,
             Ok(_) => {
                 self.bad_frame(&"a request holding more than one frame", payload.len());
                 return self.reply_status(reply, Status::BadFrame, 0, 0, 0);
@@ -391,7 +446,10 @@ impl Shared {
             Kind::Ping => return self.reply_status(reply, Status::Ok, 0, 0, corr),
             Kind::Ask => {}
             _ => {
-                self.bad_frame(&format_args!("a {:?} frame as a request", frame.kind), payload.len());
+                self.bad_frame(
+                    &format_args!("a {:?} frame as a request", frame.kind),
+                    payload.len(),
+                );
                 return self.reply_status(reply, Status::BadFrame, t, target, corr);
             }
         }
@@ -471,7 +529,9 @@ impl Shared {
         correlation: u64,
         timeout: Duration,
     ) -> Result<R, troupe::AskError> {
-        let req = async_nats::Request::new().payload(frame).timeout(Some(timeout));
+        let req = async_nats::Request::new()
+            .payload(frame)
+            .timeout(Some(timeout));
         let msg = match self.client.send_request(subject, req).await {
             Ok(m) => m,
             Err(e) => {
@@ -488,7 +548,9 @@ impl Shared {
             troupe::AskError::NoReply
         };
         match decode_frame(&msg.payload, self.max_body.max(msg.payload.len())) {
-            Ok((f, rest)) if rest.is_empty() && f.kind == Kind::Reply && f.correlation == correlation => {
+            Ok((f, rest))
+                if rest.is_empty() && f.kind == Kind::Reply && f.correlation == correlation =>
+            {
                 if f.status != Status::Ok {
                     return Err(ask_error_of(f.status));
                 }
@@ -506,7 +568,13 @@ impl Shared {
 
 pub(crate) fn status_frame(status: Status, t: u64, target: u64, corr: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + 1);
-    let h = Header { kind: Kind::Reply, status, type_id: t, target, correlation: corr };
+    let h = Header {
+        kind: Kind::Reply,
+        status,
+        type_id: t,
+        target,
+        correlation: corr,
+    };
     let _ = encode_frame(&mut out, h, &(), usize::MAX);
     out
 }
@@ -541,8 +609,75 @@ pub(crate) fn status_frame(status: Status, t: u64, target: u64, corr: u64) -> Ve
 /// ```
 pub struct Node {
     shared: Arc<Shared>,
-    rt: Option<Runtime>,
+    /// `None` when the node runs on the caller's runtime (`connect_async`).
+    io: Option<Io>,
     grace: Duration,
+}
+
+/// The node's I/O runtime, driven by its own thread: a current-thread
+/// runtime for one thread (the cheapest wake-ups), a multi-thread one above.
+/// The thread blocks on `stop` and drops the runtime on its own stack, so a
+/// node may be dropped anywhere, async code included.
+struct Io {
+    handle: Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Io {
+    fn start(name: &str, threads: usize) -> Result<Io, NodeError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread_name = format!("troupe-remote-{name}");
+        let thread = std::thread::Builder::new()
+            .name(thread_name.clone())
+            .spawn(move || {
+                let rt = if threads <= 1 {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                } else {
+                    tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(threads)
+                        .thread_name(thread_name)
+                        .enable_all()
+                        .build()
+                };
+                let rt: Runtime = match rt {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                let _ = tx.send(Ok(rt.handle().clone()));
+                let _ = rt.block_on(stopped);
+                rt.shutdown_background();
+            })
+            .map_err(|e| NodeError::Connect(format!("cannot start the I/O thread: {e}")))?;
+        match rx.recv() {
+            Ok(Ok(handle)) => Ok(Io {
+                handle,
+                stop: Some(stop),
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => Err(NodeError::Connect(format!(
+                "cannot start the I/O runtime: {e}"
+            ))),
+            Err(_) => Err(NodeError::Connect("the I/O thread died at start".into())),
+        }
+    }
+}
+
+impl Drop for Io {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Node {
@@ -612,7 +747,11 @@ impl Node {
     /// Makes a local actor reachable as `name@<this node>`; say which
     /// remote types it takes on the returned [`Exposure`](crate::Exposure)
     /// and finish with `.serve()`.
-    pub fn expose<A: troupe::Actor>(&self, name: &str, actor: &troupe::ActorRef<A>) -> crate::Exposure<'_, A> {
+    pub fn expose<A: troupe::Actor>(
+        &self,
+        name: &str,
+        actor: &troupe::ActorRef<A>,
+    ) -> crate::Exposure<'_, A> {
         crate::Exposure::new(self, name, actor.clone())
     }
 
@@ -630,14 +769,23 @@ impl Node {
     /// (`AskError::NoResponders`) or in the remote node's counters (tells).
     pub fn lookup<M: RemoteMessage>(&self, name: &str) -> Result<RemoteRef<M>, NodeError> {
         let Some((actor, node)) = name.split_once('@') else {
-            return Err(NodeError::BadName(format!("{name:?} is not of the form actor@node")));
+            return Err(NodeError::BadName(format!(
+                "{name:?} is not of the form actor@node"
+            )));
         };
         if actor.is_empty() {
-            return Err(NodeError::BadName(format!("{name:?} has an empty actor name")));
+            return Err(NodeError::BadName(format!(
+                "{name:?} has an empty actor name"
+            )));
         }
         check_token("node name", node)?;
         self.register::<M>()?;
-        Ok(RemoteRef::new(self.shared.clone(), self.shared.outbox(node), actor, node))
+        Ok(RemoteRef::new(
+            self.shared.clone(),
+            self.shared.outbox(node),
+            actor,
+            node,
+        ))
     }
 
     /// Asks node `node` of this cluster whether it is there; the round trip.
@@ -645,11 +793,20 @@ impl Node {
         check_token("node name", node).map_err(|_| troupe::AskError::NoResponders)?;
         let subject = Subject::from(node_subject(&self.shared.cluster, node));
         let mut frame = Vec::with_capacity(HEADER_LEN);
-        let h = Header { kind: Kind::Ping, status: Status::Ok, type_id: 0, target: 0, correlation: 0 };
+        let h = Header {
+            kind: Kind::Ping,
+            status: Status::Ok,
+            type_id: 0,
+            target: 0,
+            correlation: 0,
+        };
         let _ = encode_frame(&mut frame, h, &(), 0);
         let shared = self.shared.clone();
         let start = std::time::Instant::now();
-        block_on(&self.shared.handle, shared.request::<()>(subject, frame.into(), 0, timeout))?;
+        block_on(
+            &self.shared.handle,
+            shared.request::<()>(subject, frame.into(), 0, timeout),
+        )?;
         Ok(start.elapsed())
     }
 
@@ -683,20 +840,27 @@ impl Drop for Node {
         let flushers: Vec<_> = std::mem::take(&mut *self.shared.flushers.lock());
         let client = self.shared.client.clone();
         let grace = self.grace;
-        if let Some(rt) = self.rt.take() {
+        let flush = async move {
+            let _ = tokio::time::timeout(grace, async {
+                for f in flushers {
+                    let _ = f.await;
+                }
+                let _ = client.flush().await;
+            })
+            .await;
+        };
+        if self.io.is_some() {
             let (tx, rx) = oneshot::channel();
-            rt.spawn(async move {
-                let _ = tokio::time::timeout(grace, async {
-                    for f in flushers {
-                        let _ = f.await;
-                    }
-                    let _ = client.flush().await;
-                })
-                .await;
+            self.shared.handle.spawn(async move {
+                flush.await;
                 let _ = tx.send(());
             });
             let _ = rx.recv_timeout(grace + Duration::from_millis(100));
-            rt.shutdown_background();
+            // Dropping `self.io` next stops the runtime's thread.
+        } else {
+            // On the caller's runtime, which may be this very thread: flush
+            // in the background rather than wait for it here.
+            self.shared.handle.spawn(flush);
         }
     }
 }

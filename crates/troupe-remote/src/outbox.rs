@@ -77,7 +77,12 @@ impl Outbox {
     }
 
     /// Appends one frame of `value`.
-    pub(crate) fn push<T: Serialize>(&self, header: Header, value: &T, max_body: usize) -> Result<(), Refusal> {
+    pub(crate) fn push<T: Serialize>(
+        &self,
+        header: Header,
+        value: &T,
+        max_body: usize,
+    ) -> Result<(), Refusal> {
         let mut st = self.state.lock();
         if st.closed {
             return Err(Refusal::Closed);

@@ -88,7 +88,9 @@ impl<M: RemoteMessage> RemoteRef<M> {
     /// the server has it (counted in the node's `frames_lost` where the
     /// client reports it); NATS core gives at-most-once delivery.
     pub fn tell(&self, msg: M) -> Result<(), SendError<M>> {
-        if !self.shared.connected.load(Ordering::Acquire) || self.shared.closed.load(Ordering::Acquire) {
+        if !self.shared.connected.load(Ordering::Acquire)
+            || self.shared.closed.load(Ordering::Acquire)
+        {
             return Err(closed(msg));
         }
         let header = Header {
@@ -127,8 +129,11 @@ fn closed<M>(msg: M) -> SendError<M> {
 }
 
 impl<M: RemoteAsk> RemoteRef<M> {
-    fn start_ask(&self, msg: &M, timeout: Duration) -> Result<oneshot::Receiver<Result<M::Reply, AskError>>, AskError> {
-        if !self.shared.connected.load(Ordering::Acquire) || self.shared.closed.load(Ordering::Acquire) {
+    /// Encodes the ask frame; gives it with its correlation id.
+    fn ask_frame(&self, msg: &M) -> Result<(bytes::Bytes, u64), AskError> {
+        if !self.shared.connected.load(Ordering::Acquire)
+            || self.shared.closed.load(Ordering::Acquire)
+        {
             return Err(AskError::Disconnected);
         }
         let correlation = self.shared.next_correlation.fetch_add(1, Ordering::Relaxed);
@@ -144,11 +149,22 @@ impl<M: RemoteAsk> RemoteRef<M> {
             log_encode(&self.name, &e);
             return Err(AskError::MailboxFull);
         }
+        Ok((frame.into(), correlation))
+    }
+
+    fn start_ask(
+        &self,
+        msg: &M,
+        timeout: Duration,
+    ) -> Result<oneshot::Receiver<Result<M::Reply, AskError>>, AskError> {
+        let (frame, correlation) = self.ask_frame(msg)?;
         let (tx, rx) = oneshot::channel();
-        let fut = self
-            .shared
-            .clone()
-            .request::<M::Reply>(self.outbox.subject().clone(), frame.into(), correlation, timeout);
+        let fut = self.shared.clone().request::<M::Reply>(
+            self.outbox.subject().clone(),
+            frame,
+            correlation,
+            timeout,
+        );
         self.shared.handle.spawn(async move {
             let _ = tx.send(fut.await);
         });
@@ -168,8 +184,23 @@ impl<M: RemoteAsk> RemoteRef<M> {
         rx.recv().unwrap_or(Err(AskError::Disconnected))
     }
 
-    /// As [`ask`](Self::ask), for async code (any executor).
+    /// As [`ask`](Self::ask), for async code (any executor). Called on the
+    /// runtime the node runs on (see
+    /// [`NodeBuilder::connect_async`](crate::NodeBuilder::connect_async)),
+    /// it sends the request from this task, with no hop to another thread.
     pub async fn ask_async(&self, msg: M, timeout: Duration) -> Result<M::Reply, AskError> {
+        let on_node_runtime = tokio::runtime::Handle::try_current()
+            .map(|h| h.id() == self.shared.handle.id())
+            .unwrap_or(false);
+        if on_node_runtime {
+            let (frame, correlation) = self.ask_frame(&msg)?;
+            let subject = self.outbox.subject().clone();
+            return self
+                .shared
+                .clone()
+                .request::<M::Reply>(subject, frame, correlation, timeout)
+                .await;
+        }
         let rx = self.start_ask(&msg, timeout)?;
         rx.await.unwrap_or(Err(AskError::Disconnected))
     }

@@ -48,7 +48,13 @@ fn valid_frame(seed: u64) -> Vec<u8> {
         price: (seed % 2 == 0).then_some(seed as f64 / 3.0),
     };
     let mut out = Vec::new();
-    let h = Header { kind: Kind::Tell, status: Status::Ok, type_id: 1, target: 2, correlation: 0 };
+    let h = Header {
+        kind: Kind::Tell,
+        status: Status::Ok,
+        type_id: 1,
+        target: 2,
+        correlation: 0,
+    };
     encode_frame(&mut out, h, &order, MAX_BODY).unwrap();
     out
 }
@@ -57,7 +63,12 @@ fn valid_frame(seed: u64) -> Vec<u8> {
 enum Input {
     Random(Vec<u8>),
     /// A valid frame with byte flips, a cut, and a length overwrite.
-    Mutated { seed: u64, flips: Vec<(usize, u8)>, cut: Option<usize>, len: Option<u32> },
+    Mutated {
+        seed: u64,
+        flips: Vec<(usize, u8)>,
+        cut: Option<usize>,
+        len: Option<u32>,
+    },
 }
 
 fn input() -> impl Strategy<Value = Input> {
@@ -70,15 +81,30 @@ fn input() -> impl Strategy<Value = Input> {
             h.append(&mut v);
             Input::Random(h)
         }),
-        (any::<u64>(), prop::collection::vec((any::<usize>(), any::<u8>()), 0..4), any::<Option<usize>>(), any::<Option<u32>>())
-            .prop_map(|(seed, flips, cut, len)| Input::Mutated { seed, flips, cut, len }),
+        (
+            any::<u64>(),
+            prop::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+            any::<Option<usize>>(),
+            any::<Option<u32>>()
+        )
+            .prop_map(|(seed, flips, cut, len)| Input::Mutated {
+                seed,
+                flips,
+                cut,
+                len
+            }),
     ]
 }
 
 fn bytes_of(i: &Input) -> Vec<u8> {
     match i {
         Input::Random(v) => v.clone(),
-        Input::Mutated { seed, flips, cut, len } => {
+        Input::Mutated {
+            seed,
+            flips,
+            cut,
+            len,
+        } => {
             let mut f = valid_frame(*seed);
             for (at, x) in flips {
                 let n = f.len();
@@ -100,7 +126,11 @@ fn bytes_of(i: &Input) -> Vec<u8> {
 fn a_million_random_and_mutated_frames_never_panic() {
     let frames = AtomicU64::new(0);
     let outcomes = AtomicU64::new(0);
-    let mut runner = TestRunner::new(Config { cases: CASES, failure_persistence: None, ..Config::default() });
+    let mut runner = TestRunner::new(Config {
+        cases: CASES,
+        failure_persistence: None,
+        ..Config::default()
+    });
     runner
         .run(&prop::collection::vec(input(), FRAMES_PER_CASE), |inputs| {
             // Each input alone, then all of them as one batch.

@@ -69,12 +69,19 @@ fn ask_errors_are_distinct() {
     let no_node = nobody.ask(Sum, T).unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(2));
     // The node is there but exposes no such actor: the node says so.
-    let no_actor = a.lookup::<Sum>("nobody@b").unwrap().ask(Sum, T).unwrap_err();
+    let no_actor = a
+        .lookup::<Sum>("nobody@b")
+        .unwrap()
+        .ask(Sum, T)
+        .unwrap_err();
     assert_eq!(no_node, AskError::NoResponders);
     assert_eq!(no_actor, AskError::NoResponders);
     // The actor is there but does not answer in time.
     let silent = a.lookup::<Silent>("counter@b").unwrap();
-    assert_eq!(silent.ask(Silent, Duration::from_millis(200)), Err(AskError::Timeout));
+    assert_eq!(
+        silent.ask(Silent, Duration::from_millis(200)),
+        Err(AskError::Timeout)
+    );
     assert_ne!(no_node, AskError::Timeout);
     assert_eq!(b.stats().unknown_target, 1);
     system.shutdown();
@@ -86,14 +93,29 @@ fn clusters_on_one_server_do_not_see_each_other() {
     let system = ActorSystem::builder().threads(2).build();
     let seen = Arc::new(AtomicU64::new(0));
     let counter = system.spawn(Counter::new(seen.clone()));
-    let blue = Node::builder(&server.url(), "b").cluster("blue").connect().unwrap();
-    blue.expose("counter", &counter).ask::<Sum>(CounterMsg::Sum).serve().unwrap();
+    let blue = Node::builder(&server.url(), "b")
+        .cluster("blue")
+        .connect()
+        .unwrap();
+    blue.expose("counter", &counter)
+        .ask::<Sum>(CounterMsg::Sum)
+        .serve()
+        .unwrap();
     // Same node name, other cluster: allowed, and it cannot reach blue's actor.
-    let green = Node::builder(&server.url(), "b").cluster("green").connect().unwrap();
+    let green = Node::builder(&server.url(), "b")
+        .cluster("green")
+        .connect()
+        .unwrap();
     let from_green = green.lookup::<Sum>("counter@b").unwrap();
     assert!(from_green.ask(Sum, T).is_err());
-    let blue_client = Node::builder(&server.url(), "c").cluster("blue").connect().unwrap();
-    assert_eq!(blue_client.lookup::<Sum>("counter@b").unwrap().ask(Sum, T), Ok(0));
+    let blue_client = Node::builder(&server.url(), "c")
+        .cluster("blue")
+        .connect()
+        .unwrap();
+    assert_eq!(
+        blue_client.lookup::<Sum>("counter@b").unwrap().ask(Sum, T),
+        Ok(0)
+    );
     system.shutdown();
 }
 
@@ -103,7 +125,10 @@ fn a_node_name_is_taken_once_per_cluster() {
     let _first = Node::connect(&server.url(), "same").unwrap();
     match Node::connect(&server.url(), "same") {
         Err(NodeError::NameTaken(n)) => assert_eq!(n, "same"),
-        other => panic!("expected NameTaken, got {:?}", other.map(|n| n.name().to_string())),
+        other => panic!(
+            "expected NameTaken, got {:?}",
+            other.map(|n| n.name().to_string())
+        ),
     }
 }
 
@@ -131,10 +156,19 @@ fn a_type_id_clash_is_refused_at_start_naming_both() {
         .expect("a clash must refuse the node");
     let text = err.to_string();
     assert!(matches!(err, NodeError::TypeClash { .. }), "{text}");
-    assert!(text.contains("clash::one::Same") && text.contains("clash::two::Same"), "{text}");
+    assert!(
+        text.contains("clash::one::Same") && text.contains("clash::two::Same"),
+        "{text}"
+    );
     // And at lookup time on a running node.
-    let node = Node::builder(&server.url(), "y").register::<clash::one::Same>().connect().unwrap();
-    assert!(matches!(node.lookup::<clash::two::Same>("a@b"), Err(NodeError::TypeClash { .. })));
+    let node = Node::builder(&server.url(), "y")
+        .register::<clash::one::Same>()
+        .connect()
+        .unwrap();
+    assert!(matches!(
+        node.lookup::<clash::two::Same>("a@b"),
+        Err(NodeError::TypeClash { .. })
+    ));
 }
 
 #[test]
@@ -166,27 +200,45 @@ fn garbage_on_a_node_subject_is_counted_and_the_node_keeps_serving() {
     let a = Node::connect(&server.url(), "a").unwrap();
     let client = a.client().clone();
     let subject = b.subject();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         // Garbage, a wrong version, a truncated frame, an unknown type id, an unknown target.
         let add = a.lookup::<Add>("counter@b").unwrap();
         let _ = add;
-        client.publish(subject.clone(), vec![0xff; 7].into()).await.unwrap();
+        client
+            .publish(subject.clone(), vec![0xff; 7].into())
+            .await
+            .unwrap();
         let mut wrong_version = vec![0u8; 40];
         wrong_version[0] = 9;
-        client.publish(subject.clone(), wrong_version.into()).await.unwrap();
+        client
+            .publish(subject.clone(), wrong_version.into())
+            .await
+            .unwrap();
         let mut truncated = vec![1u8, 1, 0, 0];
         truncated.extend_from_slice(&100u32.to_le_bytes());
         truncated.extend_from_slice(&[0u8; 30]);
-        client.publish(subject.clone(), truncated.into()).await.unwrap();
+        client
+            .publish(subject.clone(), truncated.into())
+            .await
+            .unwrap();
         let mut unknown_type = vec![1u8, 1, 0, 0, 1, 0, 0, 0];
         unknown_type.extend_from_slice(&12345u64.to_le_bytes());
         unknown_type.extend_from_slice(&troupe_remote::type_id("counter").to_le_bytes());
         unknown_type.extend_from_slice(&0u64.to_le_bytes());
         unknown_type.push(1);
-        client.publish(subject.clone(), unknown_type.into()).await.unwrap();
+        client
+            .publish(subject.clone(), unknown_type.into())
+            .await
+            .unwrap();
         // A garbage request gets a prompt error reply, not a timeout.
-        let reply = client.request(subject.clone(), vec![1u8, 2, 3].into()).await.unwrap();
+        let reply = client
+            .request(subject.clone(), vec![1u8, 2, 3].into())
+            .await
+            .unwrap();
         assert_eq!(reply.payload[0..3], [1, 3, 7]); // version, Reply, BadFrame
         client.flush().await.unwrap();
     });

@@ -37,7 +37,11 @@ fn kill_mid_stream(paced: bool) {
     let disorder = c.disorder.clone();
     let counter = system.spawn(c);
     let b = Node::connect(&server.url(), "b").unwrap();
-    b.expose("counter", &counter).tell::<Add>().ask::<Sum>(CounterMsg::Sum).serve().unwrap();
+    b.expose("counter", &counter)
+        .tell::<Add>()
+        .ask::<Sum>(CounterMsg::Sum)
+        .serve()
+        .unwrap();
     let a = Node::connect(&server.url(), "a").unwrap();
     let add = a.lookup::<Add>("counter@b").unwrap();
 
@@ -95,8 +99,14 @@ fn kill_mid_stream(paced: bool) {
         disorder.load(Ordering::Relaxed)
     );
     assert_eq!(accepted + handed_back, sent_phase1);
-    assert!(delivered_phase1 <= accepted, "more arrived than was accepted: duplicates");
-    assert!(handed_back > 0, "tells during the outage must be handed back");
+    assert!(
+        delivered_phase1 <= accepted,
+        "more arrived than was accepted: duplicates"
+    );
+    assert!(
+        handed_back > 0,
+        "tells during the outage must be handed back"
+    );
     assert!(delivered_phase1 > 0 && killed_at > 0);
 
     // After the restart, new traffic flows again, complete and in order (to
@@ -105,12 +115,21 @@ fn kill_mid_stream(paced: bool) {
     let c2 = Counter::new(seen2.clone());
     let disorder2 = c2.disorder.clone();
     let counter2 = system.spawn(c2);
-    b.expose("counter2", &counter2).tell::<Add>().serve().unwrap();
+    b.expose("counter2", &counter2)
+        .tell::<Add>()
+        .serve()
+        .unwrap();
     let add2 = a.lookup::<Add>("counter2@b").unwrap();
     for k in 1..=10_000 {
         add2.tell(Add(k)).unwrap();
     }
-    assert!(wait_until(Duration::from_secs(10), || seen2.load(Ordering::Relaxed) == 10_000));
-    assert_eq!(disorder2.load(Ordering::Relaxed), 0, "out of order after reconnect");
+    assert!(wait_until(Duration::from_secs(10), || seen2
+        .load(Ordering::Relaxed)
+        == 10_000));
+    assert_eq!(
+        disorder2.load(Ordering::Relaxed),
+        0,
+        "out of order after reconnect"
+    );
     system.shutdown();
 }

@@ -10,7 +10,12 @@ use troupe_remote::nats_server::NatsServer;
 fn example(name: &str) -> PathBuf {
     // target/<profile>/deps/two_processes-<hash> -> target/<profile>/examples/<name>
     let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("examples").join(name)
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name)
 }
 
 /// Kills the child when dropped, so a failing test leaves no process behind.
@@ -32,7 +37,11 @@ fn ping_and_pong_processes_talk_through_nats() {
             .args(["build", "-p", "troupe-remote", "--example", "remote_ping"])
             .status()
             .unwrap();
-        assert!(built.success() && bin.exists(), "cannot build {}", bin.display());
+        assert!(
+            built.success() && bin.exists(),
+            "cannot build {}",
+            bin.display()
+        );
     }
     let server = NatsServer::start().unwrap();
     let mut pong = Reaped(
@@ -52,7 +61,11 @@ fn ping_and_pong_processes_talk_through_nats() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "ping failed: {stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "ping failed: {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("pong has 200 notes"), "{stdout}");
     assert!(stdout.contains("ping: ok"), "{stdout}");
     // Pong exits on its own after the Quit tell.

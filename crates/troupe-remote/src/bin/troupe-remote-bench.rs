@@ -148,11 +148,15 @@ impl Actor for EchoActor {
 }
 
 fn arg(args: &[String], flag: &str) -> Option<String> {
-    args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1).cloned())
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 fn num(args: &[String], flag: &str, default: u64) -> u64 {
-    arg(args, flag).map(|v| v.parse().expect("a number")).unwrap_or(default)
+    arg(args, flag)
+        .map(|v| v.parse().expect("a number"))
+        .unwrap_or(default)
 }
 
 /// Subscriptions hold up to this many messages before the client drops
@@ -160,7 +164,10 @@ fn num(args: &[String], flag: &str, default: u64) -> u64 {
 const SUB_CAPACITY: usize = 1 << 20;
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime")
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
 }
 
 /// A plain client, living on `rt` (its connection task runs there).
@@ -185,8 +192,15 @@ fn child(role: &str, args: &[String]) {
     };
     match role {
         "tell-sink" => {
-            let sink = system.spawn(Sink { count: 0, bytes: 0, waiting: None });
-            let node = Node::builder(&url, "sink").connect_options(node_opts).connect().expect("node");
+            let sink = system.spawn(Sink {
+                count: 0,
+                bytes: 0,
+                waiting: None,
+            });
+            let node = Node::builder(&url, "sink")
+                .connect_options(node_opts)
+                .connect()
+                .expect("node");
             node.expose("sink", &sink)
                 .tell::<Blob>()
                 .ask::<WaitFor>(SinkMsg::WaitFor)
@@ -201,8 +215,14 @@ fn child(role: &str, args: &[String]) {
         }
         "echo" => {
             let echo = system.spawn(EchoActor);
-            let node = Node::builder(&url, "echo").connect_options(node_opts).connect().expect("node");
-            node.expose("echo", &echo).ask::<Echo>(|q, r| (q, r)).serve().expect("serve");
+            let node = Node::builder(&url, "echo")
+                .connect_options(node_opts)
+                .connect()
+                .expect("node");
+            node.expose("echo", &echo)
+                .ask::<Echo>(|q, r| (q, r))
+                .serve()
+                .expect("serve");
             println!("ready");
             wait_stdin();
         }
@@ -221,7 +241,10 @@ fn child(role: &str, args: &[String]) {
                     n += 1;
                     bytes += m.payload.len() as u64;
                     if n % per == 0 {
-                        client.publish("bench.raw.done", n.to_string().into()).await.expect("publish");
+                        client
+                            .publish("bench.raw.done", n.to_string().into())
+                            .await
+                            .expect("publish");
                         client.flush().await.expect("flush");
                     }
                 }
@@ -261,7 +284,9 @@ impl ChildRole {
             .spawn()
             .expect("spawn a child role");
         let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().expect("piped")).read_line(&mut line).expect("read");
+        BufReader::new(child.stdout.as_mut().expect("piped"))
+            .read_line(&mut line)
+            .expect("read");
         assert_eq!(line.trim(), "ready", "{role} did not start");
         ChildRole(child)
     }
@@ -302,9 +327,11 @@ fn rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|k| k.parse::<f64>().ok())
+            })
         })
         .map(|kb| kb / 1024.0)
         .unwrap_or(0.0)
@@ -337,7 +364,9 @@ fn remote_tell(url: &str, size: usize, n: u64, samples: u64) -> (f64, f64, f64) 
             }
         }
         total += count;
-        let got = wait.ask(WaitFor(total), Duration::from_secs(120)).expect("the sink confirms");
+        let got = wait
+            .ask(WaitFor(total), Duration::from_secs(120))
+            .expect("the sink confirms");
         assert_eq!(got, total, "the sink counted a different number");
         let s = start.elapsed().as_secs_f64();
         if sample > 0 {
@@ -346,7 +375,8 @@ fn remote_tell(url: &str, size: usize, n: u64, samples: u64) -> (f64, f64, f64) 
         }
     }
     let after = node.stats();
-    let coalescing = (after.frames_sent - before.frames_sent) as f64 / (after.batches_sent - before.batches_sent).max(1) as f64;
+    let coalescing = (after.frames_sent - before.frames_sent) as f64
+        / (after.batches_sent - before.batches_sent).max(1) as f64;
     (median(rates), median(secs), coalescing)
 }
 
@@ -365,7 +395,10 @@ fn raw_tell(url: &str, size: usize, n: u64, samples: u64) -> (f64, f64) {
         for sample in 0..=samples {
             let start = Instant::now();
             for _ in 0..n {
-                client.publish("bench.raw.tell", payload.clone()).await.expect("publish");
+                client
+                    .publish("bench.raw.tell", payload.clone())
+                    .await
+                    .expect("publish");
             }
             client.flush().await.expect("flush");
             total += n;
@@ -373,7 +406,10 @@ fn raw_tell(url: &str, size: usize, n: u64, samples: u64) -> (f64, f64) {
                 .await
                 .expect("the raw sink confirms (a slow consumer would drop and never confirm)")
                 .expect("done");
-            let got: u64 = std::str::from_utf8(&m.payload).expect("utf8").parse().expect("count");
+            let got: u64 = std::str::from_utf8(&m.payload)
+                .expect("utf8")
+                .parse()
+                .expect("count");
             assert_eq!(got, total);
             let s = start.elapsed().as_secs_f64();
             if sample > 0 {
@@ -392,47 +428,118 @@ fn percentiles(mut v: Vec<Duration>) -> (f64, f64, f64) {
     (us(v[v.len() / 2]), us(v[v.len() * 99 / 100]), mean)
 }
 
-fn remote_ask(url: &str, k: u64, asynchronous: bool) -> (f64, f64, f64) {
+/// Latencies of remote asks (blocking, async), node pings and raw NATS
+/// requests, taken interleaved: `rounds` rounds of k/rounds of each, so a
+/// change in the machine's load during the run touches all four alike.
+struct AskRun {
+    blocking: Vec<Duration>,
+    asynchronous: Vec<Duration>,
+    /// `ask_async` on the runtime the asking node runs on (`connect_async`).
+    same_runtime: Vec<Duration>,
+    ping: Vec<Duration>,
+    raw: Vec<Duration>,
+}
+
+fn ask_run(url: &str, k: u64, rounds: u64) -> AskRun {
     let _echo = ChildRole::start("echo", url, &[]);
+    let _raw_echo = ChildRole::start("raw-echo", url, &[]);
     let node = Node::builder(url, "asker").connect().expect("node");
     let echo = node.lookup::<Echo>("echo@echo").expect("lookup");
+    let rt = rt();
+    let client = raw_client(&rt, url);
+    let node2 = rt
+        .block_on(Node::builder(url, "asker2").connect_async())
+        .expect("node on this runtime");
+    let echo2 = node2.lookup::<Echo>("echo@echo").expect("lookup");
+    let mut run = AskRun {
+        blocking: Vec::new(),
+        asynchronous: Vec::new(),
+        same_runtime: Vec::new(),
+        ping: Vec::new(),
+        raw: Vec::new(),
+    };
+    let per = (k / rounds).max(1);
+    // Round 0 is the warm-up.
+    for round in 0..=rounds {
+        let keep = round > 0;
+        for i in 0..per {
+            let start = Instant::now();
+            assert_eq!(echo.ask(Echo(i), Duration::from_secs(5)), Ok(i));
+            if keep {
+                run.blocking.push(start.elapsed());
+            }
+        }
+        for i in 0..per {
+            let start = Instant::now();
+            assert_eq!(
+                futures::executor::block_on(echo.ask_async(Echo(i), Duration::from_secs(5))),
+                Ok(i)
+            );
+            if keep {
+                run.asynchronous.push(start.elapsed());
+            }
+        }
+        rt.block_on(async {
+            for i in 0..per {
+                let start = Instant::now();
+                assert_eq!(
+                    echo2.ask_async(Echo(i), Duration::from_secs(5)).await,
+                    Ok(i)
+                );
+                if keep {
+                    run.same_runtime.push(start.elapsed());
+                }
+            }
+        });
+        for _ in 0..per {
+            let start = Instant::now();
+            node.ping("echo", Duration::from_secs(5)).expect("ping");
+            if keep {
+                run.ping.push(start.elapsed());
+            }
+        }
+        rt.block_on(async {
+            for i in 0..per {
+                let start = Instant::now();
+                let m = client
+                    .request("bench.raw.ask", i.to_le_bytes().to_vec().into())
+                    .await
+                    .expect("reply");
+                assert_eq!(m.payload.as_ref(), i.to_le_bytes());
+                if keep {
+                    run.raw.push(start.elapsed());
+                }
+            }
+        });
+    }
+    run
+}
+
+/// The in-process floor: a plain thread asks a local actor (no network).
+fn local_ask(k: u64) -> (f64, f64, f64) {
+    let system = ActorSystem::builder().threads(1).build();
+    let echo = system.spawn(EchoActor);
     let mut lat = Vec::with_capacity(k as usize);
     for i in 0..(k + k / 10) {
         let start = Instant::now();
-        let got = if asynchronous {
-            futures::executor::block_on(echo.ask_async(Echo(i), Duration::from_secs(5)))
-        } else {
-            echo.ask(Echo(i), Duration::from_secs(5))
-        };
-        assert_eq!(got, Ok(i));
+        assert_eq!(echo.ask(|r| (Echo(i), r), Duration::from_secs(5)), Ok(i));
         if i >= k / 10 {
             lat.push(start.elapsed());
         }
     }
+    system.shutdown();
     percentiles(lat)
-}
-
-fn raw_ask(url: &str, k: u64) -> (f64, f64, f64) {
-    let _echo = ChildRole::start("raw-echo", url, &[]);
-    let rt = rt();
-    let client = raw_client(&rt, url);
-    rt.block_on(async {
-        let mut lat = Vec::with_capacity(k as usize);
-        for i in 0..(k + k / 10) {
-            let start = Instant::now();
-            let m = client.request("bench.raw.ask", i.to_le_bytes().to_vec().into()).await.expect("reply");
-            assert_eq!(m.payload.as_ref(), i.to_le_bytes());
-            if i >= k / 10 {
-                lat.push(start.elapsed());
-            }
-        }
-        percentiles(lat)
-    })
 }
 
 /// ns per encode and per decode of one frame holding `value`.
 fn serialize_cost<M: RemoteMessage + PartialEq + std::fmt::Debug>(value: &M) -> (f64, f64, usize) {
-    let h = Header { kind: Kind::Tell, status: Status::Ok, type_id: M::TYPE_ID, target: 1, correlation: 0 };
+    let h = Header {
+        kind: Kind::Tell,
+        status: Status::Ok,
+        type_id: M::TYPE_ID,
+        target: 1,
+        correlation: 0,
+    };
     let mut buf = Vec::with_capacity(1 << 17);
     let frame_len = encode_frame(&mut buf, h, value, usize::MAX).expect("encode");
     let time = |f: &mut dyn FnMut()| {
@@ -452,7 +559,9 @@ fn serialize_cost<M: RemoteMessage + PartialEq + std::fmt::Debug>(value: &M) -> 
     };
     let enc = time(&mut || {
         buf.clear();
-        std::hint::black_box(encode_frame(&mut buf, h, std::hint::black_box(value), usize::MAX).expect("encode"));
+        std::hint::black_box(
+            encode_frame(&mut buf, h, std::hint::black_box(value), usize::MAX).expect("encode"),
+        );
     });
     let frame = buf.clone();
     let dec = time(&mut || {
@@ -477,8 +586,14 @@ impl std::fmt::Debug for Blob {
 
 /// Runs the Erlang distribution peer; its JSON lines become figures.
 fn erlang(n: u64, k: u64) -> Vec<Figure> {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers/erlang/peer_erlang_dist.sh");
-    let out = match Command::new("bash").arg(&script).arg(n.to_string()).arg(k.to_string()).output() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../peers/erlang/peer_erlang_dist.sh");
+    let out = match Command::new("bash")
+        .arg(&script)
+        .arg(n.to_string())
+        .arg(k.to_string())
+        .output()
+    {
         Ok(o) if o.status.success() => o,
         Ok(o) => {
             eprintln!("erlang peer failed: {}", String::from_utf8_lossy(&o.stderr));
@@ -500,7 +615,12 @@ fn erlang(n: u64, k: u64) -> Vec<Figure> {
             rest[..end].trim().parse().ok()
         };
         if line.contains("\"remote_tell\"") {
-            let (p, m, s, r) = (field("payload"), field("messages"), field("seconds"), field("rate"));
+            let (p, m, s, r) = (
+                field("payload"),
+                field("messages"),
+                field("seconds"),
+                field("rate"),
+            );
             if let (Some(p), Some(m), Some(s), Some(r)) = (p, m, s, r) {
                 figs.push(Figure {
                     framework: "erlang",
@@ -514,15 +634,30 @@ fn erlang(n: u64, k: u64) -> Vec<Figure> {
                 });
             }
         } else if line.contains("\"remote_ask\"") {
-            if let (Some(a), Some(p50), Some(p99), Some(mean)) = (field("asks"), field("p50_us"), field("p99_us"), field("mean_us")) {
-                figs.push(ask_figure("erlang", "erlang dist call", a as u64, (p50, p99, mean)));
+            if let (Some(a), Some(p50), Some(p99), Some(mean)) = (
+                field("asks"),
+                field("p50_us"),
+                field("p99_us"),
+                field("mean_us"),
+            ) {
+                figs.push(ask_figure(
+                    "erlang",
+                    "erlang dist call",
+                    a as u64,
+                    (p50, p99, mean),
+                ));
             }
         }
     }
     figs
 }
 
-fn ask_figure(framework: &'static str, label: &str, k: u64, (p50, p99, mean): (f64, f64, f64)) -> Figure {
+fn ask_figure(
+    framework: &'static str,
+    label: &str,
+    k: u64,
+    (p50, p99, mean): (f64, f64, f64),
+) -> Figure {
     Figure {
         framework,
         workload: "remote_ask",
@@ -548,7 +683,8 @@ fn main() {
     let url = match arg(&args, "--url") {
         Some(u) => u,
         None => {
-            _server = NatsServer::start().expect("start nats-server (install the nats-server package)");
+            _server =
+                NatsServer::start().expect("start nats-server (install the nats-server package)");
             _server.url()
         }
     };
@@ -578,10 +714,19 @@ fn main() {
         });
     };
     ser("foo", serialize_cost(&Foo { a: 10, b: 20 }));
-    ser("bar", serialize_cost(&Bar { a: Foo { a: 1, b: 2 }, b: "three".into() }));
+    ser(
+        "bar",
+        serialize_cost(&Bar {
+            a: Foo { a: 1, b: 2 },
+            b: "three".into(),
+        }),
+    );
     ser("msg_2int", serialize_cost(&TwoInts(1, 2)));
     for size in [64usize, 1024, 16 * 1024, 64 * 1024] {
-        ser(&format!("bytes_{size}"), serialize_cost(&Blob(vec![7; size])));
+        ser(
+            &format!("bytes_{size}"),
+            serialize_cost(&Blob(vec![7; size])),
+        );
     }
 
     let mut tell_rows = Vec::new();
@@ -612,13 +757,42 @@ fn main() {
         tell_rows.push((size, rate, raw_rate, coalescing));
     }
 
-    eprintln!("remote_ask: troupe (blocking and async), then raw NATS...");
-    let ours = remote_ask(&url, k, false);
-    let ours_async = remote_ask(&url, k, true);
-    let raw = raw_ask(&url, k);
-    figs.push(ask_figure("troupe", "troupe remote ask (blocking)", k, ours));
-    figs.push(ask_figure("troupe", "troupe remote ask_async", k, ours_async));
+    eprintln!(
+        "remote_ask: troupe (blocking, async), node ping and raw NATS, interleaved in 10 rounds..."
+    );
+    let run = ask_run(&url, k, 10);
+    let ours = percentiles(run.blocking);
+    let ours_async = percentiles(run.asynchronous);
+    let same_rt = percentiles(run.same_runtime);
+    let ping = percentiles(run.ping);
+    let raw = percentiles(run.raw);
+    let local = local_ask(k);
+    figs.push(ask_figure(
+        "troupe",
+        "troupe remote ask (blocking)",
+        k,
+        ours,
+    ));
+    figs.push(ask_figure(
+        "troupe",
+        "troupe remote ask_async",
+        k,
+        ours_async,
+    ));
+    figs.push(ask_figure(
+        "troupe",
+        "troupe ask_async, caller's runtime",
+        k,
+        same_rt,
+    ));
+    figs.push(ask_figure("troupe", "troupe node ping (no actor)", k, ping));
     figs.push(ask_figure("nats-raw", "raw nats request/reply", k, raw));
+    figs.push(ask_figure(
+        "troupe",
+        "troupe local ask (in-process)",
+        k,
+        local,
+    ));
 
     if args.iter().any(|a| a == "--erlang") {
         eprintln!("Erlang distribution between two nodes on loopback...");
@@ -626,33 +800,56 @@ fn main() {
     }
 
     // Report.
-    println!("\n{:<34} {:>14} {:>10}  {}", "figure", "rate", "unit", "detail");
+    println!("\n{:<34} {:>14} {:>10}  detail", "figure", "rate", "unit");
     for f in &figs {
-        println!("{:<34} {:>14.1} {:>10}  {}", f.label, f.rate, f.unit, f.extra.trim_start_matches(','));
+        println!(
+            "{:<34} {:>14.1} {:>10}  {}",
+            f.label,
+            f.rate,
+            f.unit,
+            f.extra.trim_start_matches(',')
+        );
     }
     println!();
     let erl_tell = |size: usize| {
         figs.iter()
-            .find(|f| f.framework == "erlang" && f.workload == "remote_tell" && f.params.contains(&format!("\"payload\":{size},")))
+            .find(|f| {
+                f.framework == "erlang"
+                    && f.workload == "remote_tell"
+                    && f.params.contains(&format!("\"payload\":{size},"))
+            })
             .map(|f| f.rate)
     };
     for (size, rate, raw_rate, coalescing) in &tell_rows {
-        let erl = erl_tell(*size).map(|e| format!(", {:.2}x erlang dist (target >= 3x)", rate / e)).unwrap_or_default();
+        let erl = erl_tell(*size)
+            .map(|e| format!(", {:.2}x erlang dist (target >= 3x)", rate / e))
+            .unwrap_or_default();
         println!(
             "remote_tell {size} B: troupe {:.2}x raw nats per-message pub/sub (target >= 1x){erl}; {coalescing:.1} frames per NATS message",
             rate / raw_rate
         );
     }
     println!(
-        "remote_ask p50: troupe blocking {:.1} us, async {:.1} us, raw nats {:.1} us: {:.2}x / {:.2}x raw (target <= 1.2x)",
-        ours.0,
-        ours_async.0,
+        "remote_ask p50: raw nats {:.1} us; troupe blocking {:.1} us ({:.2}x), async from another thread {:.1} us ({:.2}x), \
+         async on the node's runtime {:.1} us ({:.2}x) (target <= 1.2x); node ping without an actor {:.1} us ({:.2}x)",
         raw.0,
+        ours.0,
         ours.0 / raw.0,
-        ours_async.0 / raw.0
+        ours_async.0,
+        ours_async.0 / raw.0,
+        same_rt.0,
+        same_rt.0 / raw.0,
+        ping.0,
+        ping.0 / raw.0
     );
-    if let Some(e) = figs.iter().find(|f| f.framework == "erlang" && f.workload == "remote_ask") {
-        println!("remote_ask erlang dist: {}", e.extra.trim_start_matches(','));
+    if let Some(e) = figs
+        .iter()
+        .find(|f| f.framework == "erlang" && f.workload == "remote_ask")
+    {
+        println!(
+            "remote_ask erlang dist: {}",
+            e.extra.trim_start_matches(',')
+        );
     }
 
     if let Some(path) = arg(&args, "--json") {

@@ -64,7 +64,13 @@ pub struct Counter {
 
 impl Counter {
     pub fn new(seen: Arc<AtomicU64>) -> Self {
-        Counter { sum: 0, last: 0, disorder: Arc::new(AtomicU64::new(0)), seen, held: Vec::new() }
+        Counter {
+            sum: 0,
+            last: 0,
+            disorder: Arc::new(AtomicU64::new(0)),
+            seen,
+            held: Vec::new(),
+        }
     }
 }
 
