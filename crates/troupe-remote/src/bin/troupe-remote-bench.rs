@@ -6,6 +6,7 @@
 //! ```text
 //! troupe-remote-bench [--quick] [--messages N] [--asks K] [--samples S]
 //!                     [--erlang] [--url nats://...] [--json FILE|-]
+//!                     [--only serialize,tell,ask] [--sizes 64,1024] [--batch-bytes N]
 //! ```
 //!
 //! Workloads (BENCHMARKS.md's JSON line format, one line per figure):
@@ -337,9 +338,19 @@ fn rss_mb() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn remote_tell(url: &str, size: usize, n: u64, samples: u64) -> (f64, f64, f64) {
+fn remote_tell(
+    url: &str,
+    size: usize,
+    n: u64,
+    samples: u64,
+    batch_bytes: Option<usize>,
+) -> (f64, f64, f64) {
     let _sink = ChildRole::start("tell-sink", url, &[]);
-    let node = Node::builder(url, "source").connect().expect("node");
+    let mut builder = Node::builder(url, "source");
+    if let Some(b) = batch_bytes {
+        builder = builder.batch_bytes(b);
+    }
+    let node = builder.connect().expect("node");
     let blob = node.lookup::<Blob>("sink@sink").expect("lookup");
     let wait = blob.retype::<WaitFor>().expect("retype");
     let payload = vec![0xa5u8; size];
@@ -347,6 +358,7 @@ fn remote_tell(url: &str, size: usize, n: u64, samples: u64) -> (f64, f64, f64) 
     let mut rates = Vec::new();
     let mut secs = Vec::new();
     let before = node.stats();
+    let mut fulls = 0u64;
     for sample in 0..=samples {
         let count = if sample == 0 { n / 10 } else { n };
         let start = Instant::now();
@@ -357,6 +369,7 @@ fn remote_tell(url: &str, size: usize, n: u64, samples: u64) -> (f64, f64, f64) 
                     Ok(()) => break,
                     Err(SendError::Full(m)) => {
                         msg = m;
+                        fulls += 1;
                         std::thread::sleep(Duration::from_micros(50));
                     }
                     Err(e) => panic!("tell failed: {e}"),
@@ -375,6 +388,9 @@ fn remote_tell(url: &str, size: usize, n: u64, samples: u64) -> (f64, f64, f64) 
         }
     }
     let after = node.stats();
+    if fulls > 0 {
+        eprintln!("  the sender waited {fulls} times on a full outbox");
+    }
     let coalescing = (after.frames_sent - before.frames_sent) as f64
         / (after.batches_sent - before.batches_sent).max(1) as f64;
     (median(rates), median(secs), coalescing)
@@ -679,6 +695,7 @@ fn main() {
     let n = num(&args, "--messages", if quick { 100_000 } else { 1_000_000 });
     let k = num(&args, "--asks", if quick { 2_000 } else { 20_000 });
     let samples = num(&args, "--samples", if quick { 1 } else { 3 });
+    let batch_bytes = arg(&args, "--batch-bytes").map(|b| b.parse().expect("a byte count"));
     let _server;
     let url = match arg(&args, "--url") {
         Some(u) => u,
@@ -689,50 +706,57 @@ fn main() {
         }
     };
     let mut figs: Vec<Figure> = Vec::new();
+    // `--only serialize,tell,ask` runs a subset (default: all).
+    let only = arg(&args, "--only").unwrap_or_else(|| "serialize,tell,ask".into());
+    let sizes: Vec<usize> = arg(&args, "--sizes")
+        .map(|s| s.split(',').map(|x| x.parse().expect("a size")).collect())
+        .unwrap_or_else(|| vec![64, 1024]);
 
-    eprintln!("serialization (frame = 32-byte header + postcard body)...");
-    let mut ser = |label: &str, r: (f64, f64, usize)| {
-        figs.push(Figure {
-            framework: "troupe",
-            workload: "remote_serialize",
-            label: format!("save {label}"),
-            params: format!("{{\"shape\":\"{label}\",\"frame_bytes\":{}}}", r.2),
-            seconds: r.0 / 1e9,
-            rate: 1e9 / r.0,
-            unit: "ops/s",
-            extra: format!(",\"ns_per_op\":{:.1}", r.0),
-        });
-        figs.push(Figure {
-            framework: "troupe",
-            workload: "remote_serialize",
-            label: format!("load {label}"),
-            params: format!("{{\"shape\":\"{label}\",\"frame_bytes\":{}}}", r.2),
-            seconds: r.1 / 1e9,
-            rate: 1e9 / r.1,
-            unit: "ops/s",
-            extra: format!(",\"ns_per_op\":{:.1}", r.1),
-        });
-    };
-    ser("foo", serialize_cost(&Foo { a: 10, b: 20 }));
-    ser(
-        "bar",
-        serialize_cost(&Bar {
-            a: Foo { a: 1, b: 2 },
-            b: "three".into(),
-        }),
-    );
-    ser("msg_2int", serialize_cost(&TwoInts(1, 2)));
-    for size in [64usize, 1024, 16 * 1024, 64 * 1024] {
+    if only.contains("serialize") {
+        eprintln!("serialization (frame = 32-byte header + postcard body)...");
+        let mut ser = |label: &str, r: (f64, f64, usize)| {
+            figs.push(Figure {
+                framework: "troupe",
+                workload: "remote_serialize",
+                label: format!("save {label}"),
+                params: format!("{{\"shape\":\"{label}\",\"frame_bytes\":{}}}", r.2),
+                seconds: r.0 / 1e9,
+                rate: 1e9 / r.0,
+                unit: "ops/s",
+                extra: format!(",\"ns_per_op\":{:.1}", r.0),
+            });
+            figs.push(Figure {
+                framework: "troupe",
+                workload: "remote_serialize",
+                label: format!("load {label}"),
+                params: format!("{{\"shape\":\"{label}\",\"frame_bytes\":{}}}", r.2),
+                seconds: r.1 / 1e9,
+                rate: 1e9 / r.1,
+                unit: "ops/s",
+                extra: format!(",\"ns_per_op\":{:.1}", r.1),
+            });
+        };
+        ser("foo", serialize_cost(&Foo { a: 10, b: 20 }));
         ser(
-            &format!("bytes_{size}"),
-            serialize_cost(&Blob(vec![7; size])),
+            "bar",
+            serialize_cost(&Bar {
+                a: Foo { a: 1, b: 2 },
+                b: "three".into(),
+            }),
         );
+        ser("msg_2int", serialize_cost(&TwoInts(1, 2)));
+        for size in [64usize, 1024, 16 * 1024, 64 * 1024] {
+            ser(
+                &format!("bytes_{size}"),
+                serialize_cost(&Blob(vec![7; size])),
+            );
+        }
     }
 
     let mut tell_rows = Vec::new();
-    for size in [64usize, 1024] {
+    for &size in sizes.iter().filter(|_| only.contains("tell")) {
         eprintln!("remote_tell {size} B: troupe, then raw NATS...");
-        let (rate, secs, coalescing) = remote_tell(&url, size, n, samples);
+        let (rate, secs, coalescing) = remote_tell(&url, size, n, samples, batch_bytes);
         let (raw_rate, raw_secs) = raw_tell(&url, size, n, samples);
         figs.push(Figure {
             framework: "troupe",
@@ -757,42 +781,59 @@ fn main() {
         tell_rows.push((size, rate, raw_rate, coalescing));
     }
 
-    eprintln!(
+    let mut ask_summary = None;
+    if only.contains("ask") {
+        eprintln!(
         "remote_ask: troupe (blocking, async), node ping and raw NATS, interleaved in 10 rounds..."
     );
-    let run = ask_run(&url, k, 10);
-    let ours = percentiles(run.blocking);
-    let ours_async = percentiles(run.asynchronous);
-    let same_rt = percentiles(run.same_runtime);
-    let ping = percentiles(run.ping);
-    let raw = percentiles(run.raw);
-    let local = local_ask(k);
-    figs.push(ask_figure(
-        "troupe",
-        "troupe remote ask (blocking)",
-        k,
-        ours,
+        let run = ask_run(&url, k, 10);
+        let ours = percentiles(run.blocking);
+        let ours_async = percentiles(run.asynchronous);
+        let same_rt = percentiles(run.same_runtime);
+        let ping = percentiles(run.ping);
+        let raw = percentiles(run.raw);
+        let local = local_ask(k);
+        figs.push(ask_figure(
+            "troupe",
+            "troupe remote ask (blocking)",
+            k,
+            ours,
+        ));
+        figs.push(ask_figure(
+            "troupe",
+            "troupe remote ask_async",
+            k,
+            ours_async,
+        ));
+        figs.push(ask_figure(
+            "troupe",
+            "troupe ask_async, caller's runtime",
+            k,
+            same_rt,
+        ));
+        figs.push(ask_figure("troupe", "troupe node ping (no actor)", k, ping));
+        figs.push(ask_figure("nats-raw", "raw nats request/reply", k, raw));
+        figs.push(ask_figure(
+            "troupe",
+            "troupe local ask (in-process)",
+            k,
+            local,
+        ));
+
+        ask_summary = Some(format!(
+        "remote_ask p50: raw nats {:.1} us; troupe blocking {:.1} us ({:.2}x), async from another thread {:.1} us ({:.2}x), \
+         async on the node's runtime {:.1} us ({:.2}x) (target <= 1.2x); node ping without an actor {:.1} us ({:.2}x)",
+        raw.0,
+        ours.0,
+        ours.0 / raw.0,
+        ours_async.0,
+        ours_async.0 / raw.0,
+        same_rt.0,
+        same_rt.0 / raw.0,
+        ping.0,
+        ping.0 / raw.0
     ));
-    figs.push(ask_figure(
-        "troupe",
-        "troupe remote ask_async",
-        k,
-        ours_async,
-    ));
-    figs.push(ask_figure(
-        "troupe",
-        "troupe ask_async, caller's runtime",
-        k,
-        same_rt,
-    ));
-    figs.push(ask_figure("troupe", "troupe node ping (no actor)", k, ping));
-    figs.push(ask_figure("nats-raw", "raw nats request/reply", k, raw));
-    figs.push(ask_figure(
-        "troupe",
-        "troupe local ask (in-process)",
-        k,
-        local,
-    ));
+    }
 
     if args.iter().any(|a| a == "--erlang") {
         eprintln!("Erlang distribution between two nodes on loopback...");
@@ -829,19 +870,9 @@ fn main() {
             rate / raw_rate
         );
     }
-    println!(
-        "remote_ask p50: raw nats {:.1} us; troupe blocking {:.1} us ({:.2}x), async from another thread {:.1} us ({:.2}x), \
-         async on the node's runtime {:.1} us ({:.2}x) (target <= 1.2x); node ping without an actor {:.1} us ({:.2}x)",
-        raw.0,
-        ours.0,
-        ours.0 / raw.0,
-        ours_async.0,
-        ours_async.0 / raw.0,
-        same_rt.0,
-        same_rt.0 / raw.0,
-        ping.0,
-        ping.0 / raw.0
-    );
+    if let Some(line) = &ask_summary {
+        println!("{line}");
+    }
     if let Some(e) = figs
         .iter()
         .find(|f| f.framework == "erlang" && f.workload == "remote_ask")
