@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! troupe-remote-bench [--quick] [--messages N] [--asks K] [--samples S]
-//!                     [--erlang] [--url nats://...] [--json FILE|-]
+//!                     [--erlang] [--caf] [--url nats://...] [--json FILE|-]
 //!                     [--only serialize,tell,ask] [--sizes 64,1024] [--batch-bytes N]
 //! ```
 //!
@@ -18,7 +18,8 @@
 //!   process; p50/p99 round trip. Beside it `nats-raw`: K plain requests
 //!   to a plain responder.
 //! - `remote_serialize`: encode and decode of a frame (header + postcard
-//!   body) per message shape and size, in-process, ns per op.
+//!   body) per message shape and size, in-process, ns per op; with `--caf`,
+//!   CAF 0.17's binary serializer on the same shapes (`peers/caf`).
 //!
 //! Each throughput figure is the median of S samples after one warm-up.
 //! Child roles (`--role ...`) are this binary re-run; they are not for users.
@@ -600,6 +601,65 @@ impl std::fmt::Debug for Blob {
     }
 }
 
+/// The number after `"name":` in a flat JSON line.
+fn json_field(line: &str, name: &str) -> Option<f64> {
+    let at = line.find(&format!("\"{name}\":"))? + name.len() + 3;
+    let rest = &line[at..];
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    rest[..end].trim().parse().ok()
+}
+
+/// Runs CAF's binary serializer on the same shapes (`peers/caf`, built
+/// with `make -f Makefile.serialize`); its lines become figures.
+fn caf_serialize() -> Vec<Figure> {
+    let caf = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers/caf");
+    let built = Command::new("make")
+        .args(["-s", "-C"])
+        .arg(&caf)
+        .args(["-f", "Makefile.serialize"])
+        .status();
+    if !matches!(built, Ok(s) if s.success()) {
+        eprintln!("CAF serializer peer not built (needs libcaf-dev); skipped");
+        return Vec::new();
+    }
+    let out = match Command::new(caf.join("build/serialize-caf")).output() {
+        Ok(o) if o.status.success() => o,
+        _ => {
+            eprintln!("CAF serializer peer failed; skipped");
+            return Vec::new();
+        }
+    };
+    let mut figs = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let label = line
+            .split("\"label\":\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next());
+        let shape = line
+            .split("\"shape\":\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next());
+        if let (Some(label), Some(shape), Some(ns), Some(bytes)) = (
+            label,
+            shape,
+            json_field(line, "ns_per_op"),
+            json_field(line, "frame_bytes"),
+        ) {
+            figs.push(Figure {
+                framework: "caf",
+                workload: "remote_serialize",
+                label: label.to_string(),
+                params: format!("{{\"shape\":\"{shape}\",\"frame_bytes\":{bytes}}}"),
+                seconds: ns / 1e9,
+                rate: 1e9 / ns,
+                unit: "ops/s",
+                extra: format!(",\"ns_per_op\":{ns:.1}"),
+            });
+        }
+    }
+    figs
+}
+
 /// Runs the Erlang distribution peer; its JSON lines become figures.
 fn erlang(n: u64, k: u64) -> Vec<Figure> {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -835,6 +895,11 @@ fn main() {
     ));
     }
 
+    if only.contains("serialize") && args.iter().any(|a| a == "--caf") {
+        eprintln!("CAF 0.17 binary serializer on the same shapes...");
+        figs.extend(caf_serialize());
+    }
+
     if args.iter().any(|a| a == "--erlang") {
         eprintln!("Erlang distribution between two nodes on loopback...");
         figs.extend(erlang(n, k));
@@ -869,6 +934,24 @@ fn main() {
             "remote_tell {size} B: troupe {:.2}x raw nats per-message pub/sub (target >= 1x){erl}; {coalescing:.1} frames per NATS message",
             rate / raw_rate
         );
+    }
+    let ours_ser: Vec<&Figure> = figs
+        .iter()
+        .filter(|f| f.framework == "troupe" && f.workload == "remote_serialize")
+        .collect();
+    for f in ours_ser {
+        if let Some(c) = figs
+            .iter()
+            .find(|c| c.framework == "caf" && c.label == format!("caf {}", f.label))
+        {
+            println!(
+                "remote_serialize {}: troupe frame {:.1} ns, CAF binary {:.1} ns: {:.2}x CAF's speed",
+                f.label,
+                f.seconds * 1e9,
+                c.seconds * 1e9,
+                c.seconds / f.seconds
+            );
+        }
     }
     if let Some(line) = &ask_summary {
         println!("{line}");
