@@ -183,8 +183,10 @@ impl NodeBuilder {
         self
     }
 
-    /// Upper bound of one coalesced NATS message (default 64 KiB; never above
-    /// the server's max payload).
+    /// Upper bound of one coalesced NATS message (default 8 KiB; never above
+    /// the server's max payload). Measured on 2 cores: 8 KiB moves 1 KiB
+    /// tells ~25% faster than 64 KiB (whole batches fit the client's and the
+    /// server's 64 KiB read buffers) and 64-byte tells as fast.
     pub fn batch_bytes(mut self, n: usize) -> Self {
         self.batch_bytes = n.max(HEADER_LEN + 1);
         self
@@ -697,7 +699,7 @@ impl Node {
             credentials_file: None,
             options: None,
             threads: 1,
-            batch_bytes: 64 * 1024,
+            batch_bytes: 8 * 1024,
             queue_bytes: 16 * 1024 * 1024,
             serve_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(2),
