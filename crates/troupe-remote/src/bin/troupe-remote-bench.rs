@@ -765,6 +765,23 @@ fn main() {
             _server.url()
         }
     };
+    let loadavg = || {
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .unwrap_or("?")
+        .trim()
+        .to_string();
+    let load_start = loadavg();
     let mut figs: Vec<Figure> = Vec::new();
     // `--only serialize,tell,ask` runs a subset (default: all).
     let only = arg(&args, "--only").unwrap_or_else(|| "serialize,tell,ask".into());
@@ -906,6 +923,11 @@ fn main() {
     }
 
     // Report.
+    println!(
+        "\nmachine: {cpu}, {} CPUs; load average at start {load_start}, at end {}; messages {n}, asks {k}, samples {samples}",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        loadavg()
+    );
     println!("\n{:<34} {:>14} {:>10}  detail", "figure", "rate", "unit");
     for f in &figs {
         println!(
