@@ -7,6 +7,7 @@
 //! troupe-remote-bench [--quick] [--messages N] [--asks K] [--samples S]
 //!                     [--erlang] [--caf] [--url nats://...] [--json FILE|-]
 //!                     [--only serialize,tell,ask] [--sizes 64,1024] [--batch-bytes N]
+//!                     [--ask-spin-us N]
 //! ```
 //!
 //! Workloads (BENCHMARKS.md's JSON line format, one line per figure):
@@ -217,10 +218,11 @@ fn child(role: &str, args: &[String]) {
         }
         "echo" => {
             let echo = system.spawn(EchoActor);
-            let node = Node::builder(&url, "echo")
-                .connect_options(node_opts)
-                .connect()
-                .expect("node");
+            let mut builder = Node::builder(&url, "echo");
+            if let Some(us) = arg(args, "--ask-spin-us") {
+                builder = builder.ask_spin(Duration::from_micros(us.parse().expect("µs")));
+            }
+            let node = builder.connect_options(node_opts).connect().expect("node");
             node.expose("echo", &echo)
                 .ask::<Echo>(|q, r| (q, r))
                 .serve()
@@ -457,8 +459,12 @@ struct AskRun {
     raw: Vec<Duration>,
 }
 
-fn ask_run(url: &str, k: u64, rounds: u64) -> AskRun {
-    let _echo = ChildRole::start("echo", url, &[]);
+fn ask_run(url: &str, k: u64, rounds: u64, spin_us: Option<String>) -> AskRun {
+    let extra: Vec<&str> = match &spin_us {
+        Some(us) => vec!["--ask-spin-us", us.as_str()],
+        None => Vec::new(),
+    };
+    let _echo = ChildRole::start("echo", url, &extra);
     let _raw_echo = ChildRole::start("raw-echo", url, &[]);
     let node = Node::builder(url, "asker").connect().expect("node");
     let echo = node.lookup::<Echo>("echo@echo").expect("lookup");
@@ -863,7 +869,7 @@ fn main() {
         eprintln!(
         "remote_ask: troupe (blocking, async), node ping and raw NATS, interleaved in 10 rounds..."
     );
-        let run = ask_run(&url, k, 10);
+        let run = ask_run(&url, k, 10, arg(&args, "--ask-spin-us"));
         let ours = percentiles(run.blocking);
         let ours_async = percentiles(run.asynchronous);
         let same_rt = percentiles(run.same_runtime);
