@@ -20,7 +20,7 @@ use crate::actor::{Actor, ActorRef, Context, SpawnOptions};
 use crate::engine::deadline;
 use crate::engine::dispatcher::{Dispatcher, DispatcherKind};
 use crate::engine::mailbox::MailboxConfig;
-use crate::engine::scheduler::{Pool, PoolConfig};
+use crate::engine::scheduler::{Pool, PoolConfig, WorkerLocal};
 use parking_lot::{Condvar, Mutex};
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -168,15 +168,31 @@ impl SystemBuilder {
         self
     }
 
-    /// Starts the workers.
-    pub fn build(self) -> ActorSystem {
-        let (pool, workers) = Pool::start(PoolConfig {
+    fn pool_config(&self) -> PoolConfig {
+        PoolConfig {
             threads: self.threads,
             throughput: self.throughput,
             name: self.name.clone(),
             shared_queue: false,
             pin: None,
-        });
+        }
+    }
+
+    /// Starts the workers.
+    pub fn build(self) -> ActorSystem {
+        let (pool, workers) = Pool::start(self.pool_config());
+        self.assemble(pool, workers)
+    }
+
+    /// A system whose default pool has no thread: its one worker is driven
+    /// by hand, through the returned `WorkerLocal`, on the calling thread
+    /// (the test kit).
+    pub(crate) fn build_manual(self) -> (ActorSystem, WorkerLocal) {
+        let (pool, worker) = Pool::manual(self.pool_config());
+        (self.assemble(pool, Vec::new()), worker)
+    }
+
+    fn assemble(self, pool: Arc<Pool>, workers: Vec<JoinHandle<()>>) -> ActorSystem {
         let inner = SystemInner {
             table: ActorTable::new(),
             live_lock: Mutex::new(()),
