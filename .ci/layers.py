@@ -33,6 +33,7 @@ LAYER_OF_TOP = {
     "supervision": 3,
     "registry": 3,
     "bridge": 3,
+    "testkit": 3,
     "observability": 4,
 }
 NAMES = {0: "engine", 1: "actor core", 2: "system", 3: "features", 4: "observability"}

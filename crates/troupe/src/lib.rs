@@ -43,7 +43,7 @@
 //! | engine | `engine/` | mailboxes, the state word, the work-stealing scheduler, parking, dispatchers, the timer thread |
 //! | actor core | `actor/` | [`Actor`], [`Context`], [`ActorRef`], the cell, the lifecycle (exit records, watchers, stop reasons), ask |
 //! | system | `system/` | [`ActorSystem`], spawn, the actor table, shutdown |
-//! | above | `messaging/`, `states.rs`, `parallel.rs`, `supervision/`, `registry/`, `bridge.rs` | [`Recipient`], [`channel`], [`mchain`], [`limits`], [`timer`]; [`states`]; [`parallel`] actors; [`supervision`]; [`registry`]; the async [`bridge`] |
+//! | above | `messaging/`, `states.rs`, `parallel.rs`, `supervision/`, `registry/`, `bridge.rs`, `testkit/` | [`Recipient`], [`channel`], [`mchain`], [`limits`], [`timer`]; [`states`]; [`parallel`] actors; [`supervision`]; [`registry`]; the async [`bridge`]; the [`testkit`] |
 //!
 //! The core types are at the crate root; everything else is under its
 //! module, and every public item has exactly one path.
@@ -64,6 +64,7 @@ mod system;
 mod messaging;
 pub mod parallel;
 pub mod states;
+pub mod testkit;
 
 #[cfg(feature = "async")]
 pub mod bridge;

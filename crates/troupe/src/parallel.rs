@@ -41,6 +41,7 @@ use crate::system::SystemHandle;
 use parking_lot::Mutex;
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -229,6 +230,9 @@ impl Runnable for Job {
     }
 }
 
+/// `SharedCell::table_key` before the spawner has stored it.
+const KEY_UNSET: u64 = u64::MAX;
+
 /// The state of one shared actor.
 struct SharedCell<A: SharedActor> {
     actor: UnsafeCell<Option<A>>,
@@ -238,7 +242,9 @@ struct SharedCell<A: SharedActor> {
     pool: Arc<Pool>,
     rt: Arc<Runtime>,
     id: ActorId,
-    table_key: u64,
+    /// Set once at spawn, right after the actor enters the table. A shutdown
+    /// that closes the actor in between makes `finalize` wait for it.
+    table_key: AtomicU64,
     life: Mutex<Life>,
     exit: ExitRecord,
 }
@@ -306,7 +312,16 @@ impl<A: SharedActor> SharedCell<A> {
             life.reason.get_or_insert(StopReason::Normal).clone()
         };
         self.exit.publish(self.id, reason);
-        drop(self.rt.host.retire(self.table_key));
+        let key = loop {
+            let k = self.table_key.load(Ordering::Acquire);
+            if k != KEY_UNSET {
+                break k;
+            }
+            // The spawner is between `enroll` and its store: a few
+            // instructions away.
+            std::thread::yield_now();
+        };
+        drop(self.rt.host.retire(key));
     }
 
     fn close(self: &Arc<Self>, reason: Option<StopReason>) {
@@ -530,29 +545,26 @@ fn spawn_shared_cell<A: SharedActor>(
             (c.inner, key)
         }
     };
-    let mut actor = Some(actor);
-    let mut made = None;
-    let admission = rt.host.enroll(&mut |table_key| {
-        let cell = Arc::new(SharedCell {
-            actor: UnsafeCell::new(actor.take()),
-            coord: coord.clone(),
-            exclusion,
-            pool: dispatcher.pool.clone(),
-            rt: rt.clone(),
-            id: ActorId::next(),
-            table_key,
-            life: Mutex::new(Life {
-                in_flight: 0,
-                closed: false,
-                reason: None,
-                finished: false,
-            }),
-            exit: ExitRecord::new(),
-        });
-        made = Some(cell.clone());
-        cell
+    let cell = Arc::new(SharedCell {
+        actor: UnsafeCell::new(Some(actor)),
+        coord,
+        exclusion,
+        pool: dispatcher.pool.clone(),
+        rt: rt.clone(),
+        id: ActorId::next(),
+        table_key: AtomicU64::new(KEY_UNSET),
+        life: Mutex::new(Life {
+            in_flight: 0,
+            closed: false,
+            reason: None,
+            finished: false,
+        }),
+        exit: ExitRecord::new(),
     });
-    let cell = made.expect("enroll calls make once");
+    let (key, admission) = rt.host.enroll(cell.clone());
+    // A shutdown may already close (and finalize) the actor from another
+    // thread: `finalize` waits for this store (see `table_key`).
+    cell.table_key.store(key, Ordering::Release);
     if admission != Admission::Open {
         cell.close(Some(StopReason::Shutdown));
     }

@@ -348,7 +348,7 @@ impl<A: Stateful> StateMachine<A> {
     /// one), as SObjectizer's re-calling `time_limit` does.
     pub fn reset_time_limit(&mut self, s: A::State) {
         if let Some(l) = self.active.iter_mut().find(|l| l.state == s) {
-            l.since = Instant::now();
+            l.since = timer::now();
         }
     }
 
@@ -410,7 +410,7 @@ impl<A: Stateful> StateMachine<A> {
                 state: s,
                 generation,
                 timer,
-                since: Instant::now(),
+                since: timer::now(),
             });
             if let Some(def) = def {
                 for hook in &def.on_enter {
@@ -441,7 +441,7 @@ impl<A: Stateful> StateMachine<A> {
                 if let Some(handler) = &def.handler {
                     match handler(this, msg, ctx) {
                         Flow::Handled => {
-                            let now = Instant::now();
+                            let now = timer::now();
                             for l in this.machine().active.iter_mut().take(i + 1) {
                                 if table
                                     .def(l.state)
@@ -481,8 +481,11 @@ impl<A: Stateful> StateMachine<A> {
         let Some(limit) = table.def(level.state).and_then(|d| d.limit.as_ref()) else {
             return;
         };
-        let due = level.since + limit.after;
-        let now = Instant::now();
+        // A limit beyond the clock's range never expires.
+        let Some(due) = level.since.checked_add(limit.after) else {
+            return;
+        };
+        let now = timer::now();
         if now < due {
             level.timer = Some(arm::<A>(ctx, due - now, t.generation));
             return;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use troupe::mchain::{MChain, Receive};
 use troupe::states::{Flow, StateMachine, StateTable, StateTimeout, Stateful};
+use troupe::testkit::TestKit;
 use troupe::{Actor, ActorRef, ActorSystem, Context, ReplyTo};
 
 const T: Duration = Duration::from_secs(10);
@@ -260,45 +261,60 @@ fn time_limit_switches_after_the_period() {
     assert_eq!(p.ask(Msg::Where, T).unwrap(), St::Other);
 }
 
+/// On the test kit: deterministic, and no real waiting.
+fn spawn_on(kit: &TestKit, initial: St) -> (ActorRef<Probe>, MChain<String>) {
+    let log = MChain::unbounded();
+    let probe = kit.spawn(Probe {
+        fsm: StateMachine::new(&table(initial)),
+        log: log.clone(),
+        unhandled: 0,
+    });
+    (probe, log)
+}
+
+/// Runs the kit until idle, then drains the log.
+fn settle_on(kit: &TestKit, p: &ActorRef<Probe>, log: &MChain<String>) -> Vec<String> {
+    kit.ask(p, Msg::Where).unwrap();
+    let mut v = Vec::new();
+    log.receive(Receive::new().no_wait(), |s| v.push(s));
+    v
+}
+
 #[test]
 fn a_state_left_before_its_limit_is_not_switched_by_the_stale_expiry() {
-    let system = ActorSystem::builder().threads(1).build();
-    let (p, log) = spawn(&system, St::Timed);
+    let kit = TestKit::new();
+    let (p, log) = spawn_on(&kit, St::Timed);
     p.tell(Msg::Go(St::Sibling)).unwrap();
-    // Well past Timed's 40 ms limit.
-    std::thread::sleep(Duration::from_millis(120));
-    assert_eq!(p.ask(Msg::Where, T).unwrap(), St::Sibling);
+    // Well past Timed's 40 ms limit (virtual time).
+    kit.advance(Duration::from_millis(120));
+    assert_eq!(kit.ask(&p, Msg::Where).unwrap(), St::Sibling);
     assert_eq!(
-        settle(&p, &log),
+        settle_on(&kit, &p, &log),
         strs(&["enter Timed", "exit Timed", "enter Root", "enter Sibling"])
     );
 }
 
 #[test]
 fn idle_limit_waits_for_silence() {
-    let system = ActorSystem::builder().threads(1).build();
-    let (p, log) = spawn(&system, St::Idle);
-    // Keep it busy for about three limits: pings every 10 ms.
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_millis(900) {
+    let kit = TestKit::new();
+    let (p, log) = spawn_on(&kit, St::Idle);
+    // Keep it busy for three limits: a ping every 10 ms (virtual).
+    for _ in 0..90 {
         p.tell(Msg::Ping).unwrap();
-        std::thread::sleep(Duration::from_millis(10));
+        kit.advance(Duration::from_millis(10));
     }
     assert_eq!(
-        p.ask(Msg::Where, T).unwrap(),
+        kit.ask(&p, Msg::Where).unwrap(),
         St::Idle,
         "messages kept the idle limit from expiring"
     );
-    // Silence: it gives up.
-    let quiet = Instant::now();
-    let deadline = quiet + T;
-    while p.ask(Msg::Where, T).unwrap() == St::Idle && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    assert!(quiet.elapsed() >= Duration::from_millis(250));
-    assert_eq!(p.ask(Msg::Where, T).unwrap(), St::Other);
+    // Silence: it gives up exactly one limit after the last ping.
+    kit.advance(Duration::from_millis(289));
+    assert_eq!(kit.ask(&p, Msg::Where).unwrap(), St::Idle);
+    kit.advance(Duration::from_millis(1));
+    assert_eq!(kit.ask(&p, Msg::Where).unwrap(), St::Other);
     assert_eq!(
-        settle(&p, &log),
+        settle_on(&kit, &p, &log),
         strs(&["enter Idle", "exit Idle", "enter Other"])
     );
 }

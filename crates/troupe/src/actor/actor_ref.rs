@@ -239,15 +239,7 @@ impl<A: Actor> ActorRef<A> {
         target: &T,
         to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
     ) -> WatchId {
-        let me = self.downgrade();
-        target.on_stop(move |id, reason| {
-            if let Some(me) = me.upgrade() {
-                let _ = me.tell(to_msg(Down {
-                    id,
-                    reason: reason.clone(),
-                }));
-            }
-        })
+        watch_for(self.downgrade(), target, to_msg)
     }
 
     /// Tells `listener` (with `token`) when this actor stops: the one hook
@@ -280,6 +272,23 @@ impl<A: Actor> ActorRef<A> {
     pub(crate) fn watcher_count(&self) -> usize {
         self.cell.exit.watcher_count()
     }
+}
+
+/// The one monitor: when `target` stops, `watcher` (if its memory still
+/// exists) receives `to_msg(Down)`.
+pub(crate) fn watch_for<A: Actor, T: Watchable>(
+    watcher: WeakActorRef<A>,
+    target: &T,
+    to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
+) -> WatchId {
+    target.on_stop(move |id, reason| {
+        if let Some(me) = watcher.upgrade() {
+            let _ = me.tell(to_msg(Down {
+                id,
+                reason: reason.clone(),
+            }));
+        }
+    })
 }
 
 impl<A: Actor> Watchable for ActorRef<A> {
@@ -329,6 +338,14 @@ pub struct WeakActorRef<A: Actor> {
 }
 
 impl<A: Actor> WeakActorRef<A> {
+    /// A weak reference to `cell` (no strong-count traffic).
+    pub(crate) fn of(cell: &ActorCell<A>) -> Self {
+        WeakActorRef {
+            cell: cell.weak(),
+            id: cell.id,
+        }
+    }
+
     /// A strong reference, if the actor's memory still exists.
     pub fn upgrade(&self) -> Option<ActorRef<A>> {
         self.cell.upgrade().map(|cell| ActorRef { cell })

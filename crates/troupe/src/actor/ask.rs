@@ -9,7 +9,7 @@
 
 use super::error::{AskError, SendError};
 use crate::engine::deadline;
-use crate::engine::timer::{call_at, TimerHandle};
+use crate::engine::timer::{call_after, TimerHandle};
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
@@ -265,7 +265,7 @@ impl<R> AskFuture<R> {
         let at = deadline::after(timeout);
         let shared = Arc::new(DeadlineShared::default());
         let s = shared.clone();
-        let timer = call_at(at, move || {
+        let timer = call_after(timeout, move || {
             s.expired.store(true, std::sync::atomic::Ordering::Release);
             if let Some(w) = s.waker.lock().take() {
                 w.wake();

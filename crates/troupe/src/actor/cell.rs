@@ -33,8 +33,9 @@ use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release}
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
 use crate::engine::state;
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 struct Slot<A> {
     actor: Option<A>,
@@ -53,7 +54,9 @@ pub(crate) struct ActorCell<A: Actor> {
     /// Set with `STOP_NOW`: read per message by the running worker. Kept apart
     /// from the state bits, whose cache line the senders write.
     killed: AtomicBool,
-    table_key: u64,
+    /// The actor's key in the system's table: set once by the spawner
+    /// before the first task, read by the finalizer.
+    table_key: AtomicU64,
     pub(crate) name: Option<Arc<String>>,
     slot: UnsafeCell<Slot<A>>,
     pub(crate) exit: ExitRecord,
@@ -82,22 +85,18 @@ impl<A: Actor> ActorCell<A> {
         } else {
             (options.dispatcher.map(|d| d.pool), false)
         };
-        let mut actor = Some(actor);
-        let mut made = None;
-        let admission = rt.host.enroll(&mut |key| {
-            let cell = Arc::new(ActorCell::new(
-                actor.take().expect("enroll calls make once"),
-                key,
-                mailbox,
-                rt.clone(),
-                pool.clone(),
-                dedicated,
-                options.name.clone(),
-            ));
-            made = Some(cell.clone());
-            cell
-        });
-        let cell = made.expect("enroll calls make once");
+        let cell = Arc::new(ActorCell::new(
+            actor,
+            mailbox,
+            rt.clone(),
+            pool,
+            dedicated,
+            options.name.clone(),
+        ));
+        let (key, admission) = rt.host.enroll(cell.clone());
+        // Before the first task is scheduled (which publishes it to the
+        // worker that will finalize the actor); nobody reads it until then.
+        cell.table_key.store(key, Ordering::Relaxed);
         match admission {
             Admission::Open => {}
             Admission::Closing => cell.stop_request(StopRequest::Shutdown),
@@ -114,7 +113,6 @@ impl<A: Actor> ActorCell<A> {
 
     fn new(
         actor: A,
-        table_key: u64,
         mailbox: MailboxConfig,
         rt: Arc<Runtime>,
         pool: Option<Arc<Pool>>,
@@ -128,7 +126,7 @@ impl<A: Actor> ActorCell<A> {
             dedicated,
             id: ActorId::next(),
             killed: AtomicBool::new(false),
-            table_key,
+            table_key: AtomicU64::new(0),
             name,
             slot: UnsafeCell::new(Slot {
                 actor: Some(actor),
@@ -154,6 +152,16 @@ impl<A: Actor> ActorCell<A> {
             Arc::increment_strong_count(ptr);
             Arc::from_raw(ptr)
         }
+    }
+
+    /// A weak reference to this cell, without touching the strong count.
+    pub(crate) fn weak(&self) -> Weak<Self> {
+        let ptr: *const Self = self;
+        // SAFETY: as in `arc`: the cell lives in an `Arc` and is alive while
+        // borrowed. `ManuallyDrop` keeps this borrowed `Arc` from releasing
+        // the count it never took.
+        let arc = ManuallyDrop::new(unsafe { Arc::from_raw(ptr) });
+        Arc::downgrade(&arc)
     }
 
     /// Sends a message: push, then schedule the actor if it was idle.
@@ -267,7 +275,7 @@ impl<A: Actor> ActorCell<A> {
         }
         self.rt
             .host
-            .retire(self.table_key)
+            .retire(self.table_key.load(Ordering::Relaxed))
             .map(|entry| entry as Arc<dyn Runnable>)
     }
 

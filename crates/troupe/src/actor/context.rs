@@ -1,6 +1,6 @@
 //! [`Context`]: what a handler can do besides handling.
 
-use super::actor_ref::ActorRef;
+use super::actor_ref::{watch_for, ActorRef, WeakActorRef};
 use super::ask::{request_not_sent, ReplyTo};
 use super::behaviour::Actor;
 use super::cell::ActorCell;
@@ -91,7 +91,7 @@ impl<'a, A: Actor> Context<'a, A> {
         target: &T,
         to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
     ) -> WatchId {
-        self.myself().watch(target, to_msg)
+        watch_for(WeakActorRef::of(self.cell), target, to_msg)
     }
 
     /// Sends a request to `target` without blocking; the reply (or the error

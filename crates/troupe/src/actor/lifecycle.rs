@@ -91,11 +91,27 @@ pub struct Down {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WatchId(u64);
 
-static NEXT_WATCH: AtomicU64 = AtomicU64::new(1);
+/// Watch ids come in per-thread blocks (as actor ids do), so a watch
+/// touches no counter shared by every thread.
+const WATCH_BLOCK: u64 = 1024;
+static NEXT_WATCH_BLOCK: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// (next id, end of this thread's block)
+    static WATCH_IDS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
 
 impl WatchId {
     fn next() -> Self {
-        WatchId(NEXT_WATCH.fetch_add(1, Ordering::Relaxed))
+        WATCH_IDS.with(|ids| {
+            let (mut next, mut end) = ids.get();
+            if next == end {
+                next = NEXT_WATCH_BLOCK.fetch_add(1, Ordering::Relaxed) * WATCH_BLOCK;
+                end = next + WATCH_BLOCK;
+            }
+            ids.set((next + 1, end));
+            WatchId(next)
+        })
     }
 }
 

@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 /// What the actor core needs from the system that runs it.
 pub(crate) trait Host: Send + Sync + 'static {
-    /// Adds a live actor to the system's table: `make` builds it from its
-    /// table key. Returns whether the system takes it (see [`Admission`]).
-    fn enroll(&self, make: &mut dyn FnMut(u64) -> Arc<dyn Stoppable>) -> Admission;
+    /// Adds a live actor to the system's table. Returns its table key and
+    /// whether the system takes it (see [`Admission`]).
+    fn enroll(&self, actor: Arc<dyn Stoppable>) -> (u64, Admission);
     /// Removes a stopped actor from the table; returns its entry, which the
     /// caller drops once it no longer borrows the actor.
     fn retire(&self, key: u64) -> Option<Arc<dyn Stoppable>>;

@@ -28,11 +28,18 @@
 //!   period", so lateness does not accumulate into drift; if the thread fell
 //!   more than a period behind, the missed ticks are skipped, not bunched.
 //!   It stops by itself once its call returns `false` (a closed target).
+//! - A thread may install a **virtual clock** (the test kit does, on the
+//!   thread that runs its actors): timers scheduled from that thread then go
+//!   to the virtual clock instead of the timer thread, its `now` moves only
+//!   when the test advances it, and they fire on that thread, in the same
+//!   (deadline, creation) order, when the test advances past them.
 
 use parking_lot::{Condvar, Mutex};
+use std::cell::{Cell, RefCell};
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 use std::fmt;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -118,7 +125,10 @@ impl Service {
         let Some(deadline) = deadline else {
             // Beyond the clock's range: never fires, cancellable as usual.
             drop(action);
-            return TimerHandle { state: Some(state) };
+            return TimerHandle {
+                state: Some(state),
+                real: true,
+            };
         };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let mut heap = self.heap.lock();
@@ -134,7 +144,10 @@ impl Service {
         if earliest {
             self.cv.notify_one();
         }
-        TimerHandle { state: Some(state) }
+        TimerHandle {
+            state: Some(state),
+            real: true,
+        }
     }
 
     fn maybe_compact(&self, heap: &mut BinaryHeap<Entry>) {
@@ -259,6 +272,9 @@ fn next_tick(prev: Instant, period: Duration, now: Instant) -> Option<Instant> {
 #[must_use = "dropping a TimerHandle cancels the timer; call .detach() to let it run"]
 pub struct TimerHandle {
     state: Option<Arc<TimerState>>,
+    /// On the timer thread (not a virtual clock): cancelling counts toward
+    /// its heap compaction.
+    real: bool,
 }
 
 impl fmt::Debug for TimerHandle {
@@ -277,7 +293,7 @@ impl TimerHandle {
                     .state
                     .compare_exchange(ACTIVE, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok();
-                if won {
+                if won && self.real {
                     service().cancelled.fetch_add(1, Ordering::Relaxed);
                 }
                 won
@@ -306,27 +322,190 @@ impl Drop for TimerHandle {
     }
 }
 
-/// Runs `f` on the timer thread at `deadline` (`None`: never, until
-/// cancelled). Keep `f` short: every other timer waits for it.
+/// Runs `f` at `deadline` (`None`: never, until cancelled): on the timer
+/// thread, or on this thread's virtual clock if one is installed. Keep `f`
+/// short: every other timer waits for it.
 pub(crate) fn call_at(deadline: Option<Instant>, f: impl FnOnce() + Send + 'static) -> TimerHandle {
-    service().schedule(deadline, Action::Once(Box::new(f)))
+    schedule(deadline, Action::Once(Box::new(f)))
 }
 
-/// Calls `fire` at `first`, then every `period` (at least 1 µs) until it
-/// returns `false` or the timer is cancelled.
+/// As [`call_at`], `delay` from the timer clock's [`now`] (never, if that
+/// does not fit in an `Instant`).
+pub(crate) fn call_after(delay: Duration, f: impl FnOnce() + Send + 'static) -> TimerHandle {
+    call_at(now().checked_add(delay), f)
+}
+
+/// Calls `fire` after `first_delay`, then every `period` (at least 1 µs)
+/// until it returns `false` or the timer is cancelled.
 pub(crate) fn call_periodic(
-    first: Option<Instant>,
+    first_delay: Duration,
     period: Duration,
     fire: impl FnMut() -> bool + Send + 'static,
 ) -> TimerHandle {
     let period = period.max(Duration::from_micros(1));
-    service().schedule(
-        first,
+    schedule(
+        now().checked_add(first_delay),
         Action::Periodic {
             period,
             fire: Box::new(fire),
         },
     )
+}
+
+fn schedule(deadline: Option<Instant>, action: Action) -> TimerHandle {
+    match VIRTUAL.with(|v| v.borrow().clone()) {
+        Some(clock) => clock.schedule(deadline, action),
+        None => service().schedule(deadline, action),
+    }
+}
+
+/// The timer clock's now: this thread's virtual clock if one is installed,
+/// else `Instant::now()`.
+pub(crate) fn now() -> Instant {
+    VIRTUAL.with(|v| match &*v.borrow() {
+        Some(clock) => clock.now.get(),
+        None => Instant::now(),
+    })
+}
+
+thread_local! {
+    /// The virtual clock installed on this thread, if any.
+    static VIRTUAL: RefCell<Option<Rc<VirtualClock>>> = const { RefCell::new(None) };
+}
+
+/// A clock that moves only when told to, with its own timers (see the
+/// module docs). Installed on one thread by [`VirtualClock::install`].
+pub(crate) struct VirtualClock {
+    now: Cell<Instant>,
+    heap: RefCell<BinaryHeap<Entry>>,
+    seq: Cell<u64>,
+}
+
+/// Uninstalls a virtual clock from its thread when dropped.
+pub(crate) struct VirtualGuard {
+    clock: Rc<VirtualClock>,
+}
+
+impl VirtualGuard {
+    /// The installed clock.
+    pub(crate) fn clock(&self) -> &VirtualClock {
+        &self.clock
+    }
+}
+
+impl Drop for VirtualGuard {
+    fn drop(&mut self) {
+        VIRTUAL.with(|v| {
+            let mut v = v.borrow_mut();
+            if v.as_ref().is_some_and(|c| Rc::ptr_eq(c, &self.clock)) {
+                *v = None;
+            }
+        });
+    }
+}
+
+impl VirtualClock {
+    /// Installs a new virtual clock on this thread (replacing none: panics
+    /// if one is installed already), starting at the real now.
+    pub(crate) fn install() -> VirtualGuard {
+        let clock = Rc::new(VirtualClock {
+            now: Cell::new(Instant::now()),
+            heap: RefCell::new(BinaryHeap::new()),
+            seq: Cell::new(0),
+        });
+        VIRTUAL.with(|v| {
+            let mut v = v.borrow_mut();
+            assert!(
+                v.is_none(),
+                "a virtual clock is already installed on this thread"
+            );
+            *v = Some(clock.clone());
+        });
+        VirtualGuard { clock }
+    }
+
+    fn schedule(&self, deadline: Option<Instant>, action: Action) -> TimerHandle {
+        let state = Arc::new(TimerState {
+            state: AtomicU8::new(ACTIVE),
+        });
+        if let Some(deadline) = deadline {
+            let seq = self.seq.get();
+            self.seq.set(seq + 1);
+            self.heap.borrow_mut().push(Entry {
+                deadline,
+                seq,
+                state: state.clone(),
+                action,
+            });
+        }
+        TimerHandle {
+            state: Some(state),
+            real: false,
+        }
+    }
+
+    /// The virtual now.
+    pub(crate) fn now(&self) -> Instant {
+        self.now.get()
+    }
+
+    /// The earliest pending deadline (cancelled timers included until they
+    /// are reached).
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.heap.borrow().peek().map(|e| e.deadline)
+    }
+
+    /// Fires the earliest timer due at or before `limit`, moving `now` to its
+    /// deadline; `false` if none is due. A cancelled one is discarded (and
+    /// counts as fired: call again).
+    pub(crate) fn fire_next(&self, limit: Instant) -> bool {
+        let entry = {
+            let mut heap = self.heap.borrow_mut();
+            match heap.peek() {
+                Some(e) if e.deadline <= limit => heap.pop().expect("peeked"),
+                _ => return false,
+            }
+        };
+        if entry.deadline > self.now.get() {
+            self.now.set(entry.deadline);
+        }
+        let mut e = entry;
+        match e.action {
+            Action::Once(f) => {
+                if e.state
+                    .state
+                    .compare_exchange(ACTIVE, DONE, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    fire_guarded(f);
+                }
+            }
+            Action::Periodic {
+                period,
+                ref mut fire,
+            } => {
+                if e.state.state.load(Ordering::Acquire) == ACTIVE {
+                    if !fire_guarded(&mut **fire) {
+                        e.state.state.store(DONE, Ordering::Release);
+                    } else if let Some(next) = e.deadline.checked_add(period) {
+                        e.deadline = next;
+                        let seq = self.seq.get();
+                        self.seq.set(seq + 1);
+                        e.seq = seq;
+                        self.heap.borrow_mut().push(e);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Moves `now` forward to `to` (never back).
+    pub(crate) fn set_now(&self, to: Instant) {
+        if to > self.now.get() {
+            self.now.set(to);
+        }
+    }
 }
 
 /// Timer statistics of the process.

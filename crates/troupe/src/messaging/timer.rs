@@ -7,7 +7,8 @@
 //! cancels the timer; [`TimerHandle::detach`] lets it run unowned. A delay
 //! too long for the clock (`Duration::MAX`) means "never": the timer stays
 //! pending until cancelled. A periodic timer stops by itself once its target
-//! is closed (a stopped actor, a closed chain).
+//! is closed (a stopped actor, a closed chain). Inside a
+//! [`TestKit`](crate::testkit::TestKit) timers run on its virtual clock.
 //!
 //! ```
 //! use std::time::Duration;
@@ -24,12 +25,18 @@
 //! drop(tick); // cancels
 //! ```
 
-use crate::engine::deadline;
-use crate::engine::timer::{call_at, call_periodic};
+use crate::engine::timer::{call_after, call_at, call_periodic};
 use crate::messaging::recipient::Recipient;
 use std::time::{Duration, Instant};
 
 pub use crate::engine::timer::{stats, TimerHandle, TimerStats};
+
+/// The timer clock's now: `Instant::now()`, or inside a
+/// [`TestKit`](crate::testkit::TestKit) its virtual clock. Code that
+/// measures time against timers (as state time limits do) reads this.
+pub fn now() -> Instant {
+    crate::engine::timer::now()
+}
 
 /// Sends `msg` to `to` once, after `delay` (never, if `delay` is beyond the
 /// clock's range).
@@ -39,7 +46,7 @@ pub fn send_delayed<M: Send + 'static>(
     msg: M,
 ) -> TimerHandle {
     let to = to.into();
-    call_at(deadline::after(delay), move || {
+    call_after(delay, move || {
         let _ = to.send(msg);
     })
 }
@@ -65,10 +72,8 @@ pub fn send_periodic<M: Clone + Send + 'static>(
     msg: M,
 ) -> TimerHandle {
     let to = to.into();
-    call_periodic(deadline::after(initial_delay), period, move || {
-        match to.send(msg.clone()) {
-            Err(e) => !e.is_closed(),
-            Ok(()) => true,
-        }
+    call_periodic(initial_delay, period, move || match to.send(msg.clone()) {
+        Err(e) => !e.is_closed(),
+        Ok(()) => true,
     })
 }

@@ -20,7 +20,7 @@ use crate::actor::{Actor, ActorRef, Context, SpawnOptions};
 use crate::engine::deadline;
 use crate::engine::dispatcher::{Dispatcher, DispatcherKind};
 use crate::engine::mailbox::MailboxConfig;
-use crate::engine::scheduler::{Pool, PoolConfig};
+use crate::engine::scheduler::{Pool, PoolConfig, WorkerLocal};
 use parking_lot::{Condvar, Mutex};
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -35,14 +35,17 @@ type PoolThreads = (Arc<Pool>, Vec<JoinHandle<()>>);
 /// What a system owns beyond the actor core's `Runtime`.
 pub(crate) struct SystemInner {
     table: ActorTable,
-    live: AtomicUsize,
+    /// Waiting for no live actor: a shard that empties while someone waits
+    /// notifies under this lock.
     live_lock: Mutex<()>,
     live_cv: Condvar,
+    /// Threads in `wait_no_live`; retiring checks it after removing the
+    /// actor, so an empty shard with no waiter costs no lock.
+    waiting: AtomicUsize,
     /// Shutdown has begun: new actors are stopped at once.
     closing: AtomicBool,
     /// Shutdown is over: the workers are gone.
     shut_down: AtomicBool,
-    stopped: AtomicU64,
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// Pools other than the default one (named dispatchers and dedicated
     /// threads): stopped and joined at shutdown.
@@ -53,24 +56,28 @@ pub(crate) struct SystemInner {
 }
 
 impl Host for SystemInner {
-    fn enroll(&self, make: &mut dyn FnMut(u64) -> Arc<dyn Stoppable>) -> Admission {
-        self.live.fetch_add(1, Ordering::SeqCst);
-        self.table.insert(make);
+    fn enroll(&self, actor: Arc<dyn Stoppable>) -> (u64, Admission) {
+        let key = self.table.insert(actor);
         // Pairs with shutdown's store-then-snapshot: either the snapshot sees
         // this actor, or we see `closing` here.
-        if self.shut_down.load(Ordering::SeqCst) {
+        let admission = if self.shut_down.load(Ordering::SeqCst) {
             Admission::Closed
         } else if self.closing.load(Ordering::SeqCst) {
             Admission::Closing
         } else {
             Admission::Open
-        }
+        };
+        (key, admission)
     }
 
     fn retire(&self, key: u64) -> Option<Arc<dyn Stoppable>> {
-        let entry = self.table.remove(key);
-        self.stopped.fetch_add(1, Ordering::Relaxed);
-        if self.live.fetch_sub(1, Ordering::SeqCst) == 1 {
+        let (entry, shard_empty) = self.table.remove(key);
+        // A waiter counts itself before it reads the shards; if it read this
+        // shard before our removal, its lock came first, so our load here
+        // sees its count (see `wait_no_live`).
+        if shard_empty && self.waiting.load(Ordering::SeqCst) > 0 {
+            // Taken so a waiter between its check and its sleep is not
+            // missed (it holds the lock across both).
             let _g = self.live_lock.lock();
             self.live_cv.notify_all();
         }
@@ -161,23 +168,38 @@ impl SystemBuilder {
         self
     }
 
-    /// Starts the workers.
-    pub fn build(self) -> ActorSystem {
-        let (pool, workers) = Pool::start(PoolConfig {
+    fn pool_config(&self) -> PoolConfig {
+        PoolConfig {
             threads: self.threads,
             throughput: self.throughput,
             name: self.name.clone(),
             shared_queue: false,
             pin: None,
-        });
+        }
+    }
+
+    /// Starts the workers.
+    pub fn build(self) -> ActorSystem {
+        let (pool, workers) = Pool::start(self.pool_config());
+        self.assemble(pool, workers)
+    }
+
+    /// A system whose default pool has no thread: its one worker is driven
+    /// by hand, through the returned `WorkerLocal`, on the calling thread
+    /// (the test kit).
+    pub(crate) fn build_manual(self) -> (ActorSystem, WorkerLocal) {
+        let (pool, worker) = Pool::manual(self.pool_config());
+        (self.assemble(pool, Vec::new()), worker)
+    }
+
+    fn assemble(self, pool: Arc<Pool>, workers: Vec<JoinHandle<()>>) -> ActorSystem {
         let inner = SystemInner {
             table: ActorTable::new(),
-            live: AtomicUsize::new(0),
             live_lock: Mutex::new(()),
             live_cv: Condvar::new(),
+            waiting: AtomicUsize::new(0),
             closing: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
-            stopped: AtomicU64::new(0),
             workers: Mutex::new(workers),
             extra_pools: Mutex::new(Vec::new()),
             report: Mutex::new(None),
@@ -238,7 +260,7 @@ impl SystemHandle {
 
     /// Actors alive now.
     pub fn live_actors(&self) -> usize {
-        self.inner().live.load(Ordering::SeqCst)
+        self.inner().table.live()
     }
 
     /// Messages dropped undelivered so far (see [`ShutdownReport`]).

@@ -41,9 +41,10 @@ impl SystemInner {
     /// Waits until no actor is alive; `false` if the deadline passed first.
     pub(crate) fn wait_no_live(&self, deadline: Option<Instant>) -> bool {
         let mut g = self.live_lock.lock();
-        deadline::wait_while(&self.live_cv, &mut g, deadline, |_| {
-            self.live.load(Ordering::SeqCst) > 0
-        })
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let none = deadline::wait_while(&self.live_cv, &mut g, deadline, |_| self.table.live() > 0);
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        none
     }
 
     pub(crate) fn shutdown(&self, rt: &Runtime, timeout: Duration) -> ShutdownReport {
@@ -64,7 +65,7 @@ impl SystemInner {
             self.request_all(StopRequest::ShutdownNow);
             self.wait_no_live(deadline::after(timeout));
         }
-        let unresponsive = self.live.load(Ordering::SeqCst);
+        let unresponsive = self.table.live();
         self.shut_down.store(true, Ordering::SeqCst);
         rt.pool.begin_shutdown();
         let extra: Vec<_> = self.extra_pools.lock().drain(..).collect();
@@ -84,7 +85,7 @@ impl SystemInner {
         #[cfg(feature = "async")]
         self.bridge.lock().shutdown();
         let report = ShutdownReport {
-            actors_stopped: self.stopped.load(Ordering::Relaxed),
+            actors_stopped: self.table.stopped(),
             messages_dropped: rt.dropped.load(Ordering::Relaxed),
             deadline_passed: timed_out,
             actors_unresponsive: unresponsive,
@@ -119,10 +120,10 @@ pub struct ShutdownReport {
 impl ShutdownReport {
     fn pending(inner: &SystemInner, rt: &Runtime) -> Self {
         ShutdownReport {
-            actors_stopped: inner.stopped.load(Ordering::Relaxed),
+            actors_stopped: inner.table.stopped(),
             messages_dropped: rt.dropped.load(Ordering::Relaxed),
             deadline_passed: false,
-            actors_unresponsive: inner.live.load(Ordering::SeqCst),
+            actors_unresponsive: inner.table.live(),
             elapsed: Duration::ZERO,
         }
     }

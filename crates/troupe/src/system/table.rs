@@ -7,6 +7,12 @@
 //! that finalized, which drops it once it no longer borrows the cell (it may
 //! be the last reference). A scheduler task is a raw pointer to a cell, so
 //! this entry is what makes tasks sound: see `engine::scheduler::Task`.
+//!
+//! The live count and the stopped count are kept per shard, under the
+//! shard's lock, instead of in shared atomics: a spawn is one uncontended
+//! lock and a stop another, with no further read-modify-write on a word
+//! every worker writes. The system sums the shards when it needs a total
+//! (shutdown, `live_actors`).
 
 use crate::actor::lifecycle::Stoppable;
 use crossbeam_utils::CachePadded;
@@ -36,45 +42,61 @@ fn my_shard() -> usize {
     })
 }
 
-/// One shard: live actors by slab key.
-type Shard = CachePadded<Mutex<Slab<Arc<dyn Stoppable>>>>;
+/// One shard: live actors by slab key, and how many have left it.
+#[derive(Default)]
+struct Shard {
+    live: Slab<Arc<dyn Stoppable>>,
+    stopped: u64,
+}
 
 /// Every live actor of one system; keys are `shard << 32 | slab key`.
 pub(crate) struct ActorTable {
-    shards: Box<[Shard]>,
+    shards: Box<[CachePadded<Mutex<Shard>>]>,
 }
 
 impl ActorTable {
     pub(crate) fn new() -> Self {
         ActorTable {
             shards: (0..SHARDS)
-                .map(|_| CachePadded::new(Mutex::new(Slab::new())))
+                .map(|_| CachePadded::new(Mutex::new(Shard::default())))
                 .collect(),
         }
     }
 
-    /// Inserts the actor `make` builds from its key.
-    pub(crate) fn insert(&self, make: &mut dyn FnMut(u64) -> Arc<dyn Stoppable>) {
+    /// Inserts a live actor; returns its key.
+    pub(crate) fn insert(&self, actor: Arc<dyn Stoppable>) -> u64 {
         let shard = my_shard();
-        let mut slab = self.shards[shard].lock();
-        let entry = slab.vacant_entry();
-        let key = ((shard as u64) << 32) | entry.key() as u64;
-        entry.insert(make(key));
+        let slot = self.shards[shard].lock().live.insert(actor);
+        ((shard as u64) << 32) | slot as u64
     }
 
-    /// Removes and returns the entry under `key`.
-    pub(crate) fn remove(&self, key: u64) -> Option<Arc<dyn Stoppable>> {
+    /// Removes and returns the entry under `key`, and whether its shard is
+    /// now empty (the caller then wakes anyone waiting for no live actor).
+    pub(crate) fn remove(&self, key: u64) -> (Option<Arc<dyn Stoppable>>, bool) {
         let shard = (key >> 32) as usize;
-        self.shards[shard]
-            .lock()
-            .try_remove((key & 0xFFFF_FFFF) as usize)
+        let mut guard = self.shards[shard].lock();
+        let entry = guard.live.try_remove((key & 0xFFFF_FFFF) as usize);
+        if entry.is_some() {
+            guard.stopped += 1;
+        }
+        (entry, guard.live.is_empty())
+    }
+
+    /// Actors alive now (a sum over the shards, each read under its lock).
+    pub(crate) fn live(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().live.len()).sum()
+    }
+
+    /// Actors that have left the table so far.
+    pub(crate) fn stopped(&self) -> u64 {
+        self.shards.iter().map(|s| s.lock().stopped).sum()
     }
 
     /// Every live actor now (for shutdown).
     pub(crate) fn snapshot(&self) -> Vec<Arc<dyn Stoppable>> {
         let mut all = Vec::new();
         for shard in self.shards.iter() {
-            all.extend(shard.lock().iter().map(|(_, t)| t.clone()));
+            all.extend(shard.lock().live.iter().map(|(_, t)| t.clone()));
         }
         all
     }

@@ -102,10 +102,9 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    /// Starts the workers, named `{name}-{i}`.
-    pub(crate) fn start(config: PoolConfig) -> (Arc<Pool>, Vec<JoinHandle<()>>) {
+    /// The pool and its workers' deques and parkers, no thread started.
+    fn build(config: &PoolConfig) -> (Arc<Pool>, Vec<Deque<Task>>, Vec<Parker>) {
         let threads = config.threads.max(1);
-        let name = config.name.as_str();
         let deques: Vec<Deque<Task>> = (0..threads).map(|_| Deque::new_lifo()).collect();
         let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
         let pool = Arc::new(Pool {
@@ -118,6 +117,13 @@ impl Pool {
             throughput: config.throughput.max(1),
             shared_queue: config.shared_queue,
         });
+        (pool, deques, parkers)
+    }
+
+    /// Starts the workers, named `{name}-{i}`.
+    pub(crate) fn start(config: PoolConfig) -> (Arc<Pool>, Vec<JoinHandle<()>>) {
+        let name = config.name.as_str();
+        let (pool, deques, parkers) = Self::build(&config);
         let handles = deques
             .into_iter()
             .zip(parkers)
@@ -143,6 +149,18 @@ impl Pool {
             })
             .collect();
         (pool, handles)
+    }
+
+    /// A pool with one worker and no thread: the returned `WorkerLocal` is
+    /// driven by hand ([`WorkerLocal::run_one`]) on the thread that owns it,
+    /// one task at a time, in a deterministic order (the test kit).
+    pub(crate) fn manual(mut config: PoolConfig) -> (Arc<Pool>, WorkerLocal) {
+        config.threads = 1;
+        config.shared_queue = false;
+        let (pool, mut deques, mut parkers) = Self::build(&config);
+        let (deque, parker) = (deques.remove(0), parkers.remove(0));
+        let worker = WorkerLocal::new(pool.clone(), 0, deque, parker, None);
+        (pool, worker)
     }
 
     /// Number of worker threads.

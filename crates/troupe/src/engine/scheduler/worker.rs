@@ -41,8 +41,9 @@ pub(crate) fn current_for<'a>(pool_id: usize) -> Option<&'a WorkerLocal> {
     if w.is_null() {
         return None;
     }
-    // SAFETY: `CURRENT` is non-null only while `WorkerLocal::run` executes on
-    // this thread, with `w` pointing at its `self` on this thread's stack; any
+    // SAFETY: `CURRENT` is non-null only while `WorkerLocal::run` (or a
+    // manual pool's `run_one`) executes on this thread, with `w` pointing at
+    // its borrowed `self`, which cannot move or drop during the call; any
     // code calling us runs inside that call, so `*w` is alive.
     let w = unsafe { &*w };
     (w.pool.id == pool_id).then_some(w)
@@ -152,6 +153,28 @@ impl WorkerLocal {
                 Some(task) => task.run(&self),
                 None => return,
             }
+        }
+    }
+
+    /// Runs one task of a manual pool (`Pool::manual`) on the calling
+    /// thread, as its worker; `false` if no task was queued. While it runs,
+    /// this thread counts as the pool's worker (sends from handlers go to
+    /// the LIFO slot, a `Block` mailbox does not block).
+    pub(crate) fn run_one(&self) -> bool {
+        let prev = CURRENT.with(|c| c.replace(self));
+        struct Restore(*const WorkerLocal);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                CURRENT.with(|c| c.set(self.0));
+            }
+        }
+        let _restore = Restore(prev);
+        match self.next_local() {
+            Some(task) => {
+                task.run(self);
+                true
+            }
+            None => false,
         }
     }
 
