@@ -296,6 +296,19 @@ pub struct Header {
     pub correlation: u64,
 }
 
+impl Header {
+    /// A header with status `Ok` (every frame but an error reply).
+    pub fn new(kind: Kind, type_id: u64, target: u64, correlation: u64) -> Self {
+        Header {
+            kind,
+            status: Status::Ok,
+            type_id,
+            target,
+            correlation,
+        }
+    }
+}
+
 /// Appends one frame (header and postcard body of `value`) to `out`. On
 /// error `out` is left exactly as it was.
 pub fn encode_frame<T: Serialize + ?Sized>(
@@ -348,13 +361,12 @@ mod tests {
     #[test]
     fn header_layout_is_as_documented() {
         let mut out = Vec::new();
-        let header = Header {
-            kind: Kind::Ask,
-            status: Status::Ok,
-            type_id: 0x0102030405060708,
-            target: 0x1112131415161718,
-            correlation: 0x2122232425262728,
-        };
+        let header = Header::new(
+            Kind::Ask,
+            0x0102030405060708,
+            0x1112131415161718,
+            0x2122232425262728,
+        );
         let n = encode_frame(&mut out, header, &(7u8, 300u16), 1 << 20).unwrap();
         assert_eq!(n, out.len());
         assert_eq!(&out[..4], &[1, 2, 0, 0]);
@@ -370,13 +382,7 @@ mod tests {
 
     #[test]
     fn frames_walk_a_batch_and_stop_at_a_bad_length() {
-        let h = Header {
-            kind: Kind::Tell,
-            status: Status::Ok,
-            type_id: 1,
-            target: 2,
-            correlation: 0,
-        };
+        let h = Header::new(Kind::Tell, 1, 2, 0);
         let mut out = Vec::new();
         encode_frame(&mut out, h, &1u32, 100).unwrap();
         encode_frame(&mut out, h, &2u32, 100).unwrap();
@@ -395,13 +401,7 @@ mod tests {
 
     #[test]
     fn too_large_leaves_the_buffer_unchanged() {
-        let h = Header {
-            kind: Kind::Tell,
-            status: Status::Ok,
-            type_id: 1,
-            target: 2,
-            correlation: 0,
-        };
+        let h = Header::new(Kind::Tell, 1, 2, 0);
         let mut out = vec![9u8; 5];
         let err = encode_frame(&mut out, h, &vec![0u8; 100], 50).unwrap_err();
         assert!(matches!(err, EncodeError::TooLarge(101)));

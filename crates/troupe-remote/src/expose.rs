@@ -83,15 +83,9 @@ impl<'n, A: Actor> Exposure<'n, A> {
             Ok(async move {
                 let result = fut.await;
                 let mut out = Vec::with_capacity(64);
-                let h = |status| Header {
-                    kind: Kind::Reply,
-                    status,
-                    type_id: t,
-                    target,
-                    correlation: corr,
-                };
+                let ok = Header::new(Kind::Reply, t, target, corr);
                 match result {
-                    Ok(reply) => match encode_frame(&mut out, h(Status::Ok), &reply, max_body) {
+                    Ok(reply) => match encode_frame(&mut out, ok, &reply, max_body) {
                         Ok(_) => out,
                         Err(e) => {
                             tracing::warn!(error = %e, "a reply could not be sent");

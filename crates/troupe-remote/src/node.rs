@@ -226,15 +226,21 @@ impl NodeBuilder {
         self
     }
 
-    /// Connects, checks the registered types, takes the node's name in the
-    /// cluster (refused if a live node holds it) and starts serving.
-    pub fn connect(self) -> Result<Node, NodeError> {
+    /// Checks the names and the registered types; gives the type registry.
+    fn checked(&self) -> Result<TypeRegistry, NodeError> {
         check_token("cluster", &self.cluster)?;
         check_token("node name", &self.name)?;
         let mut types = TypeRegistry::default();
         for t in &self.types {
             types.insert(*t)?;
         }
+        Ok(types)
+    }
+
+    /// Connects, checks the registered types, takes the node's name in the
+    /// cluster (refused if a live node holds it) and starts serving.
+    pub fn connect(self) -> Result<Node, NodeError> {
+        let types = self.checked()?;
         let io = Io::start(&self.name, self.threads)?;
         let handle = io.handle.clone();
         let grace = self.shutdown_grace;
@@ -258,12 +264,7 @@ impl NodeBuilder {
     /// # Ok(()) }
     /// ```
     pub async fn connect_async(self) -> Result<Node, NodeError> {
-        check_token("cluster", &self.cluster)?;
-        check_token("node name", &self.name)?;
-        let mut types = TypeRegistry::default();
-        for t in &self.types {
-            types.insert(*t)?;
-        }
+        let types = self.checked()?;
         let handle = Handle::try_current().map_err(|_| {
             NodeError::Connect("connect_async must run inside a tokio runtime".into())
         })?;
@@ -321,13 +322,7 @@ async fn start(
     let subject = node_subject(&b.cluster, &b.name);
     // Is the name taken? A live node answers a ping; no node means no responders.
     let mut probe = Vec::with_capacity(HEADER_LEN);
-    let ping = Header {
-        kind: Kind::Ping,
-        status: Status::Ok,
-        type_id: 0,
-        target: 0,
-        correlation: 0,
-    };
+    let ping = Header::new(Kind::Ping, 0, 0, 0);
     let _ = encode_frame(&mut probe, ping, &(), 0);
     let req = async_nats::Request::new()
         .payload(probe.into())
@@ -836,13 +831,7 @@ impl Node {
         check_token("node name", node).map_err(|_| troupe::AskError::NoResponders)?;
         let subject = Subject::from(node_subject(&self.shared.cluster, node));
         let mut frame = Vec::with_capacity(HEADER_LEN);
-        let h = Header {
-            kind: Kind::Ping,
-            status: Status::Ok,
-            type_id: 0,
-            target: 0,
-            correlation: 0,
-        };
+        let h = Header::new(Kind::Ping, 0, 0, 0);
         let _ = encode_frame(&mut frame, h, &(), 0);
         let shared = self.shared.clone();
         let start = std::time::Instant::now();

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use troupe::{AskError, SendError};
 
-use crate::envelope::{encode_frame, EncodeError, Header, Kind, Status};
+use crate::envelope::{encode_frame, EncodeError, Header, Kind};
 use crate::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
 use crate::node::Shared;
 use crate::outbox::{Outbox, Refusal};
@@ -93,13 +93,7 @@ impl<M: RemoteMessage> RemoteRef<M> {
         {
             return Err(closed(msg));
         }
-        let header = Header {
-            kind: Kind::Tell,
-            status: Status::Ok,
-            type_id: M::TYPE_ID,
-            target: self.target,
-            correlation: 0,
-        };
+        let header = Header::new(Kind::Tell, M::TYPE_ID, self.target, 0);
         match self.outbox.push(header, &msg, self.shared.max_body) {
             Ok(()) => Ok(()),
             Err(Refusal::Closed) => Err(closed(msg)),
@@ -137,13 +131,7 @@ impl<M: RemoteAsk> RemoteRef<M> {
             return Err(AskError::Disconnected);
         }
         let correlation = self.shared.next_correlation.fetch_add(1, Ordering::Relaxed);
-        let header = Header {
-            kind: Kind::Ask,
-            status: Status::Ok,
-            type_id: M::TYPE_ID,
-            target: self.target,
-            correlation,
-        };
+        let header = Header::new(Kind::Ask, M::TYPE_ID, self.target, correlation);
         let mut frame = Vec::with_capacity(64);
         if let Err(e) = encode_frame(&mut frame, header, msg, self.shared.max_body) {
             log_encode(&self.name, &e);

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::sync::atomic::{AtomicU64, Ordering};
-use troupe_remote::envelope::{decode_body, encode_frame, Frames, Header, Kind, Status};
+use troupe_remote::envelope::{decode_body, encode_frame, Frames, Header, Kind};
 
 #[troupe_remote::remote("fuzz.Order")]
 #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
@@ -48,13 +48,7 @@ fn valid_frame(seed: u64) -> Vec<u8> {
         price: (seed % 2 == 0).then_some(seed as f64 / 3.0),
     };
     let mut out = Vec::new();
-    let h = Header {
-        kind: Kind::Tell,
-        status: Status::Ok,
-        type_id: 1,
-        target: 2,
-        correlation: 0,
-    };
+    let h = Header::new(Kind::Tell, 1, 2, 0);
     encode_frame(&mut out, h, &order, MAX_BODY).unwrap();
     out
 }

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use troupe::{Actor, ActorSystem, Context, ReplyTo, SendError};
-use troupe_remote::envelope::{decode_body, decode_frame, encode_frame, Header, Kind, Status};
+use troupe_remote::envelope::{decode_body, decode_frame, encode_frame, Header, Kind};
 use troupe_remote::nats_server::NatsServer;
 use troupe_remote::{remote, Node, RemoteMessage};
 
@@ -556,13 +556,7 @@ fn local_ask(k: u64) -> (f64, f64, f64) {
 
 /// ns per encode and per decode of one frame holding `value`.
 fn serialize_cost<M: RemoteMessage + PartialEq + std::fmt::Debug>(value: &M) -> (f64, f64, usize) {
-    let h = Header {
-        kind: Kind::Tell,
-        status: Status::Ok,
-        type_id: M::TYPE_ID,
-        target: 1,
-        correlation: 0,
-    };
+    let h = Header::new(Kind::Tell, M::TYPE_ID, 1, 0);
     let mut buf = Vec::with_capacity(1 << 17);
     let frame_len = encode_frame(&mut buf, h, value, usize::MAX).expect("encode");
     let time = |f: &mut dyn FnMut()| {
@@ -651,16 +645,7 @@ fn caf_serialize() -> Vec<Figure> {
             json_field(line, "ns_per_op"),
             json_field(line, "frame_bytes"),
         ) {
-            figs.push(Figure {
-                framework: "caf",
-                workload: "remote_serialize",
-                label: label.to_string(),
-                params: format!("{{\"shape\":\"{shape}\",\"frame_bytes\":{bytes}}}"),
-                seconds: ns / 1e9,
-                rate: 1e9 / ns,
-                unit: "ops/s",
-                extra: format!(",\"ns_per_op\":{ns:.1}"),
-            });
+            figs.push(ser_figure("caf", label.to_string(), shape, bytes, ns));
         }
     }
     figs
@@ -690,12 +675,7 @@ fn erlang(n: u64, k: u64) -> Vec<Figure> {
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         // {"workload":"remote_tell","payload":64,"messages":N,"seconds":S,"rate":R}
         // {"workload":"remote_ask","asks":K,"p50_us":A,"p99_us":B,"mean_us":C}
-        let field = |name: &str| -> Option<f64> {
-            let at = line.find(&format!("\"{name}\":"))? + name.len() + 3;
-            let rest = &line[at..];
-            let end = rest.find([',', '}']).unwrap_or(rest.len());
-            rest[..end].trim().parse().ok()
-        };
+        let field = |name: &str| json_field(line, name);
         if line.contains("\"remote_tell\"") {
             let (p, m, s, r) = (
                 field("payload"),
@@ -704,16 +684,13 @@ fn erlang(n: u64, k: u64) -> Vec<Figure> {
                 field("rate"),
             );
             if let (Some(p), Some(m), Some(s), Some(r)) = (p, m, s, r) {
-                figs.push(Figure {
-                    framework: "erlang",
-                    workload: "remote_tell",
-                    label: format!("erlang dist tell {p} B"),
-                    params: format!("{{\"payload\":{p},\"messages\":{m}}}"),
-                    seconds: s,
-                    rate: r,
-                    unit: "msgs/s",
-                    extra: String::new(),
-                });
+                figs.push(tell_figure(
+                    "erlang",
+                    format!("erlang dist tell {p} B"),
+                    (p as usize, m as u64),
+                    (s, r),
+                    String::new(),
+                ));
             }
         } else if line.contains("\"remote_ask\"") {
             if let (Some(a), Some(p50), Some(p99), Some(mean)) = (
@@ -732,6 +709,40 @@ fn erlang(n: u64, k: u64) -> Vec<Figure> {
         }
     }
     figs
+}
+
+/// A serialization figure: `ns` per op on a frame of `bytes` bytes.
+fn ser_figure(framework: &'static str, label: String, shape: &str, bytes: f64, ns: f64) -> Figure {
+    Figure {
+        framework,
+        workload: "remote_serialize",
+        label,
+        params: format!("{{\"shape\":\"{shape}\",\"frame_bytes\":{bytes}}}"),
+        seconds: ns / 1e9,
+        rate: 1e9 / ns,
+        unit: "ops/s",
+        extra: format!(",\"ns_per_op\":{ns:.1}"),
+    }
+}
+
+/// A remote_tell figure: `messages` of `payload` bytes at `rate` msgs/s.
+fn tell_figure(
+    framework: &'static str,
+    label: String,
+    (payload, messages): (usize, u64),
+    (seconds, rate): (f64, f64),
+    extra: String,
+) -> Figure {
+    Figure {
+        framework,
+        workload: "remote_tell",
+        label,
+        params: format!("{{\"payload\":{payload},\"messages\":{messages}}}"),
+        seconds,
+        rate,
+        unit: "msgs/s",
+        extra,
+    }
 }
 
 fn ask_figure(
@@ -797,27 +808,21 @@ fn main() {
 
     if only.contains("serialize") {
         eprintln!("serialization (frame = 32-byte header + postcard body)...");
-        let mut ser = |label: &str, r: (f64, f64, usize)| {
-            figs.push(Figure {
-                framework: "troupe",
-                workload: "remote_serialize",
-                label: format!("save {label}"),
-                params: format!("{{\"shape\":\"{label}\",\"frame_bytes\":{}}}", r.2),
-                seconds: r.0 / 1e9,
-                rate: 1e9 / r.0,
-                unit: "ops/s",
-                extra: format!(",\"ns_per_op\":{:.1}", r.0),
-            });
-            figs.push(Figure {
-                framework: "troupe",
-                workload: "remote_serialize",
-                label: format!("load {label}"),
-                params: format!("{{\"shape\":\"{label}\",\"frame_bytes\":{}}}", r.2),
-                seconds: r.1 / 1e9,
-                rate: 1e9 / r.1,
-                unit: "ops/s",
-                extra: format!(",\"ns_per_op\":{:.1}", r.1),
-            });
+        let mut ser = |shape: &str, (save, load, bytes): (f64, f64, usize)| {
+            figs.push(ser_figure(
+                "troupe",
+                format!("save {shape}"),
+                shape,
+                bytes as f64,
+                save,
+            ));
+            figs.push(ser_figure(
+                "troupe",
+                format!("load {shape}"),
+                shape,
+                bytes as f64,
+                load,
+            ));
         };
         ser("foo", serialize_cost(&Foo { a: 10, b: 20 }));
         ser(
@@ -841,26 +846,20 @@ fn main() {
         eprintln!("remote_tell {size} B: troupe, then raw NATS...");
         let (rate, secs, coalescing) = remote_tell(&url, size, n, samples, batch_bytes);
         let (raw_rate, raw_secs) = raw_tell(&url, size, n, samples);
-        figs.push(Figure {
-            framework: "troupe",
-            workload: "remote_tell",
-            label: format!("troupe remote tell {size} B"),
-            params: format!("{{\"payload\":{size},\"messages\":{n}}}"),
-            seconds: secs,
-            rate,
-            unit: "msgs/s",
-            extra: format!(",\"frames_per_nats_msg\":{coalescing:.1}"),
-        });
-        figs.push(Figure {
-            framework: "nats-raw",
-            workload: "remote_tell",
-            label: format!("raw nats pub/sub {size} B"),
-            params: format!("{{\"payload\":{size},\"messages\":{n}}}"),
-            seconds: raw_secs,
-            rate: raw_rate,
-            unit: "msgs/s",
-            extra: String::new(),
-        });
+        figs.push(tell_figure(
+            "troupe",
+            format!("troupe remote tell {size} B"),
+            (size, n),
+            (secs, rate),
+            format!(",\"frames_per_nats_msg\":{coalescing:.1}"),
+        ));
+        figs.push(tell_figure(
+            "nats-raw",
+            format!("raw nats pub/sub {size} B"),
+            (size, n),
+            (raw_secs, raw_rate),
+            String::new(),
+        ));
         tell_rows.push((size, rate, raw_rate, coalescing));
     }
 
