@@ -11,7 +11,10 @@
 //! computed at compile time; `RemoteRef<M>` requires `M: RemoteMessage`, so
 //! sending anything else does not compile.
 //!
-//! ```no_run
+//! Both "processes" below run in one for the doctest, against a
+//! `nats-server` it starts (the `#` lines); in real use each has its own.
+//!
+//! ```
 //! use serde::{Deserialize, Serialize};
 //! use std::time::Duration;
 //! use troupe::{Actor, ActorSystem, Context, ReplyTo};
@@ -40,18 +43,31 @@
 //!     }
 //! }
 //!
+//! # let server = troupe_remote::nats_server::NatsServer::start().unwrap();
+//! # let url = server.url(); // e.g. "nats://127.0.0.1:4222"
 //! // Process 1
 //! let system = ActorSystem::new();
 //! let cart = system.spawn(Cart::default());
-//! let shop = Node::connect("nats://127.0.0.1:4222", "shop")?;
+//! let shop = Node::connect(&url, "shop")?;
 //! shop.expose("cart", &cart).tell::<Add>().ask::<Total>(CartMsg::Total).serve()?;
 //!
 //! // Process 2
-//! let client = Node::connect("nats://127.0.0.1:4222", "client")?;
+//! let client = Node::connect(&url, "client")?;
 //! let add = client.lookup::<Add>("cart@shop")?;
-//! add.tell(Add { item: "tea".into(), qty: 2 }).ok();
+//! add.tell(Add { item: "tea".into(), qty: 2 }).unwrap();
+//! client.flush(Duration::from_secs(1)); // asks may overtake queued tells
+//! # std::thread::sleep(Duration::from_millis(100));
 //! let total = add.retype::<Total>()?.ask(Total, Duration::from_secs(1));
+//! assert_eq!(total, Ok(2));
 //! # Ok::<(), troupe_remote::NodeError>(())
+//! ```
+//!
+//! A type without a stable name cannot be looked up, hence not sent:
+//!
+//! ```compile_fail
+//! # fn f(node: &troupe_remote::Node) {
+//! let refused = node.lookup::<String>("cart@shop"); // String: RemoteMessage is not satisfied
+//! # }
 //! ```
 //!
 //! Where things live: [`message`] (stable names, type ids, the registry),

@@ -618,7 +618,7 @@ pub(crate) fn status_frame(status: Status, t: u64, target: u64, corr: u64) -> Ve
 
 /// A process's membership in a Troupe cluster over NATS.
 ///
-/// ```no_run
+/// ```
 /// use serde::{Deserialize, Serialize};
 /// use std::time::Duration;
 /// use troupe::{Actor, ActorSystem, Context, ReplyTo};
@@ -634,12 +634,14 @@ pub(crate) fn status_frame(status: Status, t: u64, target: u64, corr: u64) -> Ve
 ///     fn handle(&mut self, (Ping(n), reply): Self::Msg, _: &mut Context<'_, Self>) { reply.reply(n); }
 /// }
 ///
+/// # let nats = troupe_remote::nats_server::NatsServer::start().unwrap();
+/// # let url = nats.url(); // e.g. "nats://127.0.0.1:4222"
 /// let system = ActorSystem::new();
 /// let echo = system.spawn(Echo);
-/// let server = Node::connect("nats://127.0.0.1:4222", "server")?;
+/// let server = Node::connect(&url, "server")?;
 /// server.expose("echo", &echo).ask::<Ping>(|q, r| (q, r)).serve()?;
 ///
-/// let client = Node::connect("nats://127.0.0.1:4222", "client")?;
+/// let client = Node::connect(&url, "client")?;
 /// let remote = client.lookup::<Ping>("echo@server")?;
 /// assert_eq!(remote.ask(Ping(7), Duration::from_secs(1)), Ok(7));
 /// # Ok::<(), troupe_remote::NodeError>(())

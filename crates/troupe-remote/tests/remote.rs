@@ -251,3 +251,39 @@ fn garbage_on_a_node_subject_is_counted_and_the_node_keeps_serving() {
     assert_eq!(s.delivered, 1, "{s:?}");
     system.shutdown();
 }
+
+#[test]
+fn a_node_on_the_callers_runtime_asks_without_a_hop() {
+    let server = NatsServer::start().unwrap();
+    let system = ActorSystem::builder().threads(2).build();
+    let (_b, _) = serve(&server, &system, "b");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let a = Node::builder(&server.url(), "a")
+            .connect_async()
+            .await
+            .unwrap();
+        let add = a.lookup::<Add>("counter@b").unwrap();
+        add.tell(Add(40)).unwrap();
+        add.tell(Add(2)).unwrap();
+        let sum = add.retype::<Sum>().unwrap();
+        let deadline = std::time::Instant::now() + T;
+        loop {
+            match sum.ask_async(Sum, T).await {
+                Ok(42) => break,
+                Ok(_) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(5)).await
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let nobody = a.lookup::<Sum>("counter@nobody").unwrap();
+        assert_eq!(nobody.ask_async(Sum, T).await, Err(AskError::NoResponders));
+        // Dropped inside the runtime: must not block or panic.
+        drop(a);
+    });
+    system.shutdown();
+}

@@ -13,7 +13,7 @@ use common::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use troupe::{ActorSystem, SendError};
+use troupe::{ActorSystem, AskError, SendError};
 use troupe_remote::nats_server::NatsServer;
 use troupe_remote::Node;
 
@@ -77,6 +77,12 @@ fn kill_mid_stream(paced: bool) {
     }
     let sent_phase1 = i;
     let (mut server, killed_at) = killer.join().unwrap();
+    // While the server is down an ask fails at once, and says why.
+    let sum = add.retype::<Sum>().unwrap();
+    assert_eq!(
+        sum.ask(Sum, Duration::from_secs(2)),
+        Err(AskError::Disconnected)
+    );
     // Phase 2: the server comes back on the same port; both nodes reconnect.
     server.restart().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
