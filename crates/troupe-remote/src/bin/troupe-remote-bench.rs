@@ -998,7 +998,7 @@ fn main() {
         let mut out = String::new();
         for f in &figs {
             out.push_str(&format!(
-                "{{\"framework\":\"{}\",\"workload\":\"{}\",\"label\":\"{}\",\"params\":{},\"seconds\":{:.6},\"rate\":{:.1},\"unit\":\"{}\",\"rss_mb\":{:.1},\"threads\":1{}}}\n",
+                "{{\"framework\":\"{}\",\"workload\":\"{}\",\"label\":\"{}\",\"params\":{},\"seconds\":{:.9},\"rate\":{:.1},\"unit\":\"{}\",\"rss_mb\":{:.1},\"threads\":1{}}}\n",
                 f.framework, f.workload, f.label, f.params, f.seconds, f.rate, f.unit, rss, f.extra
             ));
         }
