@@ -56,7 +56,7 @@ use crate::envelope::{
 use crate::error::ask_error_of;
 use crate::message::{type_id, RemoteMessage, TypeEntry, TypeRegistry};
 use crate::outbox::Outbox;
-use crate::stats::{bump, Counters, NodeStats};
+use crate::stats::{bump, bump_and_log, Counters, NodeStats};
 use crate::{NodeError, RemoteRef};
 
 /// What a local actor said to a tell.
@@ -244,7 +244,8 @@ impl NodeBuilder {
         let io = Io::start(&self.name, self.threads)?;
         let handle = io.handle.clone();
         let grace = self.shutdown_grace;
-        let shared = block_on(&handle, start(self, types, handle.clone()))?;
+        let shared = block_on(&handle, start(self, types, handle.clone()))
+            .unwrap_or_else(|| Err(NodeError::Connect("the I/O runtime stopped".into())))?;
         Ok(Node {
             shared,
             io: Some(io),
@@ -368,7 +369,8 @@ async fn start(
 
 /// Runs `fut` on the node's runtime and waits for it on this thread (which
 /// must not be one of the runtime's own).
-pub(crate) fn block_on<F>(handle: &Handle, fut: F) -> F::Output
+/// `None` if the runtime dropped it (it is shutting down).
+pub(crate) fn block_on<F>(handle: &Handle, fut: F) -> Option<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -377,8 +379,7 @@ where
     handle.spawn(async move {
         let _ = tx.send(fut.await);
     });
-    rx.recv()
-        .expect("the node's runtime dropped a blocking call; it only does so while shutting down")
+    rx.recv().ok()
 }
 
 impl Shared {
@@ -390,8 +391,10 @@ impl Shared {
     }
 
     fn bad_frame(&self, err: &dyn std::fmt::Display, len: usize) {
-        bump(&self.counters.bad_frames);
-        tracing::warn!(node = %self.name, bytes = len, error = %err, "dropped a bad frame");
+        if bump_and_log(&self.counters.bad_frames) {
+            let count = self.counters.bad_frames.load(Ordering::Relaxed);
+            tracing::warn!(node = %self.name, bytes = len, error = %err, count, "dropped a bad frame");
+        }
     }
 
     fn on_batch(&self, payload: &[u8]) {
@@ -413,8 +416,9 @@ impl Shared {
                 continue;
             }
             let Some(target) = targets.get(&frame.target) else {
-                bump(&self.counters.unknown_target);
-                tracing::warn!(node = %self.name, target = format_args!("{:#018x}", frame.target), "tell for an actor not exposed here");
+                if bump_and_log(&self.counters.unknown_target) {
+                    tracing::warn!(node = %self.name, target = format_args!("{:#018x}", frame.target), "tell for an actor not exposed here");
+                }
                 continue;
             };
             let Some(tell) = target
@@ -422,8 +426,9 @@ impl Shared {
                 .get(&frame.type_id)
                 .and_then(|h| h.tell.as_ref())
             else {
-                bump(&self.counters.unknown_type);
-                tracing::warn!(node = %self.name, actor = %target.name, type_id = format_args!("{:#018x}", frame.type_id), "tell of a type the actor does not take remotely");
+                if bump_and_log(&self.counters.unknown_type) {
+                    tracing::warn!(node = %self.name, actor = %target.name, type_id = format_args!("{:#018x}", frame.type_id), "tell of a type the actor does not take remotely");
+                }
                 continue;
             };
             match tell(frame.body) {
@@ -433,8 +438,9 @@ impl Shared {
                     tracing::debug!(node = %self.name, actor = %target.name, "the actor refused a remote tell (full or stopped)");
                 }
                 Outcome::Undecodable => {
-                    bump(&self.counters.undecodable);
-                    tracing::warn!(node = %self.name, actor = %target.name, "a remote tell's body did not decode to its type");
+                    if bump_and_log(&self.counters.undecodable) {
+                        tracing::warn!(node = %self.name, actor = %target.name, "a remote tell's body did not decode to its type");
+                    }
                 }
             }
         }
@@ -559,8 +565,9 @@ impl Shared {
             }
         };
         let bad = |why: &dyn std::fmt::Display| {
-            bump(&self.counters.bad_replies);
-            tracing::warn!(node = %self.name, error = %why, "a bad reply to an ask");
+            if bump_and_log(&self.counters.bad_replies) {
+                tracing::warn!(node = %self.name, error = %why, "a bad reply to an ask");
+            }
             troupe::AskError::NoReply
         };
         match decode_frame(&msg.payload, self.max_body.max(msg.payload.len())) {
@@ -840,7 +847,8 @@ impl Node {
         block_on(
             &self.shared.handle,
             shared.request::<()>(subject, frame.into(), 0, timeout),
-        )?;
+        )
+        .unwrap_or(Err(troupe::AskError::Disconnected))?;
         Ok(start.elapsed())
     }
 
@@ -861,6 +869,7 @@ impl Node {
             .await
             .unwrap_or(false)
         })
+        .unwrap_or(false)
     }
 }
 

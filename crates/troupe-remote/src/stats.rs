@@ -6,6 +6,8 @@
 //! not even be framed, `bad_frames` (once per NATS message, since nothing after
 //! a bad length can be re-framed). The counters only grow; they are relaxed
 //! atomics, read as a snapshot that is consistent per field, not across fields.
+//! Bad input is logged (`tracing::warn!`) at its 1st, 2nd, 4th, 8th...
+//! occurrence per counter, so a flood of garbage cannot flood the log.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -27,6 +29,13 @@ pub(crate) struct Counters {
 
 pub(crate) fn bump(c: &AtomicU64) {
     c.fetch_add(1, Relaxed);
+}
+
+/// Counts one more and says whether this one should be logged: the 1st,
+/// 2nd, 4th, 8th... so a peer flooding a node with bad frames cannot flood
+/// its log too (the counter keeps the exact number).
+pub(crate) fn bump_and_log(c: &AtomicU64) -> bool {
+    (c.fetch_add(1, Relaxed) + 1).is_power_of_two()
 }
 
 /// A snapshot of a node's counters; see the module docs for what each counts.

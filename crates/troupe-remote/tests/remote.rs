@@ -287,3 +287,41 @@ fn a_node_on_the_callers_runtime_asks_without_a_hop() {
     });
     system.shutdown();
 }
+
+#[test]
+fn nodes_and_references_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Node>();
+    send_sync::<troupe_remote::RemoteRef<Add>>();
+}
+
+#[test]
+fn a_flood_of_garbage_is_counted_exactly() {
+    let server = NatsServer::start().unwrap();
+    let system = ActorSystem::builder().threads(2).build();
+    let (b, seen) = serve(&server, &system, "b");
+    let a = Node::connect(&server.url(), "a").unwrap();
+    let client = a.client().clone();
+    let subject = b.subject();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for i in 0..1000u32 {
+            client
+                .publish(subject.clone(), i.to_le_bytes().to_vec().into())
+                .await
+                .unwrap();
+        }
+        client.flush().await.unwrap();
+    });
+    a.lookup::<Add>("counter@b").unwrap().tell(Add(1)).unwrap();
+    assert!(wait_until(T, || seen.load(Ordering::Relaxed) == 1));
+    assert!(
+        wait_until(T, || b.stats().bad_frames == 1000),
+        "{:?}",
+        b.stats()
+    );
+    system.shutdown();
+}
