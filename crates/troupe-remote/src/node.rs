@@ -321,7 +321,9 @@ async fn start(
         .await
         .map_err(|e| NodeError::Connect(format!("{}: {e}", b.url)))?;
     let subject = node_subject(&b.cluster, &b.name);
-    // Is the name taken? A live node answers a ping; no node means no responders.
+    // Is the name taken? A live node answers a ping; no node means no
+    // responders. Best effort: two nodes starting at the same instant under
+    // one name can both pass (the server has no exclusive subscriptions).
     let mut probe = Vec::with_capacity(HEADER_LEN);
     let ping = Header::new(Kind::Ping, 0, 0, 0);
     let _ = encode_frame(&mut probe, ping, &(), 0);
@@ -888,7 +890,9 @@ impl Drop for Node {
                 for f in flushers {
                     let _ = f.await;
                 }
-                let _ = client.flush().await;
+                // Unsubscribes, sends what the client holds, and closes the
+                // connection (references still held now get `Closed`).
+                let _ = client.drain().await;
             })
             .await;
         };
