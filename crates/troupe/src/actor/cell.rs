@@ -28,6 +28,7 @@ use super::context::Context;
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{guard, reason_from_bits, ExitRecord, StopRequest, Stoppable};
+use super::metrics::ActorMetrics;
 use super::runtime::{Admission, Runtime, SpawnOptions};
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
@@ -55,6 +56,9 @@ pub(crate) struct ActorCell<A: Actor> {
     killed: AtomicBool,
     table_key: u64,
     pub(crate) name: Option<Arc<String>>,
+    /// Counters and timings (`metrics.rs`); `None` when metrics are off,
+    /// so the hot path pays one predictable branch.
+    pub(crate) metrics: Option<Arc<ActorMetrics>>,
     slot: UnsafeCell<Slot<A>>,
     pub(crate) exit: ExitRecord,
 }
@@ -93,11 +97,17 @@ impl<A: Actor> ActorCell<A> {
                 pool.clone(),
                 dedicated,
                 options.name.clone(),
+                options.metrics.unwrap_or(rt.metrics.default_on) || options.trace,
+                options.trace,
             ));
             made = Some(cell.clone());
             cell
         });
         let cell = made.expect("enroll calls make once");
+        if let Some(m) = &cell.metrics {
+            rt.metrics.add(m.clone());
+        }
+        tracing::debug!(actor = %cell.id, name = cell.name.as_deref().map(String::as_str), kind = std::any::type_name::<A>(), "actor spawned");
         match admission {
             Admission::Open => {}
             Admission::Closing => cell.stop_request(StopRequest::Shutdown),
@@ -112,6 +122,8 @@ impl<A: Actor> ActorCell<A> {
         cell
     }
 
+    // One call site (`spawn`); a struct of arguments would only move them.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         actor: A,
         table_key: u64,
@@ -120,16 +132,28 @@ impl<A: Actor> ActorCell<A> {
         pool: Option<Arc<Pool>>,
         dedicated: bool,
         name: Option<Arc<String>>,
+        metered: bool,
+        trace: bool,
     ) -> Self {
+        let id = ActorId::next();
+        let metrics = metered.then(|| {
+            Arc::new(ActorMetrics::new(
+                std::any::type_name::<A>(),
+                id.as_u64(),
+                name.clone(),
+                trace,
+            ))
+        });
         ActorCell {
             mailbox: Mailbox::new(mailbox),
             rt,
             pool,
             dedicated,
-            id: ActorId::next(),
+            id,
             killed: AtomicBool::new(false),
             table_key,
             name,
+            metrics,
             slot: UnsafeCell::new(Slot {
                 actor: Some(actor),
                 started: false,
@@ -167,6 +191,9 @@ impl<A: Actor> ActorCell<A> {
     pub(crate) fn send_with(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
         match self.mailbox.push(msg, may_block) {
             Ok(Pushed { schedule, evicted }) => {
+                if let Some(m) = &self.metrics {
+                    m.on_send(evicted.is_some());
+                }
                 if let Some(old) = evicted {
                     self.drop_undelivered(old, AskError::MailboxFull);
                 }
@@ -176,8 +203,22 @@ impl<A: Actor> ActorCell<A> {
                 }
                 Ok(())
             }
-            Err(PushError::Full(m)) => Err(SendError::Full(m)),
-            Err(PushError::Closed(m)) => Err(SendError::Stopped(m)),
+            Err(PushError::Full(m)) => {
+                self.count_refused(false);
+                Err(SendError::Full(m))
+            }
+            Err(PushError::Closed(m)) => {
+                self.count_refused(true);
+                Err(SendError::Stopped(m))
+            }
+        }
+    }
+
+    /// Counts a refused send (metrics on only).
+    #[cold]
+    fn count_refused(&self, stopped: bool) {
+        if let Some(m) = &self.metrics {
+            m.on_refused(stopped);
         }
     }
 
@@ -260,6 +301,9 @@ impl<A: Actor> ActorCell<A> {
         if dropped > 0 {
             tracing::debug!(actor = %self.id, dropped, "stopped actor's pending messages dropped");
         }
+        if let Some(m) = &self.metrics {
+            m.on_stop(dropped, matches!(reason, StopReason::Panicked(_)));
+        }
         self.exit.publish(self.id, reason);
         if self.dedicated {
             // Our own thread: it exits once this turn returns.
@@ -312,7 +356,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
                     match unsafe { self.mailbox.pop() } {
                         Some(msg) => {
                             handled += 1;
-                            actor.handle(msg, &mut ctx);
+                            match &self.metrics {
+                                None => actor.handle(msg, &mut ctx),
+                                Some(m) => handle_metered(m, actor, msg, &mut ctx),
+                            }
                         }
                         None => break,
                     }
@@ -367,6 +414,33 @@ impl<A: Actor> Runnable for ActorCell<A> {
     }
 }
 
+/// `handle` with the message counted, one in `SAMPLE_EVERY` timed, and a
+/// trace span if asked for (see `metrics.rs`).
+#[inline(never)]
+fn handle_metered<A: Actor>(
+    m: &ActorMetrics,
+    actor: &mut A,
+    msg: A::Msg,
+    ctx: &mut Context<'_, A>,
+) {
+    let start = m.on_dequeue();
+    if m.trace {
+        let span = tracing::trace_span!(
+            "handle",
+            actor = %ctx.cell.id,
+            name = ctx.cell.name.as_deref().map(String::as_str),
+            msg = std::any::type_name::<A::Msg>()
+        );
+        let _e = span.enter();
+        actor.handle(msg, ctx);
+    } else {
+        actor.handle(msg, ctx);
+    }
+    if let Some(start) = start {
+        m.after_handle(start);
+    }
+}
+
 impl<A: Actor> Stoppable for ActorCell<A> {
     fn request_stop(&self, kind: StopRequest) {
         self.stop_request(kind);
@@ -409,6 +483,7 @@ mod tests {
     fn cell_stays_small() {
         let size = std::mem::size_of::<ActorCell<Unit>>();
         eprintln!("ActorCell<zero-sized actor> = {size} bytes");
-        assert!(size <= 168, "ActorCell grew to {size} bytes");
+        // 168 + 8 for the metrics pointer (`Option<Arc<ActorMetrics>>`).
+        assert!(size <= 176, "ActorCell grew to {size} bytes");
     }
 }

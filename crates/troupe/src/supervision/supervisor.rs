@@ -182,6 +182,7 @@ impl Supervisor {
             return;
         }
         self.restarts += 1;
+        ctx.note_restart();
         self.children[index] = ChildState::Down;
         let siblings = match self.spec.strategy {
             Strategy::OneForOne => index..index,

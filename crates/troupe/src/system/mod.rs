@@ -105,6 +105,7 @@ pub struct SystemBuilder {
     throughput: usize,
     mailbox: MailboxConfig,
     name: String,
+    metrics: bool,
     #[cfg(feature = "async")]
     tokio: Option<tokio::runtime::Handle>,
 }
@@ -118,6 +119,7 @@ impl Default for SystemBuilder {
             throughput: 64,
             mailbox: MailboxConfig::Unbounded,
             name: "troupe-worker".into(),
+            metrics: false,
             #[cfg(feature = "async")]
             tokio: None,
         }
@@ -144,6 +146,20 @@ impl SystemBuilder {
         self
     }
 
+    /// Record metrics for every actor (unless its
+    /// [`SpawnOptions::metrics`] says otherwise) and for every worker; read
+    /// them with [`SystemHandle::metrics`] or serve them with
+    /// `SystemHandle::serve_metrics` (feature `metrics-http`). Default off.
+    ///
+    /// ```
+    /// let system = troupe::ActorSystem::builder().threads(1).metrics(true).build();
+    /// assert_eq!(system.metrics().workers.len(), 1);
+    /// ```
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.metrics = on;
+        self
+    }
+
     /// Worker thread name prefix.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -167,6 +183,7 @@ impl SystemBuilder {
             name: self.name.clone(),
             shared_queue: false,
             pin: None,
+            metrics: self.metrics,
         });
         let inner = SystemInner {
             table: ActorTable::new(),
@@ -187,6 +204,10 @@ impl SystemBuilder {
             dropped: AtomicU64::new(0),
             default_mailbox: self.mailbox,
             throughput: self.throughput,
+            metrics: crate::actor::metrics::MetricsSet {
+                default_on: self.metrics,
+                ..Default::default()
+            },
             host: Box::new(inner),
         });
         ActorSystem {
@@ -300,6 +321,20 @@ impl SystemHandle {
         let mut cfg = self.rt.pool_config(name, threads);
         cfg.shared_queue = true;
         Dispatcher::new(self.rt.host.start_pool(cfg), DispatcherKind::Blocking, name)
+    }
+
+    /// Every pool of this system now: the default one first, then named
+    /// dispatchers and dedicated threads (for the metrics layer).
+    pub(crate) fn pools(&self) -> Vec<Arc<Pool>> {
+        let mut all = vec![self.rt.pool.clone()];
+        all.extend(
+            self.inner()
+                .extra_pools
+                .lock()
+                .iter()
+                .map(|(p, _)| p.clone()),
+        );
+        all
     }
 
     /// Asks every actor to stop after draining its mailbox, without waiting.

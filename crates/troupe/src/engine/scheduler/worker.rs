@@ -145,11 +145,15 @@ impl WorkerLocal {
         let _clear = ClearCurrent;
         loop {
             if let Some(task) = self.next_local() {
+                self.count(|s| &s.tasks);
                 task.run(&self);
                 continue;
             }
-            match self.search() {
-                Some(task) => task.run(&self),
+            match self.search_timed() {
+                Some(task) => {
+                    self.count(|s| &s.tasks);
+                    task.run(&self)
+                }
                 None => return,
             }
         }
@@ -183,6 +187,28 @@ impl WorkerLocal {
         steal_one(|| self.pool.injector.steal_batch_and_pop(&self.deque))
     }
 
+    /// Bumps one of this worker's counters if the pool counts.
+    #[inline]
+    fn count(&self, which: impl FnOnce(&super::stats::WorkerStats) -> &super::stats::Counter) {
+        if self.pool.stats.on {
+            which(&self.pool.stats.workers[self.index]).bump(1);
+        }
+    }
+
+    /// `search`, with the time spent in it counted as idle when the pool
+    /// counts (two clock reads per search, none per task).
+    fn search_timed(&self) -> Option<Task> {
+        if !self.pool.stats.on {
+            return self.search();
+        }
+        let t0 = std::time::Instant::now();
+        let found = self.search();
+        self.pool.stats.workers[self.index]
+            .idle_ns
+            .bump(t0.elapsed().as_nanos() as u64);
+        found
+    }
+
     fn steal_any(&self) -> Option<Task> {
         if self.pool.shared_queue {
             return steal_one(|| self.pool.injector.steal());
@@ -200,6 +226,7 @@ impl WorkerLocal {
             if let Some(t) =
                 steal_one(|| self.pool.stealers[victim].steal_batch_and_pop(&self.deque))
             {
+                self.count(|s| &s.steals);
                 return Some(t);
             }
         }
@@ -228,6 +255,7 @@ impl WorkerLocal {
             }
             idle.prepare_sleep(self.index);
             if !self.pool.has_stealable_work() && !self.pool.shutdown.load(Ordering::SeqCst) {
+                self.count(|s| &s.parks);
                 self.parker.park();
             }
             idle.cancel_sleep(self.index);
