@@ -292,6 +292,7 @@ impl SystemHandle {
             let waiting = LatencySummary::of(&waiting_hist);
             let service = LatencySummary::of(&service_hist);
             let stopped = m.stopped.load(Ordering::Acquire);
+            let depth = m.depth();
             snaps.push(ActorSnapshot {
                 name: m.label(),
                 type_name: short_type_name(m.type_name),
@@ -300,8 +301,10 @@ impl SystemHandle {
                 handled,
                 arrival_rate: received.saturating_sub(r0) as f64 / dt,
                 throughput: handled.saturating_sub(h0) as f64 / dt,
-                mailbox_depth: m.depth(),
-                mailbox_depth_max: m.depth_max.load(Ordering::Relaxed),
+                mailbox_depth: depth,
+                // The recorded maximum is read at sampled dequeues; the
+                // depth now may exceed it.
+                mailbox_depth_max: m.depth_max.load(Ordering::Relaxed).max(depth),
                 latency: LatencySummary::plus(&waiting, &service),
                 waiting,
                 service,

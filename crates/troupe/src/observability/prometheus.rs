@@ -10,7 +10,7 @@
 //! | `troupe_actor_arrival_rate_per_second`, `troupe_actor_throughput_per_second` (over [`RATE_WINDOW`](super::RATE_WINDOW)) | gauge | `actor`, `type` |
 //! | `troupe_actor_mailbox_depth`, `troupe_actor_mailbox_depth_max` | gauge | `actor`, `type` |
 //! | `troupe_actor_mailbox_time_seconds` (waiting), `troupe_actor_processing_time_seconds` (service) | histogram (sampled, see [`SAMPLE_EVERY`](super::SAMPLE_EVERY)) | `actor`, `type` |
-//! | `troupe_actor_time_quantile_seconds` | gauge | `actor`, `type`, `phase` (`waiting`, `service`, `latency`), `quantile` (`0.5`, `0.99`, `1`) |
+//! | `troupe_actor_waiting_time_seconds`, `troupe_actor_service_time_seconds`, `troupe_actor_latency_seconds` (waiting + service) | summary, `quantile` `0.5`, `0.99`, `1` (max) | `actor`, `type` |
 //! | `troupe_actor_panics_total`, `troupe_actor_restarts_total` | counter | `actor`, `type` |
 //! | `troupe_actor_dropped_messages_total` | counter | `actor`, `type`, `reason` (`overflow`, `stopped`) |
 //! | `troupe_worker_tasks_total`, `troupe_worker_steals_total`, `troupe_worker_parks_total`, `troupe_worker_busy_seconds_total`, `troupe_worker_idle_seconds_total` | counter | `pool`, `worker` |
@@ -198,24 +198,45 @@ pub fn render_prometheus(m: &Metrics, cap: usize) -> String {
         &labels,
         series.iter().map(|(_, s)| &s.service),
     );
-    head(
-        &mut out,
-        "troupe_actor_time_quantile_seconds",
-        "gauge",
-        "Quantiles of waiting, service and latency (waiting + service) time.",
-    );
-    for (l, (_, s)) in labels.iter().zip(&series) {
-        let w = LatencySummary::of(&s.waiting);
-        let v = LatencySummary::of(&s.service);
-        let lat = LatencySummary::plus(&w, &v);
-        for (phase, q) in [("waiting", &w), ("service", &v), ("latency", &lat)] {
+    for (name, phase, help) in [
+        (
+            "troupe_actor_waiting_time_seconds",
+            0,
+            "Quantiles of the sampled waiting time (send to dequeue).",
+        ),
+        (
+            "troupe_actor_service_time_seconds",
+            1,
+            "Quantiles of the sampled service time (in the handler).",
+        ),
+        (
+            "troupe_actor_latency_seconds",
+            2,
+            "Quantiles of waiting plus service time, summed quantile by quantile.",
+        ),
+    ] {
+        head(&mut out, name, "summary", help);
+        for (l, (_, s)) in labels.iter().zip(&series) {
+            let w = LatencySummary::of(&s.waiting);
+            let v = LatencySummary::of(&s.service);
+            let (q, sum_ns) = match phase {
+                0 => (w, s.waiting.sum_ns),
+                1 => (v, s.service.sum_ns),
+                _ => {
+                    // Mean latency times the paired sample count.
+                    let l = LatencySummary::plus(&w, &v);
+                    (l, l.mean.as_nanos() as u64 * l.samples)
+                }
+            };
             for (qs, d) in [("0.5", q.p50), ("0.99", q.p99), ("1", q.max)] {
                 let _ = writeln!(
                     out,
-                    "troupe_actor_time_quantile_seconds{{{l},phase=\"{phase}\",quantile=\"{qs}\"}} {}",
+                    "{name}{{{l},quantile=\"{qs}\"}} {}",
                     num(d.as_secs_f64())
                 );
             }
+            let _ = writeln!(out, "{name}_sum{{{l}}} {}", num(sum_ns as f64 / 1e9));
+            let _ = writeln!(out, "{name}_count{{{l}}} {}", q.samples);
         }
     }
 
