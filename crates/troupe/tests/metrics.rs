@@ -122,9 +122,17 @@ fn counts_are_exact_under_concurrent_senders() {
     assert!(s.name.starts_with("Sleeper#"), "{}", s.name);
     assert_eq!(s.type_name, "Sleeper");
     assert_eq!((s.received, s.handled), (20_000, 20_000));
-    // One in 16 timed.
-    assert_eq!(s.service.samples, 20_000 / 16);
-    assert!(s.waiting.samples > 0 && s.waiting.samples <= 20_000 / 16);
+    // About one in 16 timed: every 16th dequeue, plus the sampled sends.
+    assert!(
+        (1250..=2600).contains(&s.service.samples),
+        "{:?}",
+        s.service
+    );
+    assert!(
+        s.waiting.samples > 0 && s.waiting.samples <= 1300,
+        "{:?}",
+        s.waiting
+    );
     let tasks: u64 = m.workers.iter().map(|w| w.tasks).sum();
     assert!(tasks > 0, "{:?}", m.workers);
     assert_eq!(m.workers.len(), 2);

@@ -28,7 +28,7 @@ use super::context::Context;
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{guard, reason_from_bits, ExitRecord, StopRequest, Stoppable};
-use super::metrics::ActorMetrics;
+use super::metrics::{ActorMetrics, MailboxProbe};
 use super::runtime::{Admission, Runtime, SpawnOptions};
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
@@ -105,7 +105,8 @@ impl<A: Actor> ActorCell<A> {
         });
         let cell = made.expect("enroll calls make once");
         if let Some(m) = &cell.metrics {
-            rt.metrics.add(m.clone());
+            let probe: Arc<dyn MailboxProbe> = cell.clone();
+            rt.metrics.add((m.clone(), Arc::downgrade(&probe)));
         }
         tracing::debug!(actor = %cell.id, name = cell.name.as_deref().map(String::as_str), kind = std::any::type_name::<A>(), "actor spawned");
         match admission {
@@ -192,7 +193,7 @@ impl<A: Actor> ActorCell<A> {
         match self.mailbox.push(msg, may_block) {
             Ok(Pushed { schedule, evicted }) => {
                 if let Some(m) = &self.metrics {
-                    m.on_send(evicted.is_some());
+                    m.on_send(|| self.mailbox.len() as u64);
                 }
                 if let Some(old) = evicted {
                     self.drop_undelivered(old, AskError::MailboxFull);
@@ -302,7 +303,8 @@ impl<A: Actor> ActorCell<A> {
             tracing::debug!(actor = %self.id, dropped, "stopped actor's pending messages dropped");
         }
         if let Some(m) = &self.metrics {
-            m.on_stop(dropped, matches!(reason, StopReason::Panicked(_)));
+            let panicked = matches!(reason, StopReason::Panicked(_));
+            m.on_stop(dropped, self.mailbox.evicted(), panicked);
         }
         self.exit.publish(self.id, reason);
         if self.dedicated {
@@ -423,7 +425,7 @@ fn handle_metered<A: Actor>(
     msg: A::Msg,
     ctx: &mut Context<'_, A>,
 ) {
-    let start = m.on_dequeue();
+    let start = m.on_dequeue(|| ctx.cell.mailbox.len() as u64);
     if m.trace {
         let span = tracing::trace_span!(
             "handle",
@@ -438,6 +440,15 @@ fn handle_metered<A: Actor>(
     }
     if let Some(start) = start {
         m.after_handle(start);
+    }
+}
+
+impl<A: Actor> MailboxProbe for ActorCell<A> {
+    fn depth(&self) -> u64 {
+        self.mailbox.len() as u64
+    }
+    fn evicted(&self) -> u64 {
+        self.mailbox.evicted()
     }
 }
 

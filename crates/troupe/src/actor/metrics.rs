@@ -5,39 +5,47 @@
 //! The cell holds an `Option<Arc<ActorMetrics>>`: `None` (a null pointer)
 //! when metrics are off, so the hot path gains one predictable branch and no
 //! atomic, no clock read. The system's [`MetricsSet`] holds every metered
-//! actor's `Arc` so the observability layer (`observability/`) can read them.
+//! actor's `Arc`, with a weak handle on its mailbox, so the observability
+//! layer (`observability/`) can read them.
 //!
-//! What is counted, and by whom:
-//! * `received` (arrivals): every accepted send, by the sender, after the
-//!   push (one relaxed `fetch_add`).
-//! * `handled`: every message handed to `handle`, by the task holder (the
-//!   only writer: a relaxed load and store, no read-modify-write).
-//! * `dropped_overflow`, `dropped_stopped`, `panics`: rare paths.
+//! With metrics on, a message costs no extra atomic read-modify-write:
+//! * **arrivals** are not counted at send: they are derived when read, as
+//!   `dequeued + mailbox length + evicted` (the mailbox already knows its
+//!   length and its evictions), plus what was drained at the stop. The
+//!   reader keeps the figure monotonic (two loads race with the consumer).
+//! * **handled** (`dequeued`): by the task holder, the only writer (a
+//!   relaxed load and store).
+//! * refused sends (`Full`, `Stopped`), panics, restarts: rare paths.
 //!
-//! Timings sample one message in [`SAMPLE_EVERY`] (the counts stay exact):
-//! * **service time**: for every `SAMPLE_EVERY`-th dequeued message the task
+//! Timings sample about one message in [`SAMPLE_EVERY`] (the counts stay
+//! exact):
+//! * **service time**: every `SAMPLE_EVERY`-th dequeued message, the task
 //!   holder reads the clock before and after `handle`.
-//! * **waiting time**: the sender whose arrival number `s` (the value its
-//!   `fetch_add` returned) is a multiple of `SAMPLE_EVERY` reads the clock and
-//!   publishes `(s, t)` in slot `s / SAMPLE_EVERY % SLOTS` if that slot is
-//!   free (8 slots). The task holder numbers what it dequeues; at each
-//!   sampled number `d` it looks in `d`'s slot: when the slot holds `s == d`
-//!   it records `now - t`; it frees the slot if `s <= d`. A slot
-//!   whose `s` is already behind (the message was dequeued before the sender
-//!   published, or evicted) is discarded. Arrival numbers follow the queue's
-//!   order except between senders racing within the same few nanoseconds, so
-//!   a sample may be attributed to a neighbouring message; the error is that
-//!   race's width. Samples lost to the dequeue-before-publish race bias the
-//!   figures against the very shortest waits, documented and accepted.
-//! * **mailbox depth**: `received - dequeued - evicted`, read at each
-//!   sampled dequeue; `depth_max` is the maximum seen there (so a burst
-//!   shorter than `SAMPLE_EVERY` messages may be missed).
+//! * **waiting time**: a sender samples its send with probability
+//!   `1/SAMPLE_EVERY` (a thread-local xorshift, no shared write). A sampled
+//!   sender reads the clock, computes its message's arrival number
+//!   `s = dequeued + mailbox length - 1`, and publishes `(s, t)` in slot
+//!   `s % SLOTS` if that slot is free (8 slots). At each dequeue `d` the
+//!   task holder loads slot `d % SLOTS` (a line senders rarely write, so a
+//!   cache hit) and, when it holds `d`, records `now - t`; at every
+//!   `SAMPLE_EVERY`-th dequeue, and at each match, it scans the slots and
+//!   frees those it has passed. The arrival number is
+//!   exact unless another sender or the consumer moves the queue between
+//!   the push and the two loads; such a sample is attributed to a
+//!   neighbouring message (an error of that race's width). Samples published
+//!   after the consumer has passed them are discarded, which biases the
+//!   figures against the very shortest waits (documented and accepted).
+//! * **mailbox depth**: the mailbox's length, read when the metrics are read;
+//!   `depth_max` is the largest length seen at sampled dequeues or reads
+//!   (so a burst between two samples may be missed).
 //!
-//! Invariants: only the task holder writes `dequeued`, `handled`, the
-//! service histogram and `depth_max`; any thread reads. Readers see each
-//! counter monotonic, not a consistent cut across counters.
+//! Invariants: only the task holder writes `dequeued`, the histograms and `depth_max`; senders write only the slots and the refusal
+//! counters, on a cache line of their own. Readers see each counter
+//! monotonic, not a consistent cut across counters.
 
+use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -133,14 +141,8 @@ pub(crate) struct HistogramData {
 }
 
 /// Waiting-time samples that can be in flight at once: a mailbox deeper
-/// than `SLOTS * SAMPLE_EVERY` yields `SLOTS` samples per pass through it.
+/// than about `SLOTS * SAMPLE_EVERY` yields up to `SLOTS` samples per pass.
 const SLOTS: usize = 8;
-
-/// The slot for sampled arrival (or dequeue) number `n`.
-#[inline]
-fn slot_of(n: u64) -> usize {
-    (n / SAMPLE_EVERY) as usize % SLOTS
-}
 
 /// One waiting-time sample: arrival number + 1 (0 = free, `u64::MAX` =
 /// being written) and the time it was sent.
@@ -148,6 +150,45 @@ fn slot_of(n: u64) -> usize {
 struct SampleSlot {
     seq: AtomicU64,
     at: AtomicU64,
+}
+
+thread_local! {
+    /// This thread's sampling generator (xorshift32; never 0).
+    static RNG: Cell<u32> = const { Cell::new(0) };
+}
+
+/// True about once in `SAMPLE_EVERY` calls on this thread.
+#[inline]
+fn sample_this_send() -> bool {
+    RNG.with(|r| {
+        let mut x = r.get();
+        if x == 0 {
+            // Seed from the thread's stack address: distinct per thread.
+            x = (&x as *const u32 as usize as u32) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        r.set(x);
+        x % SAMPLE_EVERY as u32 == 0
+    })
+}
+
+/// What senders write: on a cache line apart from the consumer's.
+#[derive(Default)]
+struct SenderSide {
+    slots: [SampleSlot; SLOTS],
+    refused_full: AtomicU64,
+    refused_stopped: AtomicU64,
+}
+
+/// What only the task holder writes.
+struct ConsumerSide {
+    /// Messages dequeued (= handed to `handle`).
+    dequeued: AtomicU64,
+    depth_max: AtomicU64,
+    waiting: Histogram,
+    service: Histogram,
 }
 
 /// An actor's counters; see the module docs for who writes what.
@@ -159,20 +200,36 @@ pub(crate) struct ActorMetrics {
     pub(crate) spawned_at: Instant,
     /// Emit a trace span per handled message.
     pub(crate) trace: bool,
-    pub(crate) received: AtomicU64,
-    pub(crate) handled: AtomicU64,
-    dequeued: AtomicU64,
-    pub(crate) evicted: AtomicU64,
-    pub(crate) dropped_overflow: AtomicU64,
-    pub(crate) dropped_stopped: AtomicU64,
+    consumer: CachePadded<ConsumerSide>,
+    sender: CachePadded<SenderSide>,
+    /// Messages left in the mailbox and dropped at the stop.
+    drained: AtomicU64,
+    /// Mailbox evictions, copied at the stop (the mailbox may be gone when
+    /// the metrics are read).
+    final_evicted: AtomicU64,
     pub(crate) panics: AtomicU64,
     pub(crate) restarts: AtomicU64,
-    pub(crate) depth_max: AtomicU64,
     pub(crate) stopped: AtomicBool,
-    /// Waiting-time samples in flight (see the module docs).
-    slots: [SampleSlot; SLOTS],
-    pub(crate) waiting: Histogram,
-    pub(crate) service: Histogram,
+}
+
+/// The actor's mailbox as the metrics see it (implemented by the cell).
+pub(crate) trait MailboxProbe: Send + Sync {
+    /// Messages waiting now.
+    fn depth(&self) -> u64;
+    /// Messages evicted or dropped by the overflow policy so far.
+    fn evicted(&self) -> u64;
+}
+
+/// An actor's figures, read at one moment (see `observability`).
+pub(crate) struct ActorReading {
+    pub(crate) received: u64,
+    pub(crate) handled: u64,
+    pub(crate) depth: u64,
+    pub(crate) depth_max: u64,
+    pub(crate) dropped_overflow: u64,
+    pub(crate) dropped_stopped: u64,
+    pub(crate) waiting: HistogramData,
+    pub(crate) service: HistogramData,
 }
 
 impl ActorMetrics {
@@ -188,19 +245,18 @@ impl ActorMetrics {
             name,
             spawned_at: Instant::now(),
             trace,
-            received: AtomicU64::new(0),
-            handled: AtomicU64::new(0),
-            dequeued: AtomicU64::new(0),
-            evicted: AtomicU64::new(0),
-            dropped_overflow: AtomicU64::new(0),
-            dropped_stopped: AtomicU64::new(0),
+            consumer: CachePadded::new(ConsumerSide {
+                dequeued: AtomicU64::new(0),
+                depth_max: AtomicU64::new(0),
+                waiting: Histogram::new(),
+                service: Histogram::new(),
+            }),
+            sender: CachePadded::default(),
+            drained: AtomicU64::new(0),
+            final_evicted: AtomicU64::new(0),
             panics: AtomicU64::new(0),
             restarts: AtomicU64::new(0),
-            depth_max: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
-            slots: std::array::from_fn(|_| SampleSlot::default()),
-            waiting: Histogram::new(),
-            service: Histogram::new(),
         }
     }
 
@@ -210,27 +266,25 @@ impl ActorMetrics {
         self.spawned_at.elapsed().as_nanos() as u64
     }
 
-    /// A sender's accepted push; `evicted`: it pushed the oldest message out.
+    /// A sender's accepted push; `depth` reads the mailbox length (called
+    /// only on a sampled send).
     #[inline]
-    pub(crate) fn on_send(&self, evicted: bool) {
-        if evicted {
-            self.evicted.fetch_add(1, Ordering::Relaxed);
-            self.dropped_overflow.fetch_add(1, Ordering::Relaxed);
-        }
-        let s = self.received.fetch_add(1, Ordering::Relaxed);
-        if s % SAMPLE_EVERY == 0 {
-            self.sample_send(s);
+    pub(crate) fn on_send(&self, depth: impl FnOnce() -> u64) {
+        if sample_this_send() {
+            self.sample_send(depth());
         }
     }
 
     #[cold]
-    fn sample_send(&self, s: u64) {
-        let slot = &self.slots[slot_of(s)];
-        if slot.seq.load(Ordering::Relaxed) != 0 {
-            return; // an older sample still waits there: skip this one
-        }
+    #[inline(never)]
+    fn sample_send(&self, depth: u64) {
         let now = self.now_ns();
-        // Claim the free slot; the consumer frees it.
+        let dequeued = self.consumer.dequeued.load(Ordering::Relaxed);
+        let Some(s) = (dequeued + depth).checked_sub(1) else {
+            return; // already dequeued
+        };
+        let slot = &self.sender.slots[s as usize % SLOTS];
+        // Claim the slot if free; the consumer frees it.
         if slot
             .seq
             .compare_exchange(0, u64::MAX, Ordering::Acquire, Ordering::Relaxed)
@@ -241,76 +295,101 @@ impl ActorMetrics {
         }
     }
 
-    /// The task holder dequeued a message; returns whether to time its
-    /// handler (then call [`after_handle`](Self::after_handle) with the
-    /// returned start).
+    /// The task holder dequeued a message; returns a start time if its
+    /// handler is to be timed (then call [`after_handle`](Self::after_handle)).
+    /// `depth` reads the mailbox length (called on sampled dequeues only).
     #[inline]
-    pub(crate) fn on_dequeue(&self) -> Option<u64> {
-        let d = self.dequeued.load(Ordering::Relaxed);
-        self.dequeued.store(d + 1, Ordering::Relaxed);
-        bump(&self.handled, 1);
-        if d % SAMPLE_EVERY == 0 {
-            Some(self.sample_dequeue(d))
+    pub(crate) fn on_dequeue(&self, depth: impl FnOnce() -> u64) -> Option<u64> {
+        let c = &self.consumer;
+        let d = c.dequeued.load(Ordering::Relaxed);
+        c.dequeued.store(d + 1, Ordering::Relaxed);
+        // One load of a slot per message: the senders rarely write it, so it
+        // stays in this core's cache.
+        let slot = &self.sender.slots[d as usize % SLOTS];
+        if d % SAMPLE_EVERY == 0 || slot.seq.load(Ordering::Relaxed) == d + 1 {
+            Some(self.sample_dequeue(d, depth()))
         } else {
             None
         }
     }
 
     #[cold]
-    fn sample_dequeue(&self, d: u64) -> u64 {
+    #[inline(never)]
+    fn sample_dequeue(&self, d: u64, depth: u64) -> u64 {
+        let c = &self.consumer;
         let now = self.now_ns();
-        let slot = &self.slots[slot_of(d)];
-        let seq = slot.seq.load(Ordering::Acquire);
-        if seq != 0 && seq != u64::MAX && seq - 1 <= d {
-            if seq - 1 == d {
-                let at = slot.at.load(Ordering::Relaxed);
-                self.waiting.record(now.saturating_sub(at));
+        for slot in &self.sender.slots {
+            let seq = slot.seq.load(Ordering::Acquire);
+            if seq == 0 || seq == u64::MAX {
+                continue;
             }
-            slot.seq.store(0, Ordering::Release);
+            let s = seq - 1;
+            if s == d {
+                let at = slot.at.load(Ordering::Relaxed);
+                c.waiting.record(now.saturating_sub(at));
+            }
+            if s <= d {
+                slot.seq.store(0, Ordering::Release);
+            }
         }
-        let depth = self
-            .received
-            .load(Ordering::Relaxed)
-            .saturating_sub(d + self.evicted.load(Ordering::Relaxed));
-        if depth > self.depth_max.load(Ordering::Relaxed) {
-            self.depth_max.store(depth, Ordering::Relaxed);
+        if depth > c.depth_max.load(Ordering::Relaxed) {
+            c.depth_max.store(depth, Ordering::Relaxed);
         }
         now
     }
 
-    /// Records the service time of a sampled message started at `start`.
+    /// Records the service time of a timed message started at `start`.
     #[cold]
+    #[inline(never)]
     pub(crate) fn after_handle(&self, start: u64) {
-        self.service.record(self.now_ns().saturating_sub(start));
+        self.consumer
+            .service
+            .record(self.now_ns().saturating_sub(start));
     }
 
     /// A send refused: mailbox full, or the actor stopped.
+    #[cold]
     pub(crate) fn on_refused(&self, stopped: bool) {
         let c = if stopped {
-            &self.dropped_stopped
+            &self.sender.refused_stopped
         } else {
-            &self.dropped_overflow
+            &self.sender.refused_full
         };
         c.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The actor stopped, dropping `dropped` messages left in its mailbox.
-    pub(crate) fn on_stop(&self, dropped: u64, panicked: bool) {
-        self.dropped_stopped.fetch_add(dropped, Ordering::Relaxed);
-        self.evicted.fetch_add(dropped, Ordering::Relaxed);
+    /// The actor stopped: `drained` messages were left in its mailbox and
+    /// dropped; its mailbox evicted `evicted` in all.
+    pub(crate) fn on_stop(&self, drained: u64, evicted: u64, panicked: bool) {
+        self.drained.fetch_add(drained, Ordering::Relaxed);
+        self.final_evicted.store(evicted, Ordering::Relaxed);
         if panicked {
             self.panics.fetch_add(1, Ordering::Relaxed);
         }
         self.stopped.store(true, Ordering::Release);
     }
 
-    /// Messages waiting now (arrived, not yet dequeued or evicted).
-    pub(crate) fn depth(&self) -> u64 {
-        let dequeued = self.dequeued.load(Ordering::Relaxed);
-        let evicted = self.evicted.load(Ordering::Relaxed);
-        self.received
-            .load(Ordering::Relaxed)
-            .saturating_sub(dequeued + evicted)
+    /// The figures now; `mailbox` is the live mailbox, `None` once the cell
+    /// is gone.
+    pub(crate) fn read(&self, mailbox: Option<&dyn MailboxProbe>) -> ActorReading {
+        let c = &self.consumer;
+        let handled = c.dequeued.load(Ordering::Relaxed);
+        let stopped = self.stopped.load(Ordering::Acquire);
+        let (depth, evicted) = match mailbox {
+            Some(m) if !stopped => (m.depth(), m.evicted()),
+            _ => (0, self.final_evicted.load(Ordering::Relaxed)),
+        };
+        let drained = self.drained.load(Ordering::Relaxed);
+        ActorReading {
+            received: handled + depth + evicted + drained,
+            handled,
+            depth,
+            depth_max: c.depth_max.load(Ordering::Relaxed).max(depth),
+            dropped_overflow: self.sender.refused_full.load(Ordering::Relaxed) + evicted,
+            dropped_stopped: self.sender.refused_stopped.load(Ordering::Relaxed) + drained,
+            waiting: c.waiting.read(),
+            service: c.service.read(),
+        }
     }
 
     /// A label for this actor: its name, else `Type#id`.
@@ -340,6 +419,9 @@ pub(crate) fn short_type_name(full: &'static str) -> String {
     out
 }
 
+/// A metered actor: its counters and a weak handle on its mailbox.
+pub(crate) type MeteredActor = (Arc<ActorMetrics>, std::sync::Weak<dyn MailboxProbe>);
+
 /// Samples `(when, received, handled)` of one actor's counters, oldest
 /// first, for windowed rates.
 pub(crate) type RateSamples = VecDeque<(Instant, u64, u64)>;
@@ -354,7 +436,7 @@ pub(crate) type ChannelProbe =
 pub(crate) struct MetricsSet {
     /// Metrics on for every actor unless its options say otherwise.
     pub(crate) default_on: bool,
-    pub(crate) actors: Mutex<Vec<Arc<ActorMetrics>>>,
+    pub(crate) actors: Mutex<Vec<MeteredActor>>,
     /// Channels whose counters the system exports.
     pub(crate) channels: Mutex<Vec<ChannelProbe>>,
     /// Per-actor counter samples for windowed rates, by actor id (read and
@@ -364,7 +446,7 @@ pub(crate) struct MetricsSet {
 
 impl MetricsSet {
     /// Enrols a new actor's metrics (once per spawn, never per message).
-    pub(crate) fn add(&self, m: Arc<ActorMetrics>) {
+    pub(crate) fn add(&self, m: MeteredActor) {
         self.actors.lock().push(m);
     }
 }
@@ -395,19 +477,42 @@ mod tests {
         assert_eq!((d.count, d.max_ns), (3, 1_000_000));
     }
 
+    struct Fixed(u64);
+    impl MailboxProbe for Fixed {
+        fn depth(&self) -> u64 {
+            self.0
+        }
+        fn evicted(&self) -> u64 {
+            0
+        }
+    }
+
     #[test]
     fn waiting_sample_pairs_send_and_dequeue_numbers() {
         let m = ActorMetrics::new("T", 1, None, false);
-        m.on_send(false); // arrival 0 is sampled
-        m.on_send(false);
+        // Two messages waiting; the second's sender sampled it.
+        m.sample_send(2);
         std::thread::sleep(std::time::Duration::from_millis(2));
-        let start = m.on_dequeue().expect("dequeue 0 is sampled");
+        let start = m.on_dequeue(|| 2).expect("dequeue 0 is timed");
         m.after_handle(start);
-        assert_eq!(m.waiting.read().count, 1);
-        assert!(m.waiting.read().max_ns >= 2_000_000);
-        assert_eq!(m.depth(), 1);
-        assert_eq!(m.depth_max.load(Ordering::Relaxed), 2);
-        assert!(m.on_dequeue().is_none());
+        assert_eq!(
+            m.consumer.waiting.read().count,
+            0,
+            "message 0 was not sampled"
+        );
+        assert!(m.on_dequeue(|| 1).is_some(), "message 1 is the sampled one");
+        let w = m.consumer.waiting.read();
+        assert_eq!(w.count, 1);
+        assert!(w.max_ns >= 2_000_000);
+        let r = m.read(Some(&Fixed(0)));
+        assert_eq!((r.received, r.handled, r.depth_max), (2, 2, 2));
+        assert!(m.on_dequeue(|| 0).is_none());
+    }
+
+    #[test]
+    fn sampling_picks_about_one_send_in_sample_every() {
+        let n = (0..160_000).filter(|_| sample_this_send()).count();
+        assert!((8_000..12_000).contains(&n), "{n}");
     }
 
     #[test]

@@ -16,8 +16,10 @@
 //! an actor's hot path pays one predictable branch on a null pointer.
 //!
 //! How the figures are made (see `actor/metrics.rs` for the protocol):
-//! * counts (`received`, `handled`, drops, panics, restarts) are exact;
-//! * waiting and service times are sampled, one message in
+//! * counts (`handled`, drops, panics, restarts) are exact; `received`
+//!   (arrivals) is derived as handled + waiting + dropped by the mailbox,
+//!   exact when the actor is quiet, within the messages in flight otherwise;
+//! * waiting and service times are sampled, about one message in
 //!   [`SAMPLE_EVERY`], into fixed log-spaced buckets (ten per decade, 100 ns
 //!   to 100 s); p50/p99 interpolate within a bucket (error under 25%), `max`
 //!   is exact among the sampled messages;
@@ -61,11 +63,10 @@ pub use estimator::{Estimate, FrequencyCalculator, ThroughputEstimator};
 pub use http::MetricsServer;
 pub use prometheus::{render_prometheus, DEFAULT_ACTOR_SERIES_CAP};
 
-use crate::actor::metrics::{short_type_name, ActorMetrics, HistogramData, BOUNDS_NS};
+use crate::actor::metrics::{short_type_name, HistogramData, MeteredActor, BOUNDS_NS};
 use crate::messaging::channel::Channel;
 use crate::system::SystemHandle;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The window over which arrival rate and throughput are counted.
@@ -265,19 +266,22 @@ impl SystemHandle {
     pub fn metrics(&self) -> Metrics {
         let now = Instant::now();
         let set = &self.rt.metrics;
-        let actors: Vec<Arc<ActorMetrics>> = {
+        let actors: Vec<MeteredActor> = {
             let mut all = set.actors.lock();
             let out = all.clone();
             // Report stopped actors this once, then forget them.
-            all.retain(|m| !m.stopped.load(Ordering::Acquire));
+            all.retain(|(m, _)| !m.stopped.load(Ordering::Acquire));
             out
         };
         let mut windows = set.windows.lock();
         let mut snaps = Vec::with_capacity(actors.len());
-        for m in &actors {
-            let received = m.received.load(Ordering::Relaxed);
-            let handled = m.handled.load(Ordering::Relaxed);
+        for (m, mailbox) in &actors {
+            let stopped = m.stopped.load(Ordering::Acquire);
+            let r = m.read(mailbox.upgrade().as_deref());
             let w = windows.entry(m.id).or_default();
+            // Arrivals are derived from racing loads: never let them go back.
+            let received = r.received.max(w.back().map_or(0, |&(_, rec, _)| rec));
+            let handled = r.handled;
             while w.len() > 1 && now.duration_since(w[1].0) >= RATE_WINDOW {
                 w.pop_front();
             }
@@ -287,12 +291,8 @@ impl SystemHandle {
             };
             let dt = now.duration_since(t0).as_secs_f64().max(1e-9);
             w.push_back((now, received, handled));
-            let waiting_hist = m.waiting.read();
-            let service_hist = m.service.read();
-            let waiting = LatencySummary::of(&waiting_hist);
-            let service = LatencySummary::of(&service_hist);
-            let stopped = m.stopped.load(Ordering::Acquire);
-            let depth = m.depth();
+            let waiting = LatencySummary::of(&r.waiting);
+            let service = LatencySummary::of(&r.service);
             snaps.push(ActorSnapshot {
                 name: m.label(),
                 type_name: short_type_name(m.type_name),
@@ -301,20 +301,18 @@ impl SystemHandle {
                 handled,
                 arrival_rate: received.saturating_sub(r0) as f64 / dt,
                 throughput: handled.saturating_sub(h0) as f64 / dt,
-                mailbox_depth: depth,
-                // The recorded maximum is read at sampled dequeues; the
-                // depth now may exceed it.
-                mailbox_depth_max: m.depth_max.load(Ordering::Relaxed).max(depth),
+                mailbox_depth: r.depth,
+                mailbox_depth_max: r.depth_max,
                 latency: LatencySummary::plus(&waiting, &service),
                 waiting,
                 service,
                 panics: m.panics.load(Ordering::Relaxed),
                 restarts: m.restarts.load(Ordering::Relaxed),
-                dropped_overflow: m.dropped_overflow.load(Ordering::Relaxed),
-                dropped_stopped: m.dropped_stopped.load(Ordering::Relaxed),
+                dropped_overflow: r.dropped_overflow,
+                dropped_stopped: r.dropped_stopped,
                 stopped,
-                waiting_hist,
-                service_hist,
+                waiting_hist: r.waiting,
+                service_hist: r.service,
             });
             if stopped {
                 windows.remove(&m.id);
