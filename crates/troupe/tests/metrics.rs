@@ -59,7 +59,7 @@ fn paced_load_shows_its_arrival_rate_and_service_time() {
         "throughput {}",
         s.throughput
     );
-    assert!(s.service.samples >= 20, "{:?}", s.service);
+    assert!(s.service.samples >= 8, "{:?}", s.service);
     let p50 = ms(s.service.p50);
     assert!((0.9..3.0).contains(&p50), "service p50 {p50} ms");
     assert!(
@@ -83,23 +83,31 @@ fn paced_load_shows_its_arrival_rate_and_service_time() {
 fn waiting_time_and_depth_grow_when_fed_faster_than_served() {
     let system = ActorSystem::builder().threads(2).metrics(true).build();
     let a = system.spawn_with(Sleeper, SpawnOptions::new().name("slow"));
-    // 4,000 msgs/s for 0.15 s into an actor that serves ~1,000/s.
-    feed(&a, 600, 4000.0, 1000);
+    // 20,000 msgs/s for 0.25 s into an actor that serves under 10,000/s
+    // (each handler sleeps 100 µs).
+    feed(&a, 5000, 20_000.0, 100);
     let mid = find(&system.metrics().actors, "slow").clone();
     assert!(mid.is_buffering(), "{mid:?}");
-    assert!(mid.mailbox_depth > 300, "depth {}", mid.mailbox_depth);
-    assert!(mid.arrival_rate > 2.0 * mid.throughput, "{mid:?}");
+    assert!(mid.mailbox_depth > 1000, "depth {}", mid.mailbox_depth);
+    assert!(mid.arrival_rate > 1.5 * mid.throughput, "{mid:?}");
+    // Waiting grew while the stream lasted: samples are taken as the
+    // consumer passes them, so the early ones are short and the late long.
+    assert!(mid.waiting.samples >= 5, "{:?}", mid.waiting);
+    assert!(ms(mid.waiting.max) > 40.0, "waiting {:?}", mid.waiting);
+    assert!(
+        mid.waiting.max > mid.waiting.p50 + Duration::from_millis(10),
+        "{:?}",
+        mid.waiting
+    );
+    assert!(mid.waiting.p99 > 10 * mid.service.p99, "{mid:?}");
     system.shutdown();
     let end = find(&system.metrics().actors, "slow").clone();
-    assert_eq!(end.handled, 600);
+    assert_eq!((end.received, end.handled), (5000, 5000));
     assert!(
-        end.mailbox_depth_max > 300,
+        end.mailbox_depth_max > 1000,
         "max depth {}",
         end.mailbox_depth_max
     );
-    // The last messages waited for the ~450 before them to be served.
-    assert!(ms(end.waiting.max) > 300.0, "waiting {:?}", end.waiting);
-    assert!(end.waiting.p99 > end.waiting.p50 * 2, "{:?}", end.waiting);
     assert!(end.latency.p99 >= end.waiting.p99);
 }
 
@@ -122,14 +130,10 @@ fn counts_are_exact_under_concurrent_senders() {
     assert!(s.name.starts_with("Sleeper#"), "{}", s.name);
     assert_eq!(s.type_name, "Sleeper");
     assert_eq!((s.received, s.handled), (20_000, 20_000));
-    // About one in 16 timed: every 16th dequeue, plus the sampled sends.
+    // About one in 64 timed: every 64th dequeue, plus the sampled sends.
+    assert!((313..=700).contains(&s.service.samples), "{:?}", s.service);
     assert!(
-        (1250..=2600).contains(&s.service.samples),
-        "{:?}",
-        s.service
-    );
-    assert!(
-        s.waiting.samples > 0 && s.waiting.samples <= 1300,
+        s.waiting.samples > 0 && s.waiting.samples <= 313,
         "{:?}",
         s.waiting
     );

@@ -69,7 +69,7 @@ fn scrape_shows_arrivals_service_time_and_workers() {
     let depth = scalar(&sample(&s, "troupe_actor_mailbox_depth", "paced").value);
     assert!(depth <= 10.0, "depth {depth}");
 
-    // The service-time histogram: sampled one in 16, mostly in (0.5, 1] ms.
+    // The service-time histogram: sampled about one in 64, mostly in (0.5, 1] ms.
     let hist = sample(&s, "troupe_actor_processing_time_seconds", "paced");
     let Value::Histogram(buckets) = &hist.value else {
         panic!("not a histogram: {:?}", hist.value)
@@ -82,10 +82,10 @@ fn scrape_shows_arrivals_service_time_and_workers() {
             .unwrap_or_else(|| panic!("no bucket le={bound}"))
     };
     let total = le(f64::INFINITY);
-    // Every 16th dequeue (63) plus the senders' random 1-in-16 samples.
+    // Every 64th dequeue (16) plus the waits sampled (up to 17 more).
     assert!(
-        (63.0..=200.0).contains(&total),
-        "~1000/8 sampled, got {total}"
+        (16.0..=40.0).contains(&total),
+        "~1000/32 sampled, got {total}"
     );
     let waited = s
         .samples
@@ -96,9 +96,11 @@ fn scrape_shows_arrivals_service_time_and_workers() {
         })
         .map(|x| scalar(&x.value))
         .expect("waiting count");
+    // The first send, then one per 64 dequeues (the sampler is armed by
+    // the consumer); a few may be lost to races.
     assert!(
-        (25.0..=130.0).contains(&waited),
-        "~1000/16 waits sampled, got {waited}"
+        (8.0..=17.0).contains(&waited),
+        "1 + 1000/64 waits sampled, got {waited}"
     );
     assert!(le(0.0005) <= total * 0.05, "almost none under 0.5 ms");
     assert!(le(0.005) >= total * 0.9, "almost all under 5 ms");

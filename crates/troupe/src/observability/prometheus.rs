@@ -187,14 +187,14 @@ pub fn render_prometheus(m: &Metrics, cap: usize) -> String {
     histogram(
         &mut out,
         "troupe_actor_mailbox_time_seconds",
-        "Time from send to dequeue (waiting time), one message in 16 sampled.",
+        "Time from send to dequeue (waiting time), about one message in 64 sampled.",
         &labels,
         series.iter().map(|(_, s)| &s.waiting),
     );
     histogram(
         &mut out,
         "troupe_actor_processing_time_seconds",
-        "Time in the handler (service time), one message in 16 sampled.",
+        "Time in the handler (service time), about one message in 64 sampled.",
         &labels,
         series.iter().map(|(_, s)| &s.service),
     );
