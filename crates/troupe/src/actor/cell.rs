@@ -418,7 +418,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
 
 /// `handle` with the message counted, one in `SAMPLE_EVERY` timed, and a
 /// trace span if asked for (see `metrics.rs`).
-#[inline(never)]
+#[inline]
 fn handle_metered<A: Actor>(
     m: &ActorMetrics,
     actor: &mut A,

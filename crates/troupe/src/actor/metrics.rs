@@ -29,11 +29,14 @@
 //!   the first sender to find it set clears it and samples. A sampled
 //!   sender reads the clock, computes its message's arrival number
 //!   `s = dequeued + mailbox length - 1`, and publishes `(s, t)` in slot
-//!   `s % SLOTS` if that slot is free (8 slots). At each dequeue `d` the
-//!   task holder loads slot `d % SLOTS` (a line senders rarely write, so a
-//!   cache hit) and, when it holds `d`, records `now - t`; at every
-//!   `SAMPLE_EVERY`-th dequeue, and at each match, it scans the slots and
-//!   frees those it has passed. The arrival number is
+//!   `s % SLOTS` if that slot is free (8 slots), then lowers `next_sample`
+//!   to `s` (a CAS loop). At each dequeue `d` the task holder compares `d`
+//!   with `next_sample` (on the line it writes anyway); on a match, and at
+//!   every `SAMPLE_EVERY`-th dequeue, it scans the slots, records `now - t`
+//!   for the sample of `d`, frees those it has passed, and sets
+//!   `next_sample` to the smallest still pending (unless a sender lowered it
+//!   meanwhile; a sample whose notice is lost this way is freed, unrecorded,
+//!   at a later scan). The arrival number is
 //!   exact unless another sender or the consumer moves the queue between
 //!   the push and the two loads; such a sample is attributed to a
 //!   neighbouring message (an error of that race's width). A sample can
@@ -46,6 +49,11 @@
 //! * **mailbox depth**: the mailbox's length, read when the metrics are read;
 //!   `depth_max` is the largest length seen at sampled dequeues or reads
 //!   (so a burst between two samples may be missed).
+//!
+//! Layout: `dequeued`, `next_sample` and `armed`, which every message
+//! touches, share one cache line; the slots and refusal counters (written
+//! by senders) and the histograms (written by the task holder) are on lines
+//! of their own.
 //!
 //! Invariants: only the task holder writes `dequeued`, the histograms and `depth_max`; senders write only the slots and the refusal
 //! counters, on a cache line of their own. Readers see each counter
@@ -171,9 +179,6 @@ struct SampleSlot {
 /// What senders write: on a cache line apart from the consumer's.
 #[derive(Default)]
 struct SenderSide {
-    /// Set by the consumer every `SAMPLE_EVERY` dequeues: the next sender
-    /// to see it (and clear it) samples its send.
-    armed: AtomicBool,
     slots: [SampleSlot; SLOTS],
     /// Waiting samples of messages dequeued before their sender had
     /// published the sample, by bucket, up to 10 µs (their waiting is less
@@ -183,10 +188,23 @@ struct SenderSide {
     refused_stopped: AtomicU64,
 }
 
+/// The one line every message touches: the dequeue count (task holder),
+/// the sampler's flag (read by every send) and the next pending waiting
+/// sample (compared at every dequeue). One line, so a hop to a cold actor
+/// costs one extra cache miss with metrics on, not three.
+struct Hot {
+    /// Messages dequeued (= handed to `handle`); task holder only.
+    dequeued: AtomicU64,
+    /// Arrival number of the smallest pending waiting sample, `u64::MAX`
+    /// if none: lowered by senders (CAS), reset by the task holder.
+    next_sample: AtomicU64,
+    /// Set by the task holder every `SAMPLE_EVERY` dequeues: the next
+    /// sender to see it (and clear it) samples its send.
+    armed: AtomicBool,
+}
+
 /// What only the task holder writes.
 struct ConsumerSide {
-    /// Messages dequeued (= handed to `handle`).
-    dequeued: AtomicU64,
     depth_max: AtomicU64,
     waiting: Histogram,
     service: Histogram,
@@ -201,6 +219,7 @@ pub(crate) struct ActorMetrics {
     pub(crate) spawned_at: Instant,
     /// Emit a trace span per handled message.
     pub(crate) trace: bool,
+    hot: CachePadded<Hot>,
     consumer: CachePadded<ConsumerSide>,
     sender: CachePadded<SenderSide>,
     /// Messages left in the mailbox and dropped at the stop.
@@ -246,17 +265,18 @@ impl ActorMetrics {
             name,
             spawned_at: Instant::now(),
             trace,
-            consumer: CachePadded::new(ConsumerSide {
+            // Armed from the start: the first send is sampled.
+            hot: CachePadded::new(Hot {
                 dequeued: AtomicU64::new(0),
+                next_sample: AtomicU64::new(u64::MAX),
+                armed: AtomicBool::new(true),
+            }),
+            consumer: CachePadded::new(ConsumerSide {
                 depth_max: AtomicU64::new(0),
                 waiting: Histogram::new(),
                 service: Histogram::new(),
             }),
-            // Armed from the start: the first send is sampled.
-            sender: CachePadded::new(SenderSide {
-                armed: AtomicBool::new(true),
-                ..SenderSide::default()
-            }),
+            sender: CachePadded::default(),
             drained: AtomicU64::new(0),
             final_evicted: AtomicU64::new(0),
             panics: AtomicU64::new(0),
@@ -276,7 +296,7 @@ impl ActorMetrics {
     #[inline]
     pub(crate) fn on_send(&self, depth: impl FnOnce() -> u64) {
         // A load of a line written once per `SAMPLE_EVERY` messages.
-        if self.sender.armed.load(Ordering::Relaxed) {
+        if self.hot.armed.load(Ordering::Relaxed) {
             self.sample_send(depth);
         }
     }
@@ -284,13 +304,13 @@ impl ActorMetrics {
     #[cold]
     #[inline(never)]
     fn sample_send(&self, depth: impl FnOnce() -> u64) {
-        if !self.sender.armed.swap(false, Ordering::Relaxed) {
+        if !self.hot.armed.swap(false, Ordering::Relaxed) {
             return; // another sender took this sample
         }
         let sent = self.now_ns();
         // `dequeued` first: a pop between the two loads then makes `s`
         // smaller, never counts a message twice.
-        let dequeued = self.consumer.dequeued.load(Ordering::Acquire);
+        let dequeued = self.hot.dequeued.load(Ordering::Acquire);
         let Some(s) = (dequeued + depth()).checked_sub(1) else {
             return;
         };
@@ -305,10 +325,19 @@ impl ActorMetrics {
         }
         slot.at.store(sent, Ordering::Relaxed);
         slot.seq.store(s + 1, Ordering::Release);
+        // Tell the task holder to look at dequeue `s`.
+        let next = &self.hot.next_sample;
+        let mut cur = next.load(Ordering::Relaxed);
+        while s < cur {
+            match next.compare_exchange_weak(cur, s, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(c) => cur = c,
+            }
+        }
         // Was the message dequeued before we published? Then the consumer
         // missed the slot, and the message waited less than the time since
         // `sent`: take the sample back and record that bound, if short.
-        if self.consumer.dequeued.load(Ordering::Acquire) > s
+        if self.hot.dequeued.load(Ordering::Acquire) > s
             && slot
                 .seq
                 .compare_exchange(s + 1, 0, Ordering::AcqRel, Ordering::Relaxed)
@@ -326,13 +355,10 @@ impl ActorMetrics {
     /// `depth` reads the mailbox length (called on sampled dequeues only).
     #[inline]
     pub(crate) fn on_dequeue(&self, depth: impl FnOnce() -> u64) -> Option<u64> {
-        let c = &self.consumer;
-        let d = c.dequeued.load(Ordering::Relaxed);
-        c.dequeued.store(d + 1, Ordering::Relaxed);
-        // One load of a slot per message: the senders rarely write it, so it
-        // stays in this core's cache.
-        let slot = &self.sender.slots[d as usize % SLOTS];
-        if d % SAMPLE_EVERY == 0 || slot.seq.load(Ordering::Relaxed) == d + 1 {
+        let h = &self.hot;
+        let d = h.dequeued.load(Ordering::Relaxed);
+        h.dequeued.store(d + 1, Ordering::Relaxed);
+        if d % SAMPLE_EVERY == 0 || d == h.next_sample.load(Ordering::Relaxed) {
             Some(self.sample_dequeue(d, depth()))
         } else {
             None
@@ -345,8 +371,10 @@ impl ActorMetrics {
         let c = &self.consumer;
         let now = self.now_ns();
         if d % SAMPLE_EVERY == 0 {
-            self.sender.armed.store(true, Ordering::Relaxed);
+            self.hot.armed.store(true, Ordering::Relaxed);
         }
+        let seen = self.hot.next_sample.load(Ordering::Acquire);
+        let mut next = u64::MAX;
         for slot in &self.sender.slots {
             let seq = slot.seq.load(Ordering::Acquire);
             if seq == 0 || seq == u64::MAX {
@@ -364,8 +392,16 @@ impl ActorMetrics {
             {
                 let at = slot.at.load(Ordering::Relaxed);
                 c.waiting.record(now.saturating_sub(at));
+            } else if s > d {
+                next = next.min(s);
             }
         }
+        // Publish the next pending sample unless a sender lowered it
+        // meanwhile (then its value stands: it is smaller or equal).
+        let _ =
+            self.hot
+                .next_sample
+                .compare_exchange(seen, next, Ordering::AcqRel, Ordering::Relaxed);
         if depth > c.depth_max.load(Ordering::Relaxed) {
             c.depth_max.store(depth, Ordering::Relaxed);
         }
@@ -407,7 +443,7 @@ impl ActorMetrics {
     /// is gone.
     pub(crate) fn read(&self, mailbox: Option<&dyn MailboxProbe>) -> ActorReading {
         let c = &self.consumer;
-        let handled = c.dequeued.load(Ordering::Relaxed);
+        let handled = self.hot.dequeued.load(Ordering::Relaxed);
         let stopped = self.stopped.load(Ordering::Acquire);
         let (depth, evicted) = match mailbox {
             Some(m) if !stopped => (m.depth(), m.evicted()),
@@ -538,7 +574,7 @@ mod tests {
         // actor's sampler starts armed).
         m.on_send(|| 2);
         assert!(
-            !m.sender.armed.load(Ordering::Relaxed),
+            !m.hot.armed.load(Ordering::Relaxed),
             "one sample per arming"
         );
         std::thread::sleep(std::time::Duration::from_millis(2));

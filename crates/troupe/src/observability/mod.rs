@@ -217,9 +217,9 @@ pub struct WorkerSnapshot {
     pub steals: u64,
     /// Times parked.
     pub parks: u64,
-    /// Time spent running tasks.
+    /// Time not parked: running tasks or searching for them.
     pub busy: Duration,
-    /// Time spent searching for work or parked.
+    /// Time spent parked (waiting for work).
     pub idle: Duration,
     /// Tasks waiting in the pool's shared injector queue now.
     pub injector_depth: usize,

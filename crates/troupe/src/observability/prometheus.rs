@@ -274,13 +274,13 @@ pub fn render_prometheus(m: &Metrics, cap: usize) -> String {
     worker_counter(
         &mut out,
         "troupe_worker_busy_seconds_total",
-        "Time spent running actors.",
+        "Time not parked: running actors or searching for work.",
         &|w| w.busy.as_secs_f64(),
     );
     worker_counter(
         &mut out,
         "troupe_worker_idle_seconds_total",
-        "Time spent searching for work or parked.",
+        "Time spent parked (waiting for work).",
         &|w| w.idle.as_secs_f64(),
     );
     head(

@@ -1,5 +1,6 @@
 //! Per-worker counters: tasks run, steals, parks, and time spent idle
-//! (searching or parked), for the metrics the observability layer exports.
+//! (parked; a worker searching for work counts as busy, so that no clock is
+//! read outside parking), for the metrics the observability layer exports.
 //!
 //! Invariants: each `WorkerStats` is written only by its own worker thread
 //! (a relaxed load and store, no read-modify-write), on its own cache line;
@@ -40,7 +41,7 @@ pub(crate) struct WorkerStats {
     pub(crate) steals: Counter,
     /// Times the worker parked.
     pub(crate) parks: Counter,
-    /// Nanoseconds spent looking for work or parked.
+    /// Nanoseconds spent parked.
     pub(crate) idle_ns: Counter,
 }
 

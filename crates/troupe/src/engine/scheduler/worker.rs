@@ -149,7 +149,7 @@ impl WorkerLocal {
                 task.run(&self);
                 continue;
             }
-            match self.search_timed() {
+            match self.search() {
                 Some(task) => {
                     self.count(|s| &s.tasks);
                     task.run(&self)
@@ -193,20 +193,6 @@ impl WorkerLocal {
         if self.pool.stats.on {
             which(&self.pool.stats.workers[self.index]).bump(1);
         }
-    }
-
-    /// `search`, with the time spent in it counted as idle when the pool
-    /// counts (two clock reads per search, none per task).
-    fn search_timed(&self) -> Option<Task> {
-        if !self.pool.stats.on {
-            return self.search();
-        }
-        let t0 = std::time::Instant::now();
-        let found = self.search();
-        self.pool.stats.workers[self.index]
-            .idle_ns
-            .bump(t0.elapsed().as_nanos() as u64);
-        found
     }
 
     fn steal_any(&self) -> Option<Task> {
@@ -255,8 +241,17 @@ impl WorkerLocal {
             }
             idle.prepare_sleep(self.index);
             if !self.pool.has_stealable_work() && !self.pool.shutdown.load(Ordering::SeqCst) {
-                self.count(|s| &s.parks);
-                self.parker.park();
+                if self.pool.stats.on {
+                    // Two clock reads per park, none per task: idle time
+                    // is time parked (a searching worker counts as busy).
+                    let t0 = std::time::Instant::now();
+                    self.parker.park();
+                    let w = &self.pool.stats.workers[self.index];
+                    w.parks.bump(1);
+                    w.idle_ns.bump(t0.elapsed().as_nanos() as u64);
+                } else {
+                    self.parker.park();
+                }
             }
             idle.cancel_sleep(self.index);
             rounds = 0;
