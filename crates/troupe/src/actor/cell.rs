@@ -28,7 +28,7 @@ use super::context::Context;
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{guard, reason_from_bits, ExitRecord, StopRequest, Stoppable};
-use super::metrics::{ActorMetrics, MailboxProbe};
+use super::metrics::{ActorMetrics, MailboxProbe, MetricsRef, ARMED, PENDING, SAMPLE_EVERY};
 use super::runtime::{Admission, Runtime, SpawnOptions};
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
@@ -56,9 +56,9 @@ pub(crate) struct ActorCell<A: Actor> {
     killed: AtomicBool,
     table_key: u64,
     pub(crate) name: Option<Arc<String>>,
-    /// Counters and timings (`metrics.rs`); `None` when metrics are off,
-    /// so the hot path pays one predictable branch.
-    pub(crate) metrics: Option<Arc<ActorMetrics>>,
+    /// Counters and timings (`metrics.rs`); 0 when metrics are off, so the
+    /// hot path pays one predictable branch.
+    pub(crate) metrics: MetricsRef,
     slot: UnsafeCell<Slot<A>>,
     pub(crate) exit: ExitRecord,
 }
@@ -104,9 +104,9 @@ impl<A: Actor> ActorCell<A> {
             cell
         });
         let cell = made.expect("enroll calls make once");
-        if let Some(m) = &cell.metrics {
+        if let Some(m) = cell.metrics.arc() {
             let probe: Arc<dyn MailboxProbe> = cell.clone();
-            rt.metrics.add((m.clone(), Arc::downgrade(&probe)));
+            rt.metrics.add((m, Arc::downgrade(&probe)));
         }
         tracing::debug!(actor = %cell.id, name = cell.name.as_deref().map(String::as_str), kind = std::any::type_name::<A>(), "actor spawned");
         match admission {
@@ -137,14 +137,16 @@ impl<A: Actor> ActorCell<A> {
         trace: bool,
     ) -> Self {
         let id = ActorId::next();
-        let metrics = metered.then(|| {
-            Arc::new(ActorMetrics::new(
+        let metrics = if metered {
+            MetricsRef::new(Arc::new(ActorMetrics::new(
                 std::any::type_name::<A>(),
                 id.as_u64(),
                 name.clone(),
                 trace,
-            ))
-        });
+            )))
+        } else {
+            MetricsRef::off()
+        };
         ActorCell {
             mailbox: Mailbox::new(mailbox),
             rt,
@@ -192,8 +194,10 @@ impl<A: Actor> ActorCell<A> {
     pub(crate) fn send_with(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
         match self.mailbox.push(msg, may_block) {
             Ok(Pushed { schedule, evicted }) => {
-                if let Some(m) = &self.metrics {
-                    m.on_send(|| self.mailbox.len() as u64);
+                if let Some((m, flags)) = self.metrics.get() {
+                    if flags & ARMED != 0 {
+                        m.sample_send(&self.metrics, self);
+                    }
                 }
                 if let Some(old) = evicted {
                     self.drop_undelivered(old, AskError::MailboxFull);
@@ -218,7 +222,7 @@ impl<A: Actor> ActorCell<A> {
     /// Counts a refused send (metrics on only).
     #[cold]
     fn count_refused(&self, stopped: bool) {
-        if let Some(m) = &self.metrics {
+        if let Some((m, _)) = self.metrics.get() {
             m.on_refused(stopped);
         }
     }
@@ -302,9 +306,9 @@ impl<A: Actor> ActorCell<A> {
         if dropped > 0 {
             tracing::debug!(actor = %self.id, dropped, "stopped actor's pending messages dropped");
         }
-        if let Some(m) = &self.metrics {
+        if let Some((m, _)) = self.metrics.get() {
             let panicked = matches!(reason, StopReason::Panicked(_));
-            m.on_stop(dropped, self.mailbox.evicted(), panicked);
+            m.on_stop(dropped, self, panicked);
         }
         self.exit.publish(self.id, reason);
         if self.dedicated {
@@ -358,9 +362,9 @@ impl<A: Actor> Runnable for ActorCell<A> {
                     match unsafe { self.mailbox.pop() } {
                         Some(msg) => {
                             handled += 1;
-                            match &self.metrics {
+                            match self.metrics.get() {
                                 None => actor.handle(msg, &mut ctx),
-                                Some(m) => handle_metered(m, actor, msg, &mut ctx),
+                                Some((m, flags)) => handle_metered(m, flags, actor, msg, &mut ctx),
                             }
                         }
                         None => break,
@@ -421,11 +425,19 @@ impl<A: Actor> Runnable for ActorCell<A> {
 #[inline]
 fn handle_metered<A: Actor>(
     m: &ActorMetrics,
+    flags: usize,
     actor: &mut A,
     msg: A::Msg,
     ctx: &mut Context<'_, A>,
 ) {
-    let start = m.on_dequeue(|| ctx.cell.mailbox.len() as u64);
+    let cell = ctx.cell;
+    // This message's number: the mailbox counts its pops.
+    let d = cell.mailbox.popped().wrapping_sub(1);
+    let start = if d % SAMPLE_EVERY == 0 || flags & PENDING != 0 {
+        m.sample_dequeue(&cell.metrics, d, cell.mailbox.len() as u64)
+    } else {
+        None
+    };
     if m.trace {
         let span = tracing::trace_span!(
             "handle",
@@ -444,6 +456,9 @@ fn handle_metered<A: Actor>(
 }
 
 impl<A: Actor> MailboxProbe for ActorCell<A> {
+    fn popped(&self) -> u64 {
+        self.mailbox.popped()
+    }
     fn depth(&self) -> u64 {
         self.mailbox.len() as u64
     }

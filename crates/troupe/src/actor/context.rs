@@ -36,7 +36,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Counts a restart this actor made (a supervisor restarting a child),
     /// if the actor is metered.
     pub(crate) fn note_restart(&self) {
-        if let Some(m) = &self.cell.metrics {
+        if let Some((m, _)) = self.cell.metrics.get() {
             m.restarts
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }

@@ -2,68 +2,68 @@
 //! cell records when an actor is spawned with metrics on, and nothing when
 //! it is not.
 //!
-//! The cell holds an `Option<Arc<ActorMetrics>>`: `None` (a null pointer)
-//! when metrics are off, so the hot path gains one predictable branch and no
-//! atomic, no clock read. The system's [`MetricsSet`] holds every metered
+//! The cell holds a [`MetricsRef`]: a word that is 0 when metrics are off,
+//! so the hot path gains one predictable branch and no atomic, no clock
+//! read; when on, a pointer to the actor's `ActorMetrics` with two flag
+//! bits (`ARMED`, `PENDING`) that the per-message checks read, so that a
+//! message touches no metrics memory unless it is sampled. The system's [`MetricsSet`] holds every metered
 //! actor's `Arc`, with a weak handle on its mailbox, so the observability
 //! layer (`observability/`) can read them.
 //!
-//! With metrics on, a message costs no extra atomic read-modify-write:
-//! * **arrivals** are not counted at send: they are derived when read, as
-//!   `dequeued + mailbox length + evicted` (the mailbox already knows its
-//!   length and its evictions), plus what was drained at the stop. The
-//!   reader keeps the figure monotonic (two loads race with the consumer).
-//! * **handled** (`dequeued`): by the task holder, the only writer (a
-//!   relaxed load and store).
+//! With metrics on, an unsampled message costs no atomic read-modify-write,
+//! no clock read and no load outside the cell and its mailbox:
+//! * **handled** is the mailbox's own count of pops (the unbounded
+//!   mailbox's head index, a consumer-written counter in the bounded one),
+//!   less what the stop drained;
+//! * **arrivals** are derived when read, as `popped + mailbox length +
+//!   evicted` (the mailbox knows all three). The reader keeps the figure
+//!   monotonic (its loads race with the consumer).
 //! * refused sends (`Full`, `Stopped`), panics, restarts: rare paths.
 //!
 //! Timings sample about one message in [`SAMPLE_EVERY`] (64; the counts
 //! stay exact). 64 rather than 16 because a clock read (`Instant::now`,
-//! ~20 ns) is more than a whole message hop costs (~10 ns): at 1 in 64 the
-//! clock adds well under 1 ns per message:
-//! * **service time**: every `SAMPLE_EVERY`-th dequeued message, the task
-//!   holder reads the clock before and after `handle`.
-//! * **waiting time**: every `SAMPLE_EVERY`-th dequeue the task holder
-//!   *arms* the sampler (a flag on the senders' line); each send loads the
-//!   flag (a cache hit: it changes once per `SAMPLE_EVERY` messages), and
-//!   the first sender to find it set clears it and samples. A sampled
-//!   sender reads the clock, computes its message's arrival number
-//!   `s = dequeued + mailbox length - 1`, and publishes `(s, t)` in slot
-//!   `s % SLOTS` if that slot is free (8 slots), then lowers `next_sample`
-//!   to `s` (a CAS loop). At each dequeue `d` the task holder compares `d`
-//!   with `next_sample` (on the line it writes anyway); on a match, and at
-//!   every `SAMPLE_EVERY`-th dequeue, it scans the slots, records `now - t`
-//!   for the sample of `d`, frees those it has passed, and sets
-//!   `next_sample` to the smallest still pending (unless a sender lowered it
-//!   meanwhile; a sample whose notice is lost this way is freed, unrecorded,
-//!   at a later scan). The arrival number is
-//!   exact unless another sender or the consumer moves the queue between
-//!   the push and the two loads; such a sample is attributed to a
-//!   neighbouring message (an error of that race's width). A sample can
-//!   be published after the consumer has passed its message (dequeued
-//!   before its sender finished sampling): the sender notices (the dequeue
-//!   count passed `s`), takes the sample back with a CAS (the consumer takes
-//!   samples with a CAS too, so each is recorded once) and records the time
-//!   since it sent as an upper bound, in the buckets up to 10 µs (a longer
-//!   bound, e.g. a preempted sender, is discarded).
+//! ~20 ns) costs more than a whole message hop (~10-20 ns): at 1 in 64 the
+//! clock adds under 1 ns per message:
+//! * **service time**: every `SAMPLE_EVERY`-th dequeued message (and each
+//!   message whose wait is sampled), the task holder reads the clock before
+//!   and after `handle`.
+//! * **waiting time**: every `SAMPLE_EVERY`-th dequeue the task holder sets
+//!   the `ARMED` flag in the cell's metrics word (see [`MetricsRef`]); each
+//!   send reads that word anyway, and the first sender to find the flag set
+//!   clears it and samples: it reads the clock, computes its message's
+//!   arrival number `s = popped + mailbox length - 1`, publishes `(s, t)` in
+//!   slot `s % SLOTS` if that slot is free (8 slots), lowers `next_sample`
+//!   to `s` (a CAS loop) and sets the `PENDING` flag. While `PENDING` is set
+//!   the task holder compares each dequeue number `d` with `next_sample`; on
+//!   a match (and at every `SAMPLE_EVERY`-th dequeue) it scans the slots,
+//!   records `now - t` for the sample of `d`, frees those it has passed,
+//!   sets `next_sample` to the smallest still pending and clears `PENDING`
+//!   when none is. The arrival number is exact unless another sender or the
+//!   consumer moves the queue between the push and the two loads; such a
+//!   sample is attributed to a neighbouring message (an error of that
+//!   race's width). A sample can be published after the consumer has passed
+//!   its message (dequeued before its sender finished sampling): the sender
+//!   notices (the pop count passed `s`), takes the sample back with a CAS
+//!   (the consumer takes samples with a CAS too, so each is recorded once)
+//!   and records the time since it sent as an upper bound, in the buckets
+//!   up to 10 µs (a longer bound, e.g. a preempted sender, is discarded).
+//!   Samples are taken only while messages are sent: a backlog drained
+//!   after its senders stopped yields no waiting samples.
 //! * **mailbox depth**: the mailbox's length, read when the metrics are read;
 //!   `depth_max` is the largest length seen at sampled dequeues or reads
 //!   (so a burst between two samples may be missed).
 //!
-//! Layout: `dequeued`, `next_sample` and `armed`, which every message
-//! touches, share one cache line; the slots and refusal counters (written
-//! by senders) and the histograms (written by the task holder) are on lines
-//! of their own.
-//!
-//! Invariants: only the task holder writes `dequeued`, the histograms and `depth_max`; senders write only the slots and the refusal
-//! counters, on a cache line of their own. Readers see each counter
+//! Invariants: only the task holder writes the histograms, `depth_max` and
+//! raises `next_sample`; senders write only the slots, the refusal
+//! counters (on a cache line of their own) and lower `next_sample`; the
+//! flags change by atomic `or`/`and` only. Readers see each counter
 //! monotonic, not a consistent cut across counters.
 
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -188,26 +188,91 @@ struct SenderSide {
     refused_stopped: AtomicU64,
 }
 
-/// The one line every message touches: the dequeue count (task holder),
-/// the sampler's flag (read by every send) and the next pending waiting
-/// sample (compared at every dequeue). One line, so a hop to a cold actor
-/// costs one extra cache miss with metrics on, not three.
-struct Hot {
-    /// Messages dequeued (= handed to `handle`); task holder only.
-    dequeued: AtomicU64,
-    /// Arrival number of the smallest pending waiting sample, `u64::MAX`
-    /// if none: lowered by senders (CAS), reset by the task holder.
-    next_sample: AtomicU64,
-    /// Set by the task holder every `SAMPLE_EVERY` dequeues: the next
-    /// sender to see it (and clear it) samples its send.
-    armed: AtomicBool,
-}
-
-/// What only the task holder writes.
+/// What only the task holder writes (and `next_sample`, which senders
+/// lower).
 struct ConsumerSide {
+    /// Arrival number of the smallest pending waiting sample, `u64::MAX`
+    /// if none.
+    next_sample: AtomicU64,
     depth_max: AtomicU64,
     waiting: Histogram,
     service: Histogram,
+}
+
+/// The cell's pointer to its actor's metrics, with two flags in its low
+/// bits so that the per-message checks read only this word, which senders
+/// and the task holder load anyway: 0 when metrics are off.
+///
+/// * `ARMED`: the next sender samples its send (set by the task holder every
+///   `SAMPLE_EVERY` dequeues, cleared by the sender that takes it);
+/// * `PENDING`: a waiting sample is published and not yet taken (set by the
+///   sender after publishing, cleared by the task holder when none is left).
+pub(crate) struct MetricsRef(AtomicUsize);
+
+pub(crate) const ARMED: usize = 1;
+pub(crate) const PENDING: usize = 2;
+const TAGS: usize = ARMED | PENDING;
+
+impl MetricsRef {
+    /// Metrics off.
+    pub(crate) fn off() -> Self {
+        MetricsRef(AtomicUsize::new(0))
+    }
+
+    /// Metrics on, recorded in `m`; armed so the first send is sampled.
+    pub(crate) fn new(m: Arc<ActorMetrics>) -> Self {
+        let ptr = Arc::into_raw(m) as usize;
+        debug_assert_eq!(ptr & TAGS, 0, "ActorMetrics is cache-line aligned");
+        MetricsRef(AtomicUsize::new(ptr | ARMED))
+    }
+
+    /// The metrics and the flags, if on.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<(&ActorMetrics, usize)> {
+        let w = self.0.load(Ordering::Relaxed);
+        let ptr = (w & !TAGS) as *const ActorMetrics;
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null pointer came from `Arc::into_raw` in `new` and
+        // is released only in `drop`, which needs `&mut self`; so the
+        // `ActorMetrics` lives at least as long as this borrow.
+        Some((unsafe { &*ptr }, w & TAGS))
+    }
+
+    /// A strong reference to the metrics, if on.
+    pub(crate) fn arc(&self) -> Option<Arc<ActorMetrics>> {
+        let (m, _) = self.get()?;
+        let ptr: *const ActorMetrics = m;
+        // SAFETY: `ptr` came from `Arc::into_raw` and our reference keeps
+        // the count at least one (see `get`).
+        unsafe {
+            Arc::increment_strong_count(ptr);
+            Some(Arc::from_raw(ptr))
+        }
+    }
+
+    #[inline]
+    fn set(&self, tag: usize) {
+        self.0.fetch_or(tag, Ordering::AcqRel);
+    }
+
+    /// Clears `tag`; whether it was set.
+    #[inline]
+    fn take(&self, tag: usize) -> bool {
+        self.0.fetch_and(!tag, Ordering::AcqRel) & tag != 0
+    }
+}
+
+impl Drop for MetricsRef {
+    fn drop(&mut self) {
+        let ptr = (*self.0.get_mut() & !TAGS) as *const ActorMetrics;
+        if !ptr.is_null() {
+            // SAFETY: the pointer came from `Arc::into_raw` in `new`; this is
+            // its one release.
+            drop(unsafe { Arc::from_raw(ptr) });
+        }
+    }
 }
 
 /// An actor's counters; see the module docs for who writes what.
@@ -219,14 +284,13 @@ pub(crate) struct ActorMetrics {
     pub(crate) spawned_at: Instant,
     /// Emit a trace span per handled message.
     pub(crate) trace: bool,
-    hot: CachePadded<Hot>,
     consumer: CachePadded<ConsumerSide>,
     sender: CachePadded<SenderSide>,
+    /// Figures copied at the stop (the mailbox goes with the cell).
+    final_popped: AtomicU64,
+    final_evicted: AtomicU64,
     /// Messages left in the mailbox and dropped at the stop.
     drained: AtomicU64,
-    /// Mailbox evictions, copied at the stop (the mailbox may be gone when
-    /// the metrics are read).
-    final_evicted: AtomicU64,
     pub(crate) panics: AtomicU64,
     pub(crate) restarts: AtomicU64,
     pub(crate) stopped: AtomicBool,
@@ -234,6 +298,8 @@ pub(crate) struct ActorMetrics {
 
 /// The actor's mailbox as the metrics see it (implemented by the cell).
 pub(crate) trait MailboxProbe: Send + Sync {
+    /// Messages popped so far.
+    fn popped(&self) -> u64;
     /// Messages waiting now.
     fn depth(&self) -> u64;
     /// Messages evicted or dropped by the overflow policy so far.
@@ -265,20 +331,16 @@ impl ActorMetrics {
             name,
             spawned_at: Instant::now(),
             trace,
-            // Armed from the start: the first send is sampled.
-            hot: CachePadded::new(Hot {
-                dequeued: AtomicU64::new(0),
-                next_sample: AtomicU64::new(u64::MAX),
-                armed: AtomicBool::new(true),
-            }),
             consumer: CachePadded::new(ConsumerSide {
+                next_sample: AtomicU64::new(u64::MAX),
                 depth_max: AtomicU64::new(0),
                 waiting: Histogram::new(),
                 service: Histogram::new(),
             }),
             sender: CachePadded::default(),
-            drained: AtomicU64::new(0),
+            final_popped: AtomicU64::new(0),
             final_evicted: AtomicU64::new(0),
+            drained: AtomicU64::new(0),
             panics: AtomicU64::new(0),
             restarts: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
@@ -291,27 +353,19 @@ impl ActorMetrics {
         self.spawned_at.elapsed().as_nanos() as u64
     }
 
-    /// A sender's accepted push; `depth` reads the mailbox length (called
-    /// only on a sampled send).
-    #[inline]
-    pub(crate) fn on_send(&self, depth: impl FnOnce() -> u64) {
-        // A load of a line written once per `SAMPLE_EVERY` messages.
-        if self.hot.armed.load(Ordering::Relaxed) {
-            self.sample_send(depth);
-        }
-    }
-
+    /// A sender's accepted push, when `flags` (from [`MetricsRef::get`])
+    /// say the sampler is armed; `probe` reads the mailbox.
     #[cold]
     #[inline(never)]
-    fn sample_send(&self, depth: impl FnOnce() -> u64) {
-        if !self.hot.armed.swap(false, Ordering::Relaxed) {
+    pub(crate) fn sample_send(&self, cell: &MetricsRef, probe: &dyn MailboxProbe) {
+        if !cell.take(ARMED) {
             return; // another sender took this sample
         }
         let sent = self.now_ns();
-        // `dequeued` first: a pop between the two loads then makes `s`
-        // smaller, never counts a message twice.
-        let dequeued = self.hot.dequeued.load(Ordering::Acquire);
-        let Some(s) = (dequeued + depth()).checked_sub(1) else {
+        // Popped first: a pop between the two loads then makes `s` smaller,
+        // never counts a message twice.
+        let popped = probe.popped();
+        let Some(s) = (popped + probe.depth()).checked_sub(1) else {
             return;
         };
         let slot = &self.sender.slots[s as usize % SLOTS];
@@ -326,7 +380,7 @@ impl ActorMetrics {
         slot.at.store(sent, Ordering::Relaxed);
         slot.seq.store(s + 1, Ordering::Release);
         // Tell the task holder to look at dequeue `s`.
-        let next = &self.hot.next_sample;
+        let next = &self.consumer.next_sample;
         let mut cur = next.load(Ordering::Relaxed);
         while s < cur {
             match next.compare_exchange_weak(cur, s, Ordering::AcqRel, Ordering::Relaxed) {
@@ -334,10 +388,11 @@ impl ActorMetrics {
                 Err(c) => cur = c,
             }
         }
-        // Was the message dequeued before we published? Then the consumer
+        cell.set(PENDING);
+        // Was the message dequeued before we published? Then the task holder
         // missed the slot, and the message waited less than the time since
         // `sent`: take the sample back and record that bound, if short.
-        if self.hot.dequeued.load(Ordering::Acquire) > s
+        if probe.popped() > s
             && slot
                 .seq
                 .compare_exchange(s + 1, 0, Ordering::AcqRel, Ordering::Relaxed)
@@ -350,30 +405,38 @@ impl ActorMetrics {
         }
     }
 
-    /// The task holder dequeued a message; returns a start time if its
-    /// handler is to be timed (then call [`after_handle`](Self::after_handle)).
-    /// `depth` reads the mailbox length (called on sampled dequeues only).
-    #[inline]
-    pub(crate) fn on_dequeue(&self, depth: impl FnOnce() -> u64) -> Option<u64> {
-        let h = &self.hot;
-        let d = h.dequeued.load(Ordering::Relaxed);
-        h.dequeued.store(d + 1, Ordering::Relaxed);
-        if d % SAMPLE_EVERY == 0 || d == h.next_sample.load(Ordering::Relaxed) {
-            Some(self.sample_dequeue(d, depth()))
-        } else {
-            None
-        }
-    }
-
+    /// The task holder took message number `d` out of the mailbox and
+    /// `flags` say a sample may be due (or `d` is a multiple of
+    /// `SAMPLE_EVERY`). Returns a start time if its handler is to be timed
+    /// (then call [`after_handle`](Self::after_handle)).
     #[cold]
     #[inline(never)]
-    fn sample_dequeue(&self, d: u64, depth: u64) -> u64 {
+    pub(crate) fn sample_dequeue(&self, cell: &MetricsRef, d: u64, depth: u64) -> Option<u64> {
         let c = &self.consumer;
-        let now = self.now_ns();
-        if d % SAMPLE_EVERY == 0 {
-            self.hot.armed.store(true, Ordering::Relaxed);
+        let periodic = d % SAMPLE_EVERY == 0;
+        let seen = c.next_sample.load(Ordering::Acquire);
+        if !periodic && d != seen {
+            if seen < d {
+                // A sample we passed before its notice arrived: free it.
+                self.scan(cell, d, 0, seen);
+            }
+            return None;
         }
-        let seen = self.hot.next_sample.load(Ordering::Acquire);
+        let now = self.now_ns();
+        if periodic {
+            cell.set(ARMED);
+        }
+        self.scan(cell, d, now, seen);
+        if depth > c.depth_max.load(Ordering::Relaxed) {
+            c.depth_max.store(depth, Ordering::Relaxed);
+        }
+        Some(now)
+    }
+
+    /// Takes the sample of `d` (recording `now - t`), frees passed ones,
+    /// and publishes the next pending one.
+    fn scan(&self, cell: &MetricsRef, d: u64, now: u64, seen: u64) {
+        let c = &self.consumer;
         let mut next = u64::MAX;
         for slot in &self.sender.slots {
             let seq = slot.seq.load(Ordering::Acquire);
@@ -389,6 +452,7 @@ impl ActorMetrics {
                     .compare_exchange(seq, 0, Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
                 && s == d
+                && now != 0
             {
                 let at = slot.at.load(Ordering::Relaxed);
                 c.waiting.record(now.saturating_sub(at));
@@ -398,14 +462,17 @@ impl ActorMetrics {
         }
         // Publish the next pending sample unless a sender lowered it
         // meanwhile (then its value stands: it is smaller or equal).
-        let _ =
-            self.hot
-                .next_sample
-                .compare_exchange(seen, next, Ordering::AcqRel, Ordering::Relaxed);
-        if depth > c.depth_max.load(Ordering::Relaxed) {
-            c.depth_max.store(depth, Ordering::Relaxed);
+        let _ = c
+            .next_sample
+            .compare_exchange(seen, next, Ordering::AcqRel, Ordering::Relaxed);
+        if next == u64::MAX {
+            cell.take(PENDING);
+            // A sender may have published between our scan and the clear:
+            // it lowered `next_sample` before setting the flag, so look.
+            if c.next_sample.load(Ordering::Acquire) != u64::MAX {
+                cell.set(PENDING);
+            }
         }
-        now
     }
 
     /// Records the service time of a timed message started at `start`.
@@ -429,10 +496,12 @@ impl ActorMetrics {
     }
 
     /// The actor stopped: `drained` messages were left in its mailbox and
-    /// dropped; its mailbox evicted `evicted` in all.
-    pub(crate) fn on_stop(&self, drained: u64, evicted: u64, panicked: bool) {
+    /// dropped (popped, not handled); `mailbox` as it is now.
+    pub(crate) fn on_stop(&self, drained: u64, mailbox: &dyn MailboxProbe, panicked: bool) {
         self.drained.fetch_add(drained, Ordering::Relaxed);
-        self.final_evicted.store(evicted, Ordering::Relaxed);
+        self.final_popped.store(mailbox.popped(), Ordering::Relaxed);
+        self.final_evicted
+            .store(mailbox.evicted(), Ordering::Relaxed);
         if panicked {
             self.panics.fetch_add(1, Ordering::Relaxed);
         }
@@ -443,15 +512,22 @@ impl ActorMetrics {
     /// is gone.
     pub(crate) fn read(&self, mailbox: Option<&dyn MailboxProbe>) -> ActorReading {
         let c = &self.consumer;
-        let handled = self.hot.dequeued.load(Ordering::Relaxed);
         let stopped = self.stopped.load(Ordering::Acquire);
-        let (depth, evicted) = match mailbox {
-            Some(m) if !stopped => (m.depth(), m.evicted()),
-            _ => (0, self.final_evicted.load(Ordering::Relaxed)),
-        };
         let drained = self.drained.load(Ordering::Relaxed);
+        // Popped first, then the length: a pop in between is then missed,
+        // never counted twice (the reader keeps arrivals monotonic).
+        let (popped, depth, evicted) = match mailbox {
+            Some(m) if !stopped => (m.popped(), m.depth(), m.evicted()),
+            _ => (
+                self.final_popped.load(Ordering::Relaxed),
+                0,
+                self.final_evicted.load(Ordering::Relaxed),
+            ),
+        };
+        // The drain pops what it drops: those were not handled.
+        let handled = popped.saturating_sub(drained);
         ActorReading {
-            received: handled + depth + evicted + drained,
+            received: popped + depth + evicted,
             handled,
             depth,
             depth_max: c.depth_max.load(Ordering::Relaxed).max(depth),
@@ -557,10 +633,16 @@ mod tests {
         assert_eq!((d.count, d.max_ns), (3, 1_000_000));
     }
 
-    struct Fixed(u64);
+    /// A mailbox with `popped` taken and `depth` waiting.
+    struct Fixed(std::cell::Cell<(u64, u64)>);
+    // SAFETY-free test double: used from one thread only.
+    unsafe impl Sync for Fixed {}
     impl MailboxProbe for Fixed {
+        fn popped(&self) -> u64 {
+            self.0.get().0
+        }
         fn depth(&self) -> u64 {
-            self.0
+            self.0.get().1
         }
         fn evicted(&self) -> u64 {
             0
@@ -569,29 +651,38 @@ mod tests {
 
     #[test]
     fn waiting_sample_pairs_send_and_dequeue_numbers() {
-        let m = ActorMetrics::new("T", 1, None, false);
+        let m = Arc::new(ActorMetrics::new("T", 1, None, false));
+        let cell = MetricsRef::new(m.clone());
+        let mb = Fixed(std::cell::Cell::new((0, 2)));
         // Two messages waiting; the second's sender sampled it (a new
         // actor's sampler starts armed).
-        m.on_send(|| 2);
-        assert!(
-            !m.hot.armed.load(Ordering::Relaxed),
-            "one sample per arming"
-        );
+        assert_eq!(cell.get().unwrap().1, ARMED);
+        m.sample_send(&cell, &mb);
+        assert_eq!(cell.get().unwrap().1, PENDING, "disarmed, sample pending");
         std::thread::sleep(std::time::Duration::from_millis(2));
-        let start = m.on_dequeue(|| 2).expect("dequeue 0 is timed");
+        mb.0.set((1, 1));
+        let start = m.sample_dequeue(&cell, 0, 1).expect("dequeue 0 is timed");
         m.after_handle(start);
         assert_eq!(
             m.consumer.waiting.read().count,
             0,
             "message 0 was not sampled"
         );
-        assert!(m.on_dequeue(|| 1).is_some(), "message 1 is the sampled one");
+        assert_eq!(cell.get().unwrap().1, ARMED | PENDING);
+        mb.0.set((2, 0));
+        assert!(
+            m.sample_dequeue(&cell, 1, 0).is_some(),
+            "message 1 is the sampled one"
+        );
         let w = m.consumer.waiting.read();
         assert_eq!(w.count, 1);
         assert!(w.max_ns >= 2_000_000);
-        let r = m.read(Some(&Fixed(0)));
-        assert_eq!((r.received, r.handled, r.depth_max), (2, 2, 2));
-        assert!(m.on_dequeue(|| 0).is_none());
+        assert_eq!(cell.get().unwrap().1, ARMED, "nothing pending");
+        let r = m.read(Some(&mb));
+        assert_eq!((r.received, r.handled, r.depth_max), (2, 2, 1));
+        assert!(m.sample_dequeue(&cell, 2, 0).is_none());
+        drop(cell);
+        assert_eq!(Arc::strong_count(&m), 1, "the cell's reference is released");
     }
 
     #[test]
