@@ -44,7 +44,11 @@ fn scalar(v: &Value) -> f64 {
 
 #[test]
 fn scrape_shows_arrivals_service_time_and_workers() {
-    let system = ActorSystem::builder().threads(2).metrics(true).build();
+    let system = ActorSystem::builder()
+        .threads(2)
+        .metrics(true)
+        .metrics_sample_every(64)
+        .build();
     let server = system.serve_metrics("127.0.0.1:0").unwrap();
     let url = format!("http://{}/metrics", server.addr());
     let a = system.spawn_with(Sleeper, SpawnOptions::new().name("paced"));

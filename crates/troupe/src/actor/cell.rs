@@ -28,7 +28,7 @@ use super::context::Context;
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{guard, reason_from_bits, ExitRecord, StopRequest, Stoppable};
-use super::metrics::{ActorMetrics, MailboxProbe, MetricsRef, ARMED, PENDING, SAMPLE_EVERY};
+use super::metrics::{ActorMetrics, MailboxProbe, MetricsRef, ARMED, PENDING, TRACE};
 use super::runtime::{Admission, Runtime, SpawnOptions};
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
@@ -138,12 +138,14 @@ impl<A: Actor> ActorCell<A> {
     ) -> Self {
         let id = ActorId::next();
         let metrics = if metered {
-            MetricsRef::new(Arc::new(ActorMetrics::new(
-                std::any::type_name::<A>(),
-                id.as_u64(),
-                name.clone(),
+            MetricsRef::new(
+                Arc::new(ActorMetrics::new(
+                    std::any::type_name::<A>(),
+                    id.as_u64(),
+                    name.clone(),
+                )),
                 trace,
-            )))
+            )
         } else {
             MetricsRef::off()
         };
@@ -420,9 +422,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
     }
 }
 
-/// `handle` with the message counted, one in `SAMPLE_EVERY` timed, and a
-/// trace span if asked for (see `metrics.rs`).
-#[inline]
+/// `handle` for a metered actor: the message's number comes from the
+/// mailbox's pop count, and only a sampled or traced message leaves the
+/// inline path (see `metrics.rs`).
+#[inline(always)]
 fn handle_metered<A: Actor>(
     m: &ActorMetrics,
     flags: usize,
@@ -430,19 +433,39 @@ fn handle_metered<A: Actor>(
     msg: A::Msg,
     ctx: &mut Context<'_, A>,
 ) {
+    let d = ctx.cell.mailbox.popped().wrapping_sub(1);
+    let periodic = d & ctx.cell.rt.metrics.sample_mask == 0;
+    if !periodic && flags & (PENDING | TRACE) == 0 {
+        actor.handle(msg, ctx);
+    } else {
+        handle_sampled(m, flags, d, periodic, actor, msg, ctx);
+    }
+}
+
+/// `handle` for a message that is timed, may carry a waiting sample, or is
+/// traced.
+#[cold]
+#[inline(never)]
+fn handle_sampled<A: Actor>(
+    m: &ActorMetrics,
+    flags: usize,
+    d: u64,
+    periodic: bool,
+    actor: &mut A,
+    msg: A::Msg,
+    ctx: &mut Context<'_, A>,
+) {
     let cell = ctx.cell;
-    // This message's number: the mailbox counts its pops.
-    let d = cell.mailbox.popped().wrapping_sub(1);
-    let start = if d % SAMPLE_EVERY == 0 || flags & PENDING != 0 {
-        m.sample_dequeue(&cell.metrics, d, cell.mailbox.len() as u64)
+    let start = if periodic || flags & PENDING != 0 {
+        m.sample_dequeue(&cell.metrics, d, periodic, cell.mailbox.len() as u64)
     } else {
         None
     };
-    if m.trace {
+    if flags & TRACE != 0 {
         let span = tracing::trace_span!(
             "handle",
-            actor = %ctx.cell.id,
-            name = ctx.cell.name.as_deref().map(String::as_str),
+            actor = %cell.id,
+            name = cell.name.as_deref().map(String::as_str),
             msg = std::any::type_name::<A::Msg>()
         );
         let _e = span.enter();

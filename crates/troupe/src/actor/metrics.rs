@@ -67,8 +67,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// One message in this many has its waiting and service times measured.
-pub const SAMPLE_EVERY: u64 = 64;
+/// By default one message in this many has its waiting and service times
+/// measured (`SystemBuilder::metrics_sample_every` changes it per system).
+pub const SAMPLE_EVERY: u64 = 256;
 
 /// Upper bounds (nanoseconds) of the histograms' buckets: ten per decade
 /// (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8) from 100 ns to 80 s; a last bucket
@@ -211,7 +212,9 @@ pub(crate) struct MetricsRef(AtomicUsize);
 
 pub(crate) const ARMED: usize = 1;
 pub(crate) const PENDING: usize = 2;
-const TAGS: usize = ARMED | PENDING;
+/// Trace every handled message (`SpawnOptions::trace_messages`).
+pub(crate) const TRACE: usize = 4;
+const TAGS: usize = ARMED | PENDING | TRACE;
 
 impl MetricsRef {
     /// Metrics off.
@@ -219,11 +222,13 @@ impl MetricsRef {
         MetricsRef(AtomicUsize::new(0))
     }
 
-    /// Metrics on, recorded in `m`; armed so the first send is sampled.
-    pub(crate) fn new(m: Arc<ActorMetrics>) -> Self {
+    /// Metrics on, recorded in `m`; armed so the first send is sampled;
+    /// `trace`: a span per handled message.
+    pub(crate) fn new(m: Arc<ActorMetrics>, trace: bool) -> Self {
         let ptr = Arc::into_raw(m) as usize;
         debug_assert_eq!(ptr & TAGS, 0, "ActorMetrics is cache-line aligned");
-        MetricsRef(AtomicUsize::new(ptr | ARMED))
+        let trace = if trace { TRACE } else { 0 };
+        MetricsRef(AtomicUsize::new(ptr | ARMED | trace))
     }
 
     /// The metrics and the flags, if on.
@@ -282,8 +287,6 @@ pub(crate) struct ActorMetrics {
     pub(crate) id: u64,
     pub(crate) name: Option<Arc<String>>,
     pub(crate) spawned_at: Instant,
-    /// Emit a trace span per handled message.
-    pub(crate) trace: bool,
     consumer: CachePadded<ConsumerSide>,
     sender: CachePadded<SenderSide>,
     /// Figures copied at the stop (the mailbox goes with the cell).
@@ -319,18 +322,12 @@ pub(crate) struct ActorReading {
 }
 
 impl ActorMetrics {
-    pub(crate) fn new(
-        type_name: &'static str,
-        id: u64,
-        name: Option<Arc<String>>,
-        trace: bool,
-    ) -> Self {
+    pub(crate) fn new(type_name: &'static str, id: u64, name: Option<Arc<String>>) -> Self {
         ActorMetrics {
             type_name,
             id,
             name,
             spawned_at: Instant::now(),
-            trace,
             consumer: CachePadded::new(ConsumerSide {
                 next_sample: AtomicU64::new(u64::MAX),
                 depth_max: AtomicU64::new(0),
@@ -405,15 +402,20 @@ impl ActorMetrics {
         }
     }
 
-    /// The task holder took message number `d` out of the mailbox and
-    /// `flags` say a sample may be due (or `d` is a multiple of
-    /// `SAMPLE_EVERY`). Returns a start time if its handler is to be timed
+    /// The task holder took message number `d` out of the mailbox and the
+    /// flags say a sample may be due, or `periodic`: `d` is a multiple of
+    /// the sampling period. Returns a start time if its handler is to be timed
     /// (then call [`after_handle`](Self::after_handle)).
     #[cold]
     #[inline(never)]
-    pub(crate) fn sample_dequeue(&self, cell: &MetricsRef, d: u64, depth: u64) -> Option<u64> {
+    pub(crate) fn sample_dequeue(
+        &self,
+        cell: &MetricsRef,
+        d: u64,
+        periodic: bool,
+        depth: u64,
+    ) -> Option<u64> {
         let c = &self.consumer;
-        let periodic = d % SAMPLE_EVERY == 0;
         let seen = c.next_sample.load(Ordering::Acquire);
         if !periodic && d != seen {
             if seen < d {
@@ -588,10 +590,12 @@ pub(crate) type ChannelProbe =
     Box<dyn Fn() -> Option<(String, usize, u64, u64, u64)> + Send + Sync>;
 
 /// Every metered actor of one system (kept in the `Runtime`).
-#[derive(Default)]
 pub(crate) struct MetricsSet {
     /// Metrics on for every actor unless its options say otherwise.
     pub(crate) default_on: bool,
+    /// Sampling period minus one (a power of two minus one): message `d` is
+    /// timed when `d & sample_mask == 0`.
+    pub(crate) sample_mask: u64,
     pub(crate) actors: Mutex<Vec<MeteredActor>>,
     /// Channels whose counters the system exports.
     pub(crate) channels: Mutex<Vec<ChannelProbe>>,
@@ -651,8 +655,8 @@ mod tests {
 
     #[test]
     fn waiting_sample_pairs_send_and_dequeue_numbers() {
-        let m = Arc::new(ActorMetrics::new("T", 1, None, false));
-        let cell = MetricsRef::new(m.clone());
+        let m = Arc::new(ActorMetrics::new("T", 1, None));
+        let cell = MetricsRef::new(m.clone(), false);
         let mb = Fixed(std::cell::Cell::new((0, 2)));
         // Two messages waiting; the second's sender sampled it (a new
         // actor's sampler starts armed).
@@ -661,7 +665,9 @@ mod tests {
         assert_eq!(cell.get().unwrap().1, PENDING, "disarmed, sample pending");
         std::thread::sleep(std::time::Duration::from_millis(2));
         mb.0.set((1, 1));
-        let start = m.sample_dequeue(&cell, 0, 1).expect("dequeue 0 is timed");
+        let start = m
+            .sample_dequeue(&cell, 0, true, 1)
+            .expect("dequeue 0 is timed");
         m.after_handle(start);
         assert_eq!(
             m.consumer.waiting.read().count,
@@ -671,7 +677,7 @@ mod tests {
         assert_eq!(cell.get().unwrap().1, ARMED | PENDING);
         mb.0.set((2, 0));
         assert!(
-            m.sample_dequeue(&cell, 1, 0).is_some(),
+            m.sample_dequeue(&cell, 1, false, 0).is_some(),
             "message 1 is the sampled one"
         );
         let w = m.consumer.waiting.read();
@@ -680,7 +686,7 @@ mod tests {
         assert_eq!(cell.get().unwrap().1, ARMED, "nothing pending");
         let r = m.read(Some(&mb));
         assert_eq!((r.received, r.handled, r.depth_max), (2, 2, 1));
-        assert!(m.sample_dequeue(&cell, 2, 0).is_none());
+        assert!(m.sample_dequeue(&cell, 2, false, 0).is_none());
         drop(cell);
         assert_eq!(Arc::strong_count(&m), 1, "the cell's reference is released");
     }
