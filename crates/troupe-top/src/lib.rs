@@ -140,7 +140,12 @@ impl View {
         let mut workers: BTreeMap<(String, String), WorkerRow> = BTreeMap::new();
         let mut live_actors = 0.0;
         for s in &scrape.samples {
-            let Sample { metric, labels, value, .. } = s;
+            let Sample {
+                metric,
+                labels,
+                value,
+                ..
+            } = s;
             if let (Some(a), Some(t)) = (labels.get("actor"), labels.get("type")) {
                 let row = actors
                     .entry((a.to_string(), t.to_string()))
@@ -198,7 +203,11 @@ impl View {
                 Some(o) => (w.busy - o.busy, w.idle - o.idle),
                 None => (w.busy, w.idle),
             };
-            w.utilisation = if db + di > 0.0 { (db / (db + di)).clamp(0.0, 1.0) } else { 0.0 };
+            w.utilisation = if db + di > 0.0 {
+                (db / (db + di)).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
         }
         let mut view = View {
             actors: actors.into_values().collect(),
@@ -286,9 +295,16 @@ troupe_live_actors 2
         let first = View::from_scrape(&parse(TEXT).unwrap(), None, SortKey::Name);
         let later = TEXT
             .replace("pool=\"p\",worker=\"0\"} 3", "pool=\"p\",worker=\"0\"} 3.5")
-            .replace("pool=\"p\",worker=\"0\"} 1\n", "pool=\"p\",worker=\"0\"} 2.5\n");
+            .replace(
+                "pool=\"p\",worker=\"0\"} 1\n",
+                "pool=\"p\",worker=\"0\"} 2.5\n",
+            );
         let v = View::from_scrape(&parse(&later).unwrap(), Some(&first), SortKey::Name);
-        assert!((v.workers[0].utilisation - 0.25).abs() < 1e-9, "{:?}", v.workers);
+        assert!(
+            (v.workers[0].utilisation - 0.25).abs() < 1e-9,
+            "{:?}",
+            v.workers
+        );
     }
 
     #[test]

@@ -360,6 +360,8 @@ fn main() {
     let system = troupe::ActorSystem::builder()
         .threads(2)
         .metrics(true)
+        // Frames are few (tens per second): time one in 4, not 1 in 256.
+        .metrics_sample_every(4)
         .build();
     #[cfg(feature = "metrics-http")]
     let _server = {
