@@ -121,7 +121,7 @@ impl Default for SystemBuilder {
             mailbox: MailboxConfig::Unbounded,
             name: "troupe-worker".into(),
             metrics: false,
-            sample_every: crate::observability::SAMPLE_EVERY,
+            sample_every: crate::actor::metrics::SAMPLE_EVERY,
             #[cfg(feature = "async")]
             tokio: None,
         }
