@@ -28,7 +28,7 @@ use super::context::Context;
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{guard, reason_from_bits, ExitRecord, StopRequest, Stoppable};
-use super::metrics::{ActorMetrics, MailboxProbe, MetricsRef, ARMED, PENDING, TRACE};
+use super::metrics::{sample_mask, ActorMetrics, MailboxProbe, MetricsRef, ARMED, PENDING, TRACE};
 use super::runtime::{Admission, Runtime, SpawnOptions};
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
@@ -145,6 +145,7 @@ impl<A: Actor> ActorCell<A> {
                     name.clone(),
                 )),
                 trace,
+                rt.metrics.sample_mask,
             )
         } else {
             MetricsRef::off()
@@ -434,7 +435,7 @@ fn handle_metered<A: Actor>(
     ctx: &mut Context<'_, A>,
 ) {
     let d = ctx.cell.mailbox.popped().wrapping_sub(1);
-    let periodic = d & ctx.cell.rt.metrics.sample_mask == 0;
+    let periodic = d & sample_mask(flags) == 0;
     if !periodic && flags & (PENDING | TRACE) == 0 {
         actor.handle(msg, ctx);
     } else {

@@ -214,7 +214,19 @@ pub(crate) const ARMED: usize = 1;
 pub(crate) const PENDING: usize = 2;
 /// Trace every handled message (`SpawnOptions::trace_messages`).
 pub(crate) const TRACE: usize = 4;
-const TAGS: usize = ARMED | PENDING | TRACE;
+/// Bits 3..7: log2 of the sampling period, so the per-message test needs
+/// nothing but this word and the pop count.
+const SHIFT_AT: u32 = 3;
+const SHIFT_BITS: usize = 0b1111 << SHIFT_AT;
+/// Everything that is not the pointer (`ActorMetrics` is aligned to 128).
+const TAGS: usize = ARMED | PENDING | TRACE | SHIFT_BITS;
+
+/// The sampling mask encoded in `flags` (from [`MetricsRef::get`]):
+/// message `d` is timed when `d & mask == 0`.
+#[inline]
+pub(crate) fn sample_mask(flags: usize) -> u64 {
+    (1u64 << ((flags & SHIFT_BITS) >> SHIFT_AT)) - 1
+}
 
 impl MetricsRef {
     /// Metrics off.
@@ -224,11 +236,14 @@ impl MetricsRef {
 
     /// Metrics on, recorded in `m`; armed so the first send is sampled;
     /// `trace`: a span per handled message.
-    pub(crate) fn new(m: Arc<ActorMetrics>, trace: bool) -> Self {
+    /// `sample_mask + 1` is the sampling period (a power of two, at most
+    /// 2^15).
+    pub(crate) fn new(m: Arc<ActorMetrics>, trace: bool, sample_mask: u64) -> Self {
         let ptr = Arc::into_raw(m) as usize;
-        debug_assert_eq!(ptr & TAGS, 0, "ActorMetrics is cache-line aligned");
+        debug_assert_eq!(ptr & TAGS, 0, "ActorMetrics is aligned to 128");
         let trace = if trace { TRACE } else { 0 };
-        MetricsRef(AtomicUsize::new(ptr | ARMED | trace))
+        let shift = ((sample_mask + 1).trailing_zeros() as usize).min(15) << SHIFT_AT;
+        MetricsRef(AtomicUsize::new(ptr | ARMED | trace | shift))
     }
 
     /// The metrics and the flags, if on.
@@ -656,13 +671,18 @@ mod tests {
     #[test]
     fn waiting_sample_pairs_send_and_dequeue_numbers() {
         let m = Arc::new(ActorMetrics::new("T", 1, None));
-        let cell = MetricsRef::new(m.clone(), false);
+        let cell = MetricsRef::new(m.clone(), false, 15);
         let mb = Fixed(std::cell::Cell::new((0, 2)));
         // Two messages waiting; the second's sender sampled it (a new
         // actor's sampler starts armed).
-        assert_eq!(cell.get().unwrap().1, ARMED);
+        assert_eq!(cell.get().unwrap().1 & !SHIFT_BITS, ARMED);
+        assert_eq!(sample_mask(cell.get().unwrap().1), 15);
         m.sample_send(&cell, &mb);
-        assert_eq!(cell.get().unwrap().1, PENDING, "disarmed, sample pending");
+        assert_eq!(
+            cell.get().unwrap().1 & !SHIFT_BITS,
+            PENDING,
+            "disarmed, sample pending"
+        );
         std::thread::sleep(std::time::Duration::from_millis(2));
         mb.0.set((1, 1));
         let start = m
@@ -674,7 +694,7 @@ mod tests {
             0,
             "message 0 was not sampled"
         );
-        assert_eq!(cell.get().unwrap().1, ARMED | PENDING);
+        assert_eq!(cell.get().unwrap().1 & !SHIFT_BITS, ARMED | PENDING);
         mb.0.set((2, 0));
         assert!(
             m.sample_dequeue(&cell, 1, false, 0).is_some(),
@@ -683,7 +703,11 @@ mod tests {
         let w = m.consumer.waiting.read();
         assert_eq!(w.count, 1);
         assert!(w.max_ns >= 2_000_000);
-        assert_eq!(cell.get().unwrap().1, ARMED, "nothing pending");
+        assert_eq!(
+            cell.get().unwrap().1 & !SHIFT_BITS,
+            ARMED,
+            "nothing pending"
+        );
         let r = m.read(Some(&mb));
         assert_eq!((r.received, r.handled, r.depth_max), (2, 2, 1));
         assert!(m.sample_dequeue(&cell, 2, false, 0).is_none());
