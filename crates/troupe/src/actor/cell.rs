@@ -435,7 +435,12 @@ fn handle_metered<A: Actor>(
     ctx: &mut Context<'_, A>,
 ) {
     let d = ctx.cell.mailbox.popped().wrapping_sub(1);
-    let periodic = d & sample_mask(flags) == 0;
+    // Each actor samples at its own phase (a hash of its address), so that
+    // actors with few messages are not all timed at their first one.
+    let phase = ((ctx.cell as *const ActorCell<A> as usize as u64) >> 6)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        >> 48;
+    let periodic = d.wrapping_add(phase) & sample_mask(flags) == 0;
     if !periodic && flags & (PENDING | TRACE) == 0 {
         actor.handle(msg, ctx);
     } else {

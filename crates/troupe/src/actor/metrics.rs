@@ -24,10 +24,14 @@
 //! stay exact). 64 rather than 16 because a clock read (`Instant::now`,
 //! ~20 ns) costs more than a whole message hop (~10-20 ns): at 1 in 64 the
 //! clock adds under 1 ns per message:
-//! * **service time**: every `SAMPLE_EVERY`-th dequeued message (and each
+//! A dequeue is *periodic* when `(d + phase) % period == 0`, `d` its
+//! number, `period` the sampling period (default `SAMPLE_EVERY`, carried in
+//! the metrics word's spare bits) and `phase` a hash of the cell's address,
+//! so that actors with few messages are not all timed at their first one.
+//! * **service time**: every periodic dequeued message (and each
 //!   message whose wait is sampled), the task holder reads the clock before
 //!   and after `handle`.
-//! * **waiting time**: every `SAMPLE_EVERY`-th dequeue the task holder sets
+//! * **waiting time**: every periodic dequeue the task holder sets
 //!   the `ARMED` flag in the cell's metrics word (see [`MetricsRef`]); each
 //!   send reads that word anyway, and the first sender to find the flag set
 //!   clears it and samples: it reads the clock, computes its message's
@@ -35,7 +39,7 @@
 //!   slot `s % SLOTS` if that slot is free (8 slots), lowers `next_sample`
 //!   to `s` (a CAS loop) and sets the `PENDING` flag. While `PENDING` is set
 //!   the task holder compares each dequeue number `d` with `next_sample`; on
-//!   a match (and at every `SAMPLE_EVERY`-th dequeue) it scans the slots,
+//!   a match (and at every periodic dequeue) it scans the slots,
 //!   records `now - t` for the sample of `d`, frees those it has passed,
 //!   sets `next_sample` to the smallest still pending and clears `PENDING`
 //!   when none is. The arrival number is exact unless another sender or the
@@ -234,7 +238,8 @@ impl MetricsRef {
         MetricsRef(AtomicUsize::new(0))
     }
 
-    /// Metrics on, recorded in `m`; armed so the first send is sampled;
+    /// Metrics on, recorded in `m` (not armed: the first periodic dequeue
+    /// arms the sampler);
     /// `trace`: a span per handled message.
     /// `sample_mask + 1` is the sampling period (a power of two, at most
     /// 2^15).
@@ -243,7 +248,7 @@ impl MetricsRef {
         debug_assert_eq!(ptr & TAGS, 0, "ActorMetrics is aligned to 128");
         let trace = if trace { TRACE } else { 0 };
         let shift = ((sample_mask + 1).trailing_zeros() as usize).min(15) << SHIFT_AT;
-        MetricsRef(AtomicUsize::new(ptr | ARMED | trace | shift))
+        MetricsRef(AtomicUsize::new(ptr | trace | shift))
     }
 
     /// The metrics and the flags, if on.
@@ -673,9 +678,10 @@ mod tests {
         let m = Arc::new(ActorMetrics::new("T", 1, None));
         let cell = MetricsRef::new(m.clone(), false, 15);
         let mb = Fixed(std::cell::Cell::new((0, 2)));
-        // Two messages waiting; the second's sender sampled it (a new
-        // actor's sampler starts armed).
-        assert_eq!(cell.get().unwrap().1 & !SHIFT_BITS, ARMED);
+        // Two messages waiting; the second's sender sampled it (armed by
+        // an earlier periodic dequeue).
+        assert_eq!(cell.get().unwrap().1 & !SHIFT_BITS, 0, "not armed at first");
+        cell.set(ARMED);
         assert_eq!(sample_mask(cell.get().unwrap().1), 15);
         m.sample_send(&cell, &mb);
         assert_eq!(
