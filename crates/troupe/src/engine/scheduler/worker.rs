@@ -77,6 +77,9 @@ pub(crate) struct WorkerLocal {
     rng: Cell<u32>,
     /// The CPU this worker is pinned to, if any.
     pub(crate) cpu: Option<usize>,
+    /// The pool counts per-worker metrics (`stats.rs`); a copy of
+    /// `pool.stats.on` on this worker's stack.
+    counting: bool,
 }
 
 struct ClearCurrent;
@@ -96,6 +99,7 @@ impl WorkerLocal {
         cpu: Option<usize>,
     ) -> Self {
         WorkerLocal {
+            counting: pool.stats.on,
             pool,
             index,
             deque,
@@ -190,7 +194,7 @@ impl WorkerLocal {
     /// Bumps one of this worker's counters if the pool counts.
     #[inline]
     fn count(&self, which: impl FnOnce(&super::stats::WorkerStats) -> &super::stats::Counter) {
-        if self.pool.stats.on {
+        if self.counting {
             which(&self.pool.stats.workers[self.index]).bump(1);
         }
     }
@@ -241,7 +245,7 @@ impl WorkerLocal {
             }
             idle.prepare_sleep(self.index);
             if !self.pool.has_stealable_work() && !self.pool.shutdown.load(Ordering::SeqCst) {
-                if self.pool.stats.on {
+                if self.counting {
                     // Two clock reads per park, none per task: idle time
                     // is time parked (a searching worker counts as busy).
                     let t0 = std::time::Instant::now();
