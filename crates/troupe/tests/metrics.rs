@@ -141,13 +141,12 @@ fn counts_are_exact_under_concurrent_senders() {
     assert!(s.name.starts_with("Sleeper#"), "{}", s.name);
     assert_eq!(s.type_name, "Sleeper");
     assert_eq!((s.received, s.handled), (20_000, 20_000));
-    // About one in 64 timed: every 64th dequeue, plus the sampled sends.
-    assert!((313..=700).contains(&s.service.samples), "{:?}", s.service);
-    assert!(
-        s.waiting.samples > 0 && s.waiting.samples <= 313,
-        "{:?}",
-        s.waiting
-    );
+    // About one in 64 timed: every 64th dequeue (312 or 313, by the
+    // actor's phase), plus the messages whose wait was sampled.
+    assert!((312..=700).contains(&s.service.samples), "{:?}", s.service);
+    // Waits are sampled only while senders send (the senders may finish
+    // before the actor first arms its sampler), at most one per period.
+    assert!(s.waiting.samples <= 313, "{:?}", s.waiting);
     let tasks: u64 = m.workers.iter().map(|w| w.tasks).sum();
     assert!(tasks > 0, "{:?}", m.workers);
     assert_eq!(m.workers.len(), 2);
