@@ -19,9 +19,10 @@
 //! * counts (`handled`, drops, panics, restarts) are exact; `received`
 //!   (arrivals) is derived as handled + waiting + dropped by the mailbox,
 //!   exact when the actor is quiet, within the messages in flight otherwise;
-//! * waiting and service times are sampled, about one message in
-//!   [`SAMPLE_EVERY`], into fixed log-spaced buckets (ten per decade, 100 ns
-//!   to 100 s); p50/p99 interpolate within a bucket (error under 25%), `max`
+//! * waiting and service times are sampled, one message per sampling
+//!   period (default [`SAMPLE_EVERY`], 256;
+//!   [`SystemBuilder::metrics_sample_every`](crate::SystemBuilder::metrics_sample_every)),
+//!   into fixed log-spaced buckets (ten per decade, 100 ns to 80 s); p50/p99 interpolate within a bucket (error under 25%), `max`
 //!   is exact among the sampled messages;
 //! * `latency` is waiting plus service, per quantile (an upper estimate of
 //!   the latency quantile, as the two are summed, not convolved);
