@@ -5,15 +5,25 @@
 //! `StreamDown`/`HandlingImages` with an idle limit, a periodic measure timer
 //! started in `on_enter` and cancelled in `on_exit`).
 //!
-//! Run: `cargo run -p troupe --example fps_estimator -- [fps] [window_ms] [seconds]`
-//! (defaults: 30 fps, 1000 ms windows, 5 s).
+//! The estimator counts with the library's
+//! [`ThroughputEstimator`](troupe::observability::ThroughputEstimator); a
+//! face detector behind the resizer (the seed's slow stage, `detect_ms` per
+//! frame) times its first frames with a
+//! [`FrequencyCalculator`](troupe::observability::FrequencyCalculator). The
+//! system runs with metrics on and, with feature `metrics-http`, serves them
+//! at `$TROUPE_METRICS_ADDR` (default `127.0.0.1:9464`): watch it with
+//! `troupe-top`; a detector slower than the producer shows as buffering.
+//!
+//! Run: `cargo run -p troupe --features metrics-http --example fps_estimator -- [fps] [window_ms] [seconds] [detect_ms]`
+//! (defaults: 30 fps, 1000 ms windows, 5 s, 0 ms).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use troupe::channel::Channel;
+use troupe::observability::{FrequencyCalculator, ThroughputEstimator};
 use troupe::states::{Flow, StateMachine, StateTable, StateTimeout, Stateful};
 use troupe::timer::{send_periodic, TimerHandle};
-use troupe::{Actor, ActorRef, Context, Recipient, SystemHandle};
+use troupe::{Actor, ActorRef, Context, Recipient, SpawnOptions, SystemHandle};
 
 /// An image (its pixels are shared by every subscriber, never copied).
 pub struct Frame {
@@ -95,6 +105,30 @@ impl Actor for Resizer {
     }
 }
 
+/// The seed's face detector: takes `detect` per frame (a stand-in for the
+/// real work) and reports the frequency of its first `timed` frames.
+pub struct FaceDetector {
+    input: Channel<Frame>,
+    detect: Duration,
+    frequency: FrequencyCalculator,
+}
+
+impl Actor for FaceDetector {
+    type Msg = Arc<Frame>;
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        self.input.subscribe(ctx.myself().recipient());
+    }
+    fn handle(&mut self, _frame: Arc<Frame>, _ctx: &mut Context<'_, Self>) {
+        std::thread::sleep(self.detect);
+        if let Some(hz) = self.frequency.record() {
+            println!(
+                "face_detector: first {} frames at ~{hz:.2} frames/s",
+                self.frequency.counted()
+            );
+        }
+    }
+}
+
 /// One line of the estimator's report.
 #[derive(Clone, Debug)]
 pub struct Estimate {
@@ -141,9 +175,8 @@ impl Clone for EstMsg {
 pub struct FpsEstimator {
     fsm: StateMachine<FpsEstimator>,
     inputs: Vec<Channel<Frame>>,
-    counters: Vec<u64>,
+    counters: Vec<ThroughputEstimator>,
     window: Duration,
-    start: Instant,
     timer: Option<TimerHandle>,
     report: Recipient<Estimate>,
 }
@@ -167,20 +200,22 @@ impl FpsEstimator {
             })
             .state(EstState::HandlingImages, |s| {
                 s.on_enter(|e: &mut FpsEstimator, ctx| {
-                    e.counters.iter_mut().for_each(|c| *c = 0);
+                    let now = Instant::now();
+                    e.counters.iter_mut().for_each(|c| c.start_at(now));
                     e.timer = Some(send_periodic(
                         ctx.myself(),
                         e.window,
                         e.window,
                         EstMsg::Measure,
                     ));
-                    e.start = Instant::now();
                 })
                 .on_exit(|e: &mut FpsEstimator, _| e.timer = None)
                 .idle_limit(Duration::from_millis(500), EstState::StreamDown)
                 .handler(|e, msg, _| match msg {
                     EstMsg::Frame(i) => {
-                        e.counters[i] += 1;
+                        // Reports come from the measure timer (`flush_at`),
+                        // as in the seed, not from the estimator's own window.
+                        let _ = e.counters[i].record_at(1, Instant::now());
                         Flow::Handled
                     }
                     EstMsg::Measure => {
@@ -193,26 +228,40 @@ impl FpsEstimator {
             .build();
         FpsEstimator {
             fsm: StateMachine::new(&table),
-            counters: vec![0; inputs.len()],
+            counters: inputs
+                .iter()
+                // A window longer than any measure period: the timer closes it.
+                .map(|c| ThroughputEstimator::new(c.name(), Duration::MAX))
+                .collect(),
             inputs,
             window,
-            start: Instant::now(),
             timer: None,
             report,
         }
     }
 
     fn measure(&mut self) {
-        let elapsed = self.start.elapsed();
-        self.start = Instant::now();
+        let now = Instant::now();
         for (i, counter) in self.counters.iter_mut().enumerate() {
-            let _ = self.report.send(Estimate {
-                channel: self.inputs[i].name(),
-                fps: *counter as f64 / elapsed.as_secs_f64(),
-                frames: *counter,
-                elapsed,
-            });
-            *counter = 0;
+            let estimate = match counter.flush_at(now) {
+                Some(e) => Estimate {
+                    channel: self.inputs[i].name(),
+                    fps: e.rate,
+                    frames: e.messages,
+                    elapsed: Duration::from_secs_f64(e.seconds),
+                },
+                None => {
+                    // Nothing arrived on this channel in the window: 0 fps.
+                    counter.start_at(now);
+                    Estimate {
+                        channel: self.inputs[i].name(),
+                        fps: 0.0,
+                        frames: 0,
+                        elapsed: self.window,
+                    }
+                }
+            };
+            let _ = self.report.send(estimate);
         }
     }
 }
@@ -246,23 +295,55 @@ pub fn pipeline(
     window: Duration,
     report: Recipient<Estimate>,
 ) -> ActorRef<Producer> {
+    pipeline_with_detector(system, fps, window, report, None)
+}
+
+/// As [`pipeline`], plus a face detector taking `detect` per frame on the
+/// resizer's output, if given. Every stage is named (`producer`,
+/// `resizer`, `face_detector`, `fps_estimator`) and both channels are
+/// watched, so the metrics show the pipeline stage by stage.
+pub fn pipeline_with_detector(
+    system: &SystemHandle,
+    fps: f64,
+    window: Duration,
+    report: Recipient<Estimate>,
+    detect: Option<Duration>,
+) -> ActorRef<Producer> {
     let main_channel: Channel<Frame> = Channel::named("main");
-    let resized: Channel<Frame> = Channel::new();
-    system.spawn(Resizer {
-        input: main_channel.clone(),
-        output: resized.clone(),
-    });
-    system.spawn(FpsEstimator::new(
-        vec![main_channel.clone(), resized],
-        window,
-        report,
-    ));
-    system.spawn(Producer {
-        out: main_channel,
-        fps,
-        timer: None,
-        seq: 0,
-    })
+    let resized: Channel<Frame> = Channel::named("resized");
+    system.watch_channel(&main_channel);
+    system.watch_channel(&resized);
+    let named = |n: &str| SpawnOptions::new().name(n);
+    system.spawn_with(
+        Resizer {
+            input: main_channel.clone(),
+            output: resized.clone(),
+        },
+        named("resizer"),
+    );
+    if let Some(detect) = detect {
+        system.spawn_with(
+            FaceDetector {
+                input: resized.clone(),
+                detect,
+                frequency: FrequencyCalculator::new(fps.ceil() as u64),
+            },
+            named("face_detector"),
+        );
+    }
+    system.spawn_with(
+        FpsEstimator::new(vec![main_channel.clone(), resized], window, report),
+        named("fps_estimator"),
+    );
+    system.spawn_with(
+        Producer {
+            out: main_channel,
+            fps,
+            timer: None,
+            seq: 0,
+        },
+        named("producer"),
+    )
 }
 
 #[allow(dead_code)] // unused when a test includes this file as a module
@@ -274,15 +355,30 @@ fn main() {
     let fps = args.first().copied().unwrap_or(30.0);
     let window = Duration::from_millis(args.get(1).copied().unwrap_or(1000.0) as u64);
     let seconds = args.get(2).copied().unwrap_or(5.0);
+    let detect = Duration::from_secs_f64(args.get(3).copied().unwrap_or(0.0) / 1e3);
 
-    let system = troupe::ActorSystem::builder().threads(2).build();
+    let system = troupe::ActorSystem::builder()
+        .threads(2)
+        .metrics(true)
+        // Frames are few (tens per second): time one in 4, not 1 in 256.
+        .metrics_sample_every(4)
+        .build();
+    #[cfg(feature = "metrics-http")]
+    let _server = {
+        let addr = std::env::var("TROUPE_METRICS_ADDR").unwrap_or_else(|_| "127.0.0.1:9464".into());
+        let server = system
+            .serve_metrics(&addr)
+            .expect("could not serve metrics");
+        println!("metrics at http://{}/metrics", server.addr());
+        server
+    };
     let report = Recipient::from_fn(|e: Estimate| {
         println!(
             "Estimated fps @{}=~{:.2} ({} frames in ~{:.1?})",
             e.channel, e.fps, e.frames, e.elapsed
         );
     });
-    let producer = pipeline(&system, fps, window, report);
+    let producer = pipeline_with_detector(&system, fps, window, report, Some(detect));
     // Wait a moment with the stream down: nothing is reported.
     std::thread::sleep(Duration::from_millis(300));
     println!("stream up at {fps} fps");

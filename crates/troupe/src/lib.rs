@@ -44,15 +44,17 @@
 //! | actor core | `actor/` | [`Actor`], [`Context`], [`ActorRef`], the cell, the lifecycle (exit records, watchers, stop reasons), ask |
 //! | system | `system/` | [`ActorSystem`], spawn, the actor table, shutdown |
 //! | above | `messaging/`, `states.rs`, `parallel.rs`, `supervision/`, `registry/`, `bridge.rs`, `testkit/` | [`Recipient`], [`channel`], [`mchain`], [`limits`], [`timer`]; [`states`]; [`parallel`] actors; [`supervision`]; [`registry`]; the async [`bridge`]; the [`testkit`] |
+//! | top | `observability/` | per-actor, per-worker and per-channel [`observability`] metrics: snapshots, Prometheus text, the HTTP endpoint, seed 000's estimators |
 //!
 //! The core types are at the crate root; everything else is under its
 //! module, and every public item has exactly one path.
 //!
 //! ## Cargo features
 //!
-//! All on by default: `async` (the tokio bridge, [`bridge`]), `registry`
+//! On by default: `async` (the tokio bridge, [`bridge`]), `registry`
 //! ([`registry`]), `supervision` ([`supervision`]). Turn off what you do not
-//! use with `default-features = false`.
+//! use with `default-features = false`. Off by default: `metrics-http`
+//! (`SystemHandle::serve_metrics`, the Prometheus endpoint over HTTP).
 
 #![warn(missing_docs)]
 
@@ -62,6 +64,7 @@ pub mod actor;
 mod system;
 
 mod messaging;
+pub mod observability;
 pub mod parallel;
 pub mod states;
 pub mod testkit;

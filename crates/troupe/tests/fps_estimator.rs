@@ -36,7 +36,7 @@ fn estimate_is_within_ten_percent_of_the_producer_rate() {
     );
     producer.tell(example::ProducerMsg::Stop).unwrap();
     assert_eq!(got.len(), 6, "estimates: {got:?}");
-    for name in ["main", "<channel:id="] {
+    for name in ["main", "resized"] {
         let per_channel: Vec<_> = got.iter().filter(|e| e.channel.starts_with(name)).collect();
         assert_eq!(per_channel.len(), 3, "{name}: {got:?}");
         for e in per_channel {

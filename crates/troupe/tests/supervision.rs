@@ -343,8 +343,14 @@ fn restart_policies() {
     old_temp.join_timeout(T).unwrap();
     // Wait until the supervisor has handled both exits (no new instance:
     // the wait ends when the child is removed, without polling).
-    assert!(tr.wait_generation(1, T).is_none(), "transient child restarted");
-    assert!(te.wait_generation(1, T).is_none(), "temporary child restarted");
+    assert!(
+        tr.wait_generation(1, T).is_none(),
+        "transient child restarted"
+    );
+    assert!(
+        te.wait_generation(1, T).is_none(),
+        "temporary child restarted"
+    );
     assert!(tr.is_closed() && te.is_closed(), "children not removed");
     assert_eq!(tr.generation(), 1);
     assert_eq!(te.generation(), 1);

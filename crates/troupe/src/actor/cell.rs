@@ -28,6 +28,7 @@ use super::context::Context;
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{guard, reason_from_bits, ExitRecord, StopRequest, Stoppable};
+use super::metrics::{sample_mask, ActorMetrics, MailboxProbe, MetricsRef, ARMED, PENDING, TRACE};
 use super::runtime::{Admission, Runtime, SpawnOptions};
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
@@ -58,6 +59,9 @@ pub(crate) struct ActorCell<A: Actor> {
     /// before the first task, read by the finalizer.
     table_key: AtomicU64,
     pub(crate) name: Option<Arc<String>>,
+    /// Counters and timings (`metrics.rs`); 0 when metrics are off, so the
+    /// hot path pays one predictable branch.
+    pub(crate) metrics: MetricsRef,
     slot: UnsafeCell<Slot<A>>,
     pub(crate) exit: ExitRecord,
 }
@@ -92,11 +96,18 @@ impl<A: Actor> ActorCell<A> {
             pool,
             dedicated,
             options.name.clone(),
+            options.metrics.unwrap_or(rt.metrics.default_on) || options.trace,
+            options.trace,
         ));
         let (key, admission) = rt.host.enroll(cell.clone());
         // Before the first task is scheduled (which publishes it to the
         // worker that will finalize the actor); nobody reads it until then.
         cell.table_key.store(key, Ordering::Relaxed);
+        if let Some(m) = cell.metrics.arc() {
+            let probe: Arc<dyn MailboxProbe> = cell.clone();
+            rt.metrics.add((m, Arc::downgrade(&probe)));
+        }
+        tracing::debug!(actor = %cell.id, name = cell.name.as_deref().map(String::as_str), kind = std::any::type_name::<A>(), "actor spawned");
         match admission {
             Admission::Open => {}
             Admission::Closing => cell.stop_request(StopRequest::Shutdown),
@@ -111,6 +122,8 @@ impl<A: Actor> ActorCell<A> {
         cell
     }
 
+    // One call site (`spawn`); a struct of arguments would only move them.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         actor: A,
         mailbox: MailboxConfig,
@@ -118,16 +131,33 @@ impl<A: Actor> ActorCell<A> {
         pool: Option<Arc<Pool>>,
         dedicated: bool,
         name: Option<Arc<String>>,
+        metered: bool,
+        trace: bool,
     ) -> Self {
+        let id = ActorId::next();
+        let metrics = if metered {
+            MetricsRef::new(
+                Arc::new(ActorMetrics::new(
+                    std::any::type_name::<A>(),
+                    id.as_u64(),
+                    name.clone(),
+                )),
+                trace,
+                rt.metrics.sample_mask,
+            )
+        } else {
+            MetricsRef::off()
+        };
         ActorCell {
             mailbox: Mailbox::new(mailbox),
             rt,
             pool,
             dedicated,
-            id: ActorId::next(),
+            id,
             killed: AtomicBool::new(false),
             table_key: AtomicU64::new(0),
             name,
+            metrics,
             slot: UnsafeCell::new(Slot {
                 actor: Some(actor),
                 started: false,
@@ -175,6 +205,11 @@ impl<A: Actor> ActorCell<A> {
     pub(crate) fn send_with(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
         match self.mailbox.push(msg, may_block) {
             Ok(Pushed { schedule, evicted }) => {
+                if let Some((m, flags)) = self.metrics.get() {
+                    if flags & ARMED != 0 {
+                        m.sample_send(&self.metrics, self);
+                    }
+                }
                 if let Some(old) = evicted {
                     self.drop_undelivered(old, AskError::MailboxFull);
                 }
@@ -184,8 +219,22 @@ impl<A: Actor> ActorCell<A> {
                 }
                 Ok(())
             }
-            Err(PushError::Full(m)) => Err(SendError::Full(m)),
-            Err(PushError::Closed(m)) => Err(SendError::Stopped(m)),
+            Err(PushError::Full(m)) => {
+                self.count_refused(false);
+                Err(SendError::Full(m))
+            }
+            Err(PushError::Closed(m)) => {
+                self.count_refused(true);
+                Err(SendError::Stopped(m))
+            }
+        }
+    }
+
+    /// Counts a refused send (metrics on only).
+    #[cold]
+    fn count_refused(&self, stopped: bool) {
+        if let Some((m, _)) = self.metrics.get() {
+            m.on_refused(stopped);
         }
     }
 
@@ -268,6 +317,10 @@ impl<A: Actor> ActorCell<A> {
         if dropped > 0 {
             tracing::debug!(actor = %self.id, dropped, "stopped actor's pending messages dropped");
         }
+        if let Some((m, _)) = self.metrics.get() {
+            let panicked = matches!(reason, StopReason::Panicked(_));
+            m.on_stop(dropped, self, panicked);
+        }
         self.exit.publish(self.id, reason);
         if self.dedicated {
             // Our own thread: it exits once this turn returns.
@@ -320,7 +373,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
                     match unsafe { self.mailbox.pop() } {
                         Some(msg) => {
                             handled += 1;
-                            actor.handle(msg, &mut ctx);
+                            match self.metrics.get() {
+                                None => actor.handle(msg, &mut ctx),
+                                Some((m, flags)) => handle_metered(m, flags, actor, msg, &mut ctx),
+                            }
                         }
                         None => break,
                     }
@@ -375,6 +431,79 @@ impl<A: Actor> Runnable for ActorCell<A> {
     }
 }
 
+/// `handle` for a metered actor: the message's number comes from the
+/// mailbox's pop count, and only a sampled or traced message leaves the
+/// inline path (see `metrics.rs`).
+#[inline(always)]
+fn handle_metered<A: Actor>(
+    m: &ActorMetrics,
+    flags: usize,
+    actor: &mut A,
+    msg: A::Msg,
+    ctx: &mut Context<'_, A>,
+) {
+    let d = ctx.cell.mailbox.popped().wrapping_sub(1);
+    // Each actor samples at its own phase (a hash of its address), so that
+    // actors with few messages are not all timed at their first one.
+    let phase = ((ctx.cell as *const ActorCell<A> as usize as u64) >> 6)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        >> 48;
+    let periodic = d.wrapping_add(phase) & sample_mask(flags) == 0;
+    if !periodic && flags & (PENDING | TRACE) == 0 {
+        actor.handle(msg, ctx);
+    } else {
+        handle_sampled(m, flags, d, periodic, actor, msg, ctx);
+    }
+}
+
+/// `handle` for a message that is timed, may carry a waiting sample, or is
+/// traced.
+#[cold]
+#[inline(never)]
+fn handle_sampled<A: Actor>(
+    m: &ActorMetrics,
+    flags: usize,
+    d: u64,
+    periodic: bool,
+    actor: &mut A,
+    msg: A::Msg,
+    ctx: &mut Context<'_, A>,
+) {
+    let cell = ctx.cell;
+    let start = if periodic || flags & PENDING != 0 {
+        m.sample_dequeue(&cell.metrics, d, periodic, cell.mailbox.len() as u64)
+    } else {
+        None
+    };
+    if flags & TRACE != 0 {
+        let span = tracing::trace_span!(
+            "handle",
+            actor = %cell.id,
+            name = cell.name.as_deref().map(String::as_str),
+            msg = std::any::type_name::<A::Msg>()
+        );
+        let _e = span.enter();
+        actor.handle(msg, ctx);
+    } else {
+        actor.handle(msg, ctx);
+    }
+    if let Some(start) = start {
+        m.after_handle(start);
+    }
+}
+
+impl<A: Actor> MailboxProbe for ActorCell<A> {
+    fn popped(&self) -> u64 {
+        self.mailbox.popped()
+    }
+    fn depth(&self) -> u64 {
+        self.mailbox.len() as u64
+    }
+    fn evicted(&self) -> u64 {
+        self.mailbox.evicted()
+    }
+}
+
 impl<A: Actor> Stoppable for ActorCell<A> {
     fn request_stop(&self, kind: StopRequest) {
         self.stop_request(kind);
@@ -417,6 +546,7 @@ mod tests {
     fn cell_stays_small() {
         let size = std::mem::size_of::<ActorCell<Unit>>();
         eprintln!("ActorCell<zero-sized actor> = {size} bytes");
-        assert!(size <= 168, "ActorCell grew to {size} bytes");
+        // 168 + 8 for the metrics pointer (`Option<Arc<ActorMetrics>>`).
+        assert!(size <= 176, "ActorCell grew to {size} bytes");
     }
 }

@@ -33,6 +33,15 @@ impl<'a, A: Actor> Context<'a, A> {
     }
 
     /// The system's shared state (for the layers above the actor core).
+    /// Counts a restart this actor made (a supervisor restarting a child),
+    /// if the actor is metered.
+    pub(crate) fn note_restart(&self) {
+        if let Some((m, _)) = self.cell.metrics.get() {
+            m.restarts
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     pub(crate) fn runtime(&self) -> &Arc<Runtime> {
         &self.cell.rt
     }

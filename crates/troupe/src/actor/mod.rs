@@ -16,6 +16,7 @@ pub(crate) mod context;
 pub(crate) mod error;
 pub(crate) mod id;
 pub(crate) mod lifecycle;
+pub(crate) mod metrics;
 pub(crate) mod runtime;
 pub(crate) mod watch;
 

@@ -10,6 +10,7 @@
 //! Those calls happen once per spawn and once per stop, never per message.
 
 use super::lifecycle::Stoppable;
+use super::metrics::MetricsSet;
 use crate::engine::dispatcher::Dispatcher;
 use crate::engine::mailbox::MailboxConfig;
 use crate::engine::scheduler::{Pool, PoolConfig};
@@ -54,6 +55,9 @@ pub(crate) struct Runtime {
     pub(crate) default_mailbox: MailboxConfig,
     /// Messages per turn.
     pub(crate) throughput: usize,
+    /// Every metered actor (`metrics.rs`), and whether metering is the
+    /// default.
+    pub(crate) metrics: MetricsSet,
     /// The system layer.
     pub(crate) host: Box<dyn Host>,
 }
@@ -73,6 +77,7 @@ impl Runtime {
             name: name.into(),
             shared_queue: false,
             pin: None,
+            metrics: self.metrics.default_on,
         }
     }
 }
@@ -93,6 +98,8 @@ pub struct SpawnOptions {
     pub(crate) dedicated: bool,
     pub(crate) thread_name: Option<String>,
     pub(crate) name: Option<Arc<String>>,
+    pub(crate) metrics: Option<bool>,
+    pub(crate) trace: bool,
 }
 
 impl SpawnOptions {
@@ -107,6 +114,40 @@ impl SpawnOptions {
     pub fn name(mut self, name: impl Into<String>) -> Self {
         // A thin pointer (`Arc<String>`): 8 bytes in every cell, not 16.
         self.name = Some(Arc::new(name.into()));
+        self
+    }
+
+    /// Record this actor's metrics (arrivals, handled, mailbox depth,
+    /// waiting and service times; see [`observability`](crate::observability)),
+    /// overriding the system default
+    /// ([`SystemBuilder::metrics`](crate::SystemBuilder::metrics)). Off, an
+    /// actor pays nothing per message.
+    ///
+    /// ```
+    /// use troupe::{Actor, ActorSystem, Context, SpawnOptions};
+    /// struct Sink;
+    /// impl Actor for Sink {
+    ///     type Msg = u32;
+    ///     fn handle(&mut self, _: u32, _: &mut Context<'_, Self>) {}
+    /// }
+    /// let system = ActorSystem::builder().threads(1).build();
+    /// let sink = system.spawn_with(Sink, SpawnOptions::new().name("sink").metrics(true));
+    /// sink.tell(1).unwrap();
+    /// system.shutdown();
+    /// let m = system.metrics();
+    /// assert_eq!(m.actors[0].name, "sink");
+    /// assert_eq!(m.actors[0].handled, 1);
+    /// ```
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.metrics = Some(on);
+        self
+    }
+
+    /// Emit a `tracing` span (level TRACE, name `handle`, fields `actor`,
+    /// `name`, `msg`) around every message this actor handles. Turns metrics
+    /// on for the actor.
+    pub fn trace_messages(mut self, on: bool) -> Self {
+        self.trace = on;
         self
     }
 

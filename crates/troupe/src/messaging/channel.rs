@@ -58,12 +58,13 @@ impl<M> Clone for Subscriber<M> {
     }
 }
 
-struct Inner<M> {
+pub(crate) struct Inner<M> {
     name: Option<String>,
     id: u64,
     subscribers: RwLock<Arc<[Subscriber<M>]>>,
     next_sub: AtomicU64,
     published: AtomicU64,
+    delivered: AtomicU64,
     failed: AtomicU64,
 }
 
@@ -164,6 +165,22 @@ impl<M> Channel<M> {
         self.inner.published.load(Ordering::Relaxed)
     }
 
+    /// A handle that does not keep the channel alive (for the metrics
+    /// layer).
+    pub(crate) fn downgrade(&self) -> Weak<Inner<M>> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// The channel behind `weak`, if it is still alive.
+    pub(crate) fn upgrade(weak: &Weak<Inner<M>>) -> Option<Self> {
+        weak.upgrade().map(|inner| Channel { inner })
+    }
+
+    /// Successful deliveries so far (one per subscriber a message reached).
+    pub fn delivered(&self) -> u64 {
+        self.inner.delivered.load(Ordering::Relaxed)
+    }
+
     /// Deliveries that failed so far (closed or full subscribers).
     pub fn failed_deliveries(&self) -> u64 {
         self.inner.failed.load(Ordering::Relaxed)
@@ -180,6 +197,7 @@ impl<M: Send + Sync + 'static> Channel<M> {
                 subscribers: RwLock::new(Arc::from(Vec::new())),
                 next_sub: AtomicU64::new(1),
                 published: AtomicU64::new(0),
+                delivered: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
             }),
         }
@@ -210,6 +228,7 @@ impl<M: Send + Sync + 'static> Channel<M> {
                 subscribers: RwLock::new(Arc::from(Vec::new())),
                 next_sub: AtomicU64::new(1),
                 published: AtomicU64::new(0),
+                delivered: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
             }),
         };
@@ -280,6 +299,11 @@ impl<M: Send + Sync + 'static> Channel<M> {
                     closed |= e.is_closed();
                 }
             }
+        }
+        if delivered > 0 {
+            self.inner
+                .delivered
+                .fetch_add(delivered as u64, Ordering::Relaxed);
         }
         if closed {
             self.prune();

@@ -182,6 +182,13 @@ impl Supervisor {
             return;
         }
         self.restarts += 1;
+        ctx.note_restart();
+        tracing::debug!(
+            supervisor = %ctx.myself().id(),
+            child = ?self.spec.children[index].name,
+            %reason,
+            "restarting child"
+        );
         self.children[index] = ChildState::Down;
         let siblings = match self.spec.strategy {
             Strategy::OneForOne => index..index,

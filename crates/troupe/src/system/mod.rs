@@ -114,6 +114,8 @@ pub struct SystemBuilder {
     throughput: usize,
     mailbox: MailboxConfig,
     name: String,
+    metrics: bool,
+    sample_every: u64,
     #[cfg(feature = "async")]
     tokio: Option<tokio::runtime::Handle>,
 }
@@ -127,6 +129,8 @@ impl Default for SystemBuilder {
             throughput: 64,
             mailbox: MailboxConfig::Unbounded,
             name: "troupe-worker".into(),
+            metrics: false,
+            sample_every: crate::actor::metrics::SAMPLE_EVERY,
             #[cfg(feature = "async")]
             tokio: None,
         }
@@ -153,6 +157,30 @@ impl SystemBuilder {
         self
     }
 
+    /// Record metrics for every actor (unless its
+    /// [`SpawnOptions::metrics`] says otherwise) and for every worker; read
+    /// them with [`SystemHandle::metrics`] or serve them with
+    /// `SystemHandle::serve_metrics` (feature `metrics-http`). Default off.
+    ///
+    /// ```
+    /// let system = troupe::ActorSystem::builder().threads(1).metrics(true).build();
+    /// assert_eq!(system.metrics().workers.len(), 1);
+    /// ```
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.metrics = on;
+        self
+    }
+
+    /// Time one message in `n` (rounded up to a power of two; default
+    /// [`SAMPLE_EVERY`](crate::observability::SAMPLE_EVERY), 256) for the
+    /// waiting and service histograms; counts are exact whatever `n`. A
+    /// smaller `n` gives more samples for a clock read (~20 ns) every `n`
+    /// messages.
+    pub fn metrics_sample_every(mut self, n: u64) -> Self {
+        self.sample_every = n.max(1).next_power_of_two();
+        self
+    }
+
     /// Worker thread name prefix.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -175,6 +203,7 @@ impl SystemBuilder {
             name: self.name.clone(),
             shared_queue: false,
             pin: None,
+            metrics: self.metrics,
         }
     }
 
@@ -211,6 +240,13 @@ impl SystemBuilder {
             dropped: AtomicU64::new(0),
             default_mailbox: self.mailbox,
             throughput: self.throughput,
+            metrics: crate::actor::metrics::MetricsSet {
+                default_on: self.metrics,
+                sample_mask: self.sample_every - 1,
+                actors: Default::default(),
+                channels: Default::default(),
+                windows: Default::default(),
+            },
             host: Box::new(inner),
         });
         ActorSystem {
@@ -324,6 +360,20 @@ impl SystemHandle {
         let mut cfg = self.rt.pool_config(name, threads);
         cfg.shared_queue = true;
         Dispatcher::new(self.rt.host.start_pool(cfg), DispatcherKind::Blocking, name)
+    }
+
+    /// Every pool of this system now: the default one first, then named
+    /// dispatchers and dedicated threads (for the metrics layer).
+    pub(crate) fn pools(&self) -> Vec<Arc<Pool>> {
+        let mut all = vec![self.rt.pool.clone()];
+        all.extend(
+            self.inner()
+                .extra_pools
+                .lock()
+                .iter()
+                .map(|(p, _)| p.clone()),
+        );
+        all
     }
 
     /// Asks every actor to stop after draining its mailbox, without waiting.

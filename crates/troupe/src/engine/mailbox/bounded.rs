@@ -58,6 +58,8 @@ pub(crate) struct Bounded<T> {
     policy: Overflow,
     /// Messages evicted by `DropOldest`.
     evicted: AtomicU64,
+    /// Messages popped by the consumer (its only writer).
+    popped: AtomicU64,
     waiters: AtomicUsize,
     closed: AtomicBool,
     lock: Mutex<()>,
@@ -79,6 +81,7 @@ impl<T> Bounded<T> {
             queue: ArrayQueue::new(capacity.max(1)),
             policy,
             evicted: AtomicU64::new(0),
+            popped: AtomicU64::new(0),
             waiters: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             lock: Mutex::new(()),
@@ -169,6 +172,11 @@ impl<T> Bounded<T> {
     #[inline]
     pub(crate) fn pop(&self) -> Option<T> {
         let v = self.queue.pop();
+        if v.is_some() {
+            // Single writer (the consumer): no read-modify-write needed.
+            let n = self.popped.load(Ordering::Relaxed);
+            self.popped.store(n + 1, Ordering::Relaxed);
+        }
         if v.is_some() && self.policy.blocks() {
             fence(Ordering::SeqCst);
             if self.waiters.load(Ordering::SeqCst) > 0 {
@@ -185,6 +193,10 @@ impl<T> Bounded<T> {
 
     pub(crate) fn capacity(&self) -> usize {
         self.queue.capacity()
+    }
+
+    pub(crate) fn popped(&self) -> u64 {
+        self.popped.load(Ordering::Relaxed)
     }
 
     pub(crate) fn evicted(&self) -> u64 {

@@ -208,6 +208,16 @@ impl<T> Mailbox<T> {
         }
     }
 
+    /// Messages popped by the consumer so far (a snapshot off the consumer;
+    /// evictions not included).
+    #[inline]
+    pub(crate) fn popped(&self) -> u64 {
+        match self {
+            Mailbox::Unbounded(q) => q.popped(),
+            Mailbox::Bounded(b) => b.0.popped(),
+        }
+    }
+
     /// Messages waiting (a snapshot).
     pub(crate) fn len(&self) -> usize {
         match self {

@@ -278,6 +278,13 @@ impl<T> Unbounded<T> {
         self.tail.load(Ordering::Acquire) >> SHIFT == self.head_index.load(Ordering::Acquire)
     }
 
+    /// Messages popped so far; exact on the consumer, a snapshot elsewhere
+    /// (the metrics layer's dequeue count, at no cost on the hot path).
+    pub(crate) fn popped(&self) -> u64 {
+        let head = self.head_index.load(Ordering::Acquire);
+        ((head / LAP) * BLOCK_CAP + (head % LAP).min(BLOCK_CAP)) as u64
+    }
+
     /// Number of messages claimed and not yet read; a snapshot from any thread.
     pub(crate) fn len(&self) -> usize {
         let head = self.head_index.load(Ordering::Acquire);

@@ -22,6 +22,7 @@
 //! call). A pool may pin each worker to a CPU (`PoolConfig::pin`).
 
 pub(crate) mod park;
+pub(crate) mod stats;
 pub(crate) mod worker;
 
 use crossbeam_deque::{Injector, Stealer, Worker as Deque};
@@ -87,6 +88,8 @@ pub(crate) struct PoolConfig {
     pub(crate) shared_queue: bool,
     /// CPU id for each worker (`pin[i % pin.len()]`), if pinned.
     pub(crate) pin: Option<Vec<usize>>,
+    /// Count tasks, steals, parks and idle time per worker (`stats.rs`).
+    pub(crate) metrics: bool,
 }
 
 /// A set of worker threads with their queues.
@@ -99,6 +102,10 @@ pub(crate) struct Pool {
     pub(crate) shutdown: AtomicBool,
     pub(crate) throughput: usize,
     pub(crate) shared_queue: bool,
+    /// The workers' thread name prefix.
+    pub(crate) name: String,
+    /// Per-worker counters; written only when `metrics` is on.
+    pub(crate) stats: stats::PoolStats,
 }
 
 impl Pool {
@@ -116,6 +123,8 @@ impl Pool {
             shutdown: AtomicBool::new(false),
             throughput: config.throughput.max(1),
             shared_queue: config.shared_queue,
+            name: config.name.clone(),
+            stats: stats::PoolStats::new(threads, config.metrics),
         });
         (pool, deques, parkers)
     }

@@ -78,6 +78,9 @@ pub(crate) struct WorkerLocal {
     rng: Cell<u32>,
     /// The CPU this worker is pinned to, if any.
     pub(crate) cpu: Option<usize>,
+    /// The pool counts per-worker metrics (`stats.rs`); a copy of
+    /// `pool.stats.on` on this worker's stack.
+    counting: bool,
 }
 
 struct ClearCurrent;
@@ -97,6 +100,7 @@ impl WorkerLocal {
         cpu: Option<usize>,
     ) -> Self {
         WorkerLocal {
+            counting: pool.stats.on,
             pool,
             index,
             deque,
@@ -146,11 +150,15 @@ impl WorkerLocal {
         let _clear = ClearCurrent;
         loop {
             if let Some(task) = self.next_local() {
+                self.count(|s| &s.tasks);
                 task.run(&self);
                 continue;
             }
             match self.search() {
-                Some(task) => task.run(&self),
+                Some(task) => {
+                    self.count(|s| &s.tasks);
+                    task.run(&self)
+                }
                 None => return,
             }
         }
@@ -206,6 +214,14 @@ impl WorkerLocal {
         steal_one(|| self.pool.injector.steal_batch_and_pop(&self.deque))
     }
 
+    /// Bumps one of this worker's counters if the pool counts.
+    #[inline]
+    fn count(&self, which: impl FnOnce(&super::stats::WorkerStats) -> &super::stats::Counter) {
+        if self.counting {
+            which(&self.pool.stats.workers[self.index]).bump(1);
+        }
+    }
+
     fn steal_any(&self) -> Option<Task> {
         if self.pool.shared_queue {
             return steal_one(|| self.pool.injector.steal());
@@ -223,6 +239,7 @@ impl WorkerLocal {
             if let Some(t) =
                 steal_one(|| self.pool.stealers[victim].steal_batch_and_pop(&self.deque))
             {
+                self.count(|s| &s.steals);
                 return Some(t);
             }
         }
@@ -251,7 +268,17 @@ impl WorkerLocal {
             }
             idle.prepare_sleep(self.index);
             if !self.pool.has_stealable_work() && !self.pool.shutdown.load(Ordering::SeqCst) {
-                self.parker.park();
+                if self.counting {
+                    // Two clock reads per park, none per task: idle time
+                    // is time parked (a searching worker counts as busy).
+                    let t0 = std::time::Instant::now();
+                    self.parker.park();
+                    let w = &self.pool.stats.workers[self.index];
+                    w.parks.bump(1);
+                    w.idle_ns.bump(t0.elapsed().as_nanos() as u64);
+                } else {
+                    self.parker.park();
+                }
             }
             idle.cancel_sleep(self.index);
             rounds = 0;

@@ -1,0 +1,104 @@
+//! The metrics endpoint: a small HTTP server (tiny_http) on its own thread
+//! answering `GET /metrics` with [`SystemHandle::metrics_text`] in the
+//! Prometheus text format (`text/plain; version=0.0.4`), anything else with
+//! 404.
+//!
+//! Invariants: the server thread never touches a worker or a mailbox; a
+//! scrape reads the metrics (see the parent module) and renders them.
+//! Dropping the [`MetricsServer`] (or calling [`MetricsServer::stop`])
+//! unblocks and joins the thread, freeing the port.
+
+use crate::system::SystemHandle;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// A running metrics endpoint; stops when dropped.
+pub struct MetricsServer {
+    server: Arc<tiny_http::Server>,
+    addr: SocketAddr,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    /// The address it listens on (useful after binding port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops serving and joins the server thread.
+    pub fn stop(mut self) {
+        self.shut();
+    }
+
+    fn shut(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.shut();
+    }
+}
+
+impl std::fmt::Debug for MetricsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsServer")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl SystemHandle {
+    /// Serves this system's metrics at `http://{addr}/metrics` in the
+    /// Prometheus text format, from a thread of its own, until the returned
+    /// server is dropped. Pass port 0 to pick a free port
+    /// ([`MetricsServer::addr`] tells which).
+    ///
+    /// ```
+    /// let system = troupe::ActorSystem::builder().threads(1).metrics(true).build();
+    /// let server = system.serve_metrics("127.0.0.1:0").unwrap();
+    /// assert_ne!(server.addr().port(), 0);
+    /// ```
+    pub fn serve_metrics(&self, addr: &str) -> io::Result<MetricsServer> {
+        let server = tiny_http::Server::http(addr).map_err(io::Error::other)?;
+        let addr = server
+            .server_addr()
+            .to_ip()
+            .ok_or_else(|| io::Error::other("metrics server bound to a non-IP address"))?;
+        let server = Arc::new(server);
+        let system = self.clone();
+        let srv = server.clone();
+        let thread = std::thread::Builder::new()
+            .name("troupe-metrics".into())
+            .spawn(move || {
+                for request in srv.incoming_requests() {
+                    let path = request.url().split('?').next().unwrap_or("");
+                    let response = if path == "/metrics" || path == "/" {
+                        let header = tiny_http::Header::from_bytes(
+                            &b"Content-Type"[..],
+                            &b"text/plain; version=0.0.4; charset=utf-8"[..],
+                        )
+                        .expect("a valid static header");
+                        tiny_http::Response::from_string(system.metrics_text()).with_header(header)
+                    } else {
+                        tiny_http::Response::from_string("not found: try /metrics\n")
+                            .with_status_code(404)
+                    };
+                    if let Err(e) = request.respond(response) {
+                        tracing::debug!(%e, "metrics scrape: could not respond");
+                    }
+                }
+            })?;
+        Ok(MetricsServer {
+            server,
+            addr,
+            thread: Some(thread),
+        })
+    }
+}
