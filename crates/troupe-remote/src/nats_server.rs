@@ -73,6 +73,17 @@ impl NatsServer {
     }
 
     fn launch(&mut self) -> std::io::Result<()> {
+        let bin = binary();
+        if !std::path::Path::new(&bin).exists() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "nats-server not found at {bin}: install the Debian package \
+                     `nats-server` (apt-get install nats-server), or set NATS_SERVER \
+                     to its path"
+                ),
+            ));
+        }
         let conf = self.dir.join("nats.conf");
         let mut text = format!("listen: 127.0.0.1:{}\n", self.port);
         if let Some(n) = self.max_payload {
