@@ -191,41 +191,17 @@ impl Service {
             }
             drop(heap);
             let mut rearm = Vec::new();
-            for mut e in due.drain(..) {
-                match e.action {
-                    Action::Once(f) => {
-                        if e.state
-                            .state
-                            .compare_exchange(ACTIVE, DONE, Ordering::AcqRel, Ordering::Acquire)
-                            .is_ok()
-                        {
-                            self.fired.fetch_add(1, Ordering::Relaxed);
-                            fire_guarded(f);
-                        } else {
-                            self.cancelled.fetch_sub(1, Ordering::Relaxed);
-                        }
+            for e in due.drain(..) {
+                match fire(e, Instant::now) {
+                    Fired::Discarded => {
+                        self.cancelled.fetch_sub(1, Ordering::Relaxed);
                     }
-                    Action::Periodic {
-                        period,
-                        ref mut fire,
-                    } => {
-                        if e.state.state.load(Ordering::Acquire) != ACTIVE {
-                            self.cancelled.fetch_sub(1, Ordering::Relaxed);
-                            continue;
-                        }
+                    Fired::Done => {
                         self.fired.fetch_add(1, Ordering::Relaxed);
-                        if !fire_guarded(&mut **fire) {
-                            e.state.state.store(DONE, Ordering::Release);
-                            continue;
-                        }
-                        match next_tick(e.deadline, period, Instant::now()) {
-                            Some(next) => {
-                                e.deadline = next;
-                                rearm.push(e);
-                            }
-                            // The next tick is beyond the clock's range.
-                            None => e.state.state.store(DONE, Ordering::Release),
-                        }
+                    }
+                    Fired::Again(e) => {
+                        self.fired.fetch_add(1, Ordering::Relaxed);
+                        rearm.push(e);
                     }
                 }
             }
@@ -235,6 +211,59 @@ impl Service {
                     self.cancelled.fetch_sub(1, Ordering::Relaxed);
                 } else {
                     heap.push(e);
+                }
+            }
+        }
+    }
+}
+
+/// What firing a due entry did.
+enum Fired {
+    /// It was cancelled: nothing ran.
+    Discarded,
+    /// It ran and is finished (a one-shot, or a periodic one whose target
+    /// closed or whose next tick is beyond the clock's range).
+    Done,
+    /// A periodic one ran and is due again at the entry's new deadline.
+    Again(Entry),
+}
+
+/// Fires a due entry: the one firing protocol of the timer thread and of
+/// virtual clocks (see the module docs). `now` is read only to skip the
+/// ticks a periodic timer fell behind on.
+fn fire(mut e: Entry, now: impl FnOnce() -> Instant) -> Fired {
+    match e.action {
+        Action::Once(f) => {
+            if e.state
+                .state
+                .compare_exchange(ACTIVE, DONE, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                fire_guarded(f);
+                Fired::Done
+            } else {
+                Fired::Discarded
+            }
+        }
+        Action::Periodic {
+            period,
+            ref mut fire,
+        } => {
+            if e.state.state.load(Ordering::Acquire) != ACTIVE {
+                return Fired::Discarded;
+            }
+            if !fire_guarded(&mut **fire) {
+                e.state.state.store(DONE, Ordering::Release);
+                return Fired::Done;
+            }
+            match next_tick(e.deadline, period, now()) {
+                Some(next) => {
+                    e.deadline = next;
+                    Fired::Again(e)
+                }
+                None => {
+                    e.state.state.store(DONE, Ordering::Release);
+                    Fired::Done
                 }
             }
         }
@@ -469,33 +498,12 @@ impl VirtualClock {
         if entry.deadline > self.now.get() {
             self.now.set(entry.deadline);
         }
-        let mut e = entry;
-        match e.action {
-            Action::Once(f) => {
-                if e.state
-                    .state
-                    .compare_exchange(ACTIVE, DONE, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    fire_guarded(f);
-                }
-            }
-            Action::Periodic {
-                period,
-                ref mut fire,
-            } => {
-                if e.state.state.load(Ordering::Acquire) == ACTIVE {
-                    if !fire_guarded(&mut **fire) {
-                        e.state.state.store(DONE, Ordering::Release);
-                    } else if let Some(next) = e.deadline.checked_add(period) {
-                        e.deadline = next;
-                        let seq = self.seq.get();
-                        self.seq.set(seq + 1);
-                        e.seq = seq;
-                        self.heap.borrow_mut().push(e);
-                    }
-                }
-            }
+        let now = self.now.get();
+        if let Fired::Again(mut e) = fire(entry, || now) {
+            let seq = self.seq.get();
+            self.seq.set(seq + 1);
+            e.seq = seq;
+            self.heap.borrow_mut().push(e);
         }
         true
     }
