@@ -149,3 +149,52 @@ fn close_refuses_and_keeps_every_accepted_message() {
         assert!(matches!(unsafe { q.try_release() }, Release::Stop(_)));
     });
 }
+
+/// A kill while a sender is between claiming its slot and writing it: the
+/// final drain (what `finalize` runs before `join` returns) must take every
+/// accepted message out, waiting for the half-written slot. `drain` is the
+/// pop the drain uses; the mutation below passes the plain `pop`, which stops
+/// at the half-written slot (the code before issue 13's fix), and must fail.
+fn kill_with_half_written_slot(drain: unsafe fn(&Unbounded<u32>) -> Option<u32>) {
+    model(move || {
+        let q = Arc::new(Unbounded::new());
+        let sender = {
+            let q = q.clone();
+            thread::spawn(move || {
+                let mut accepted = 0;
+                for i in 0..2u32 {
+                    if q.push(i).is_ok() {
+                        accepted += 1;
+                    }
+                }
+                accepted
+            })
+        };
+        // The spawner holds the task: kill (closes the mailbox), then the
+        // final drain, all before the sender is joined.
+        q.request_stop(troupe::loom_exports::STOP_NOW);
+        let mut drained = 0;
+        // SAFETY: this thread holds the task.
+        while unsafe { drain(&q) }.is_some() {
+            drained += 1;
+        }
+        // `join` would return here: everything accepted must be accounted.
+        let accepted = sender.join().unwrap();
+        assert_eq!(
+            drained, accepted,
+            "a claimed slot was stranded by the drain"
+        );
+    });
+}
+
+#[test]
+fn kill_drains_half_written_slots() {
+    // SAFETY (of the fn pointer's use): called only by the task holder.
+    kill_with_half_written_slot(|q| unsafe { q.pop_final() });
+}
+
+#[test]
+#[should_panic(expected = "stranded")]
+fn mutation_drain_that_stops_at_a_half_written_slot_is_caught() {
+    kill_with_half_written_slot(|q| unsafe { q.pop() });
+}

@@ -18,7 +18,9 @@
 //!   with `StopReason::Panicked` and the worker carries on.
 //! * Finalizing (once, by the task holder): mark `STOPPED|CLOSED`, run the
 //!   `stopped` hook (not after a panic), drop the actor, drop and count what is
-//!   left in the mailbox (pending asks fail with `ActorStopped`), publish the
+//!   left in the mailbox (pending asks fail with `ActorStopped`; the drain
+//!   waits for slots claimed before `CLOSED` but not yet written, so nothing
+//!   accepted is still inside when `join` returns), publish the
 //!   exit reason to joiners and watchers (`lifecycle::ExitRecord`), leave the
 //!   system's actor table.
 
@@ -217,8 +219,10 @@ impl<A: Actor> ActorCell<A> {
         // Count each leftover before dropping it: dropping a request's
         // `ReplyTo` wakes its asker, who may read the counter at once.
         while_dropping(AskError::ActorStopped, || {
+            // `pop_final`: wait for slots claimed but not yet written, so
+            // the count is complete before `join` returns and watchers run.
             // SAFETY: forwarded caller contract.
-            while let Some(m) = unsafe { self.mailbox.pop() } {
+            while let Some(m) = unsafe { self.mailbox.pop_final() } {
                 self.rt.count_dropped(1);
                 n += 1;
                 if let Err(r) = guard(move || drop(m)) {

@@ -135,6 +135,22 @@ impl<T> Mailbox<T> {
         }
     }
 
+    /// The final drain's pop: as [`pop`](Self::pop), but waits for a slot
+    /// that a sender has claimed and not yet written instead of stopping at
+    /// it, so that once the mailbox is closed, `None` means every accepted
+    /// message has been taken out. (The bounded ring's pop already waits for
+    /// a half-written slot.)
+    ///
+    /// # Safety
+    /// As for [`pop`](Self::pop).
+    pub(crate) unsafe fn pop_final(&self) -> Option<T> {
+        match self {
+            // SAFETY: forwarded caller contract.
+            Mailbox::Unbounded(q) => unsafe { q.pop_final() },
+            Mailbox::Bounded(b) => b.0.pop(),
+        }
+    }
+
     /// Gives up the actor's task if nothing is waiting and no stop is
     /// requested.
     ///
