@@ -168,9 +168,16 @@ impl<A: Actor> ActorCell<A> {
     #[inline]
     pub(crate) fn send_with(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
         match self.mailbox.push(msg, may_block) {
-            Ok(Pushed { schedule, evicted }) => {
+            Ok(Pushed {
+                schedule,
+                evicted,
+                stranded,
+            }) => {
                 if let Some(old) = evicted {
                     self.drop_undelivered(old, AskError::MailboxFull);
+                }
+                if stranded {
+                    self.drop_stranded();
                 }
                 if schedule {
                     // We took the SCHEDULED bit: the task is ours to hand over.
@@ -189,6 +196,16 @@ impl<A: Actor> ActorCell<A> {
     pub(crate) fn drop_undelivered(&self, msg: A::Msg, why: AskError) {
         self.rt.count_dropped(1);
         let _ = while_dropping(why, || guard(move || drop(msg)));
+    }
+
+    /// Our bounded push landed as the actor stopped, perhaps after its final
+    /// drain: empty the ring ourselves, counting each message before its
+    /// drop (the drop wakes an asker, who may read the counter at once).
+    #[cold]
+    fn drop_stranded(&self) {
+        while let Some(m) = self.mailbox.take_stranded() {
+            self.drop_undelivered(m, AskError::ActorStopped);
+        }
     }
 
     /// Asks the actor to stop; schedules it if idle so it sees the request.

@@ -57,6 +57,15 @@ impl ActorState {
         self.0.fetch_or(SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
     }
 
+    /// After a bounded push: sets `SCHEDULED` and returns the previous bits.
+    /// `prev & SCHEDULED == 0`: the caller owns the actor's task. `prev &
+    /// STOPPED != 0`: the actor's final drain may already have run, so the
+    /// caller must take out what it may have left (see `mailbox/mod.rs`).
+    #[inline]
+    pub fn notify_bits(&self) -> usize {
+        self.0.fetch_or(SCHEDULED, Ordering::AcqRel)
+    }
+
     /// Sets stop bits (and `CLOSED`); returns true if the caller must
     /// schedule the actor so it sees them.
     pub fn request_stop(&self, bits: usize) -> bool {
