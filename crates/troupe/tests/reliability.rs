@@ -138,3 +138,136 @@ fn bounded_stop_accounts_for_every_accepted_tell() {
         }
     }
 }
+
+/// A message whose `Drop` panics.
+struct Bomb;
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("bomb went off in drop");
+        }
+    }
+}
+
+/// Blocks on its first message until released, so the bombs queue up.
+struct Holder {
+    gate: Arc<Barrier>,
+    /// Stop itself (`ctx.stop()`) once released: the rest is dropped.
+    stop_self: bool,
+}
+enum HolderMsg {
+    Wait,
+    Bomb(#[allow(dead_code)] Bomb),
+}
+impl Actor for Holder {
+    type Msg = HolderMsg;
+    fn handle(&mut self, msg: HolderMsg, ctx: &mut Context<'_, Self>) {
+        if let HolderMsg::Wait = msg {
+            // Entered (the test now queues the bombs), then released.
+            self.gate.wait();
+            self.gate.wait();
+            if self.stop_self {
+                ctx.stop();
+            }
+        } else {
+            std::mem::forget(msg);
+        }
+    }
+}
+
+struct Echo;
+impl Actor for Echo {
+    type Msg = ReplyTo<u32>;
+    fn handle(&mut self, r: ReplyTo<u32>, _ctx: &mut Context<'_, Self>) {
+        r.reply(7);
+    }
+}
+
+/// On a one-thread system: bombs left in a mailbox at stop (and at kill) are
+/// dropped on the only worker; the worker survives, join returns, watchers
+/// run, and other actors keep running.
+#[test]
+fn panicking_message_drop_at_stop_never_kills_the_worker() {
+    for kill in [false, true] {
+        let system = ActorSystem::builder().threads(1).build();
+        let gate = Arc::new(Barrier::new(2));
+        let a = system.spawn(Holder {
+            gate: gate.clone(),
+            stop_self: !kill,
+        });
+        let watched = Arc::new(AtomicU64::new(0));
+        let w = watched.clone();
+        a.on_stop(move |_, _| {
+            w.fetch_add(1, Ordering::SeqCst);
+        });
+        a.tell(HolderMsg::Wait).ok().unwrap();
+        gate.wait();
+        for _ in 0..3 {
+            a.tell(HolderMsg::Bomb(Bomb)).ok().unwrap();
+        }
+        if kill {
+            a.kill();
+        }
+        gate.wait();
+        assert!(
+            a.join_timeout(Duration::from_secs(10)).is_some(),
+            "join never returned"
+        );
+        assert_eq!(watched.load(Ordering::SeqCst), 1, "watcher did not run");
+        assert_eq!(
+            system.handle().panics(),
+            3,
+            "each panicking drop is counted"
+        );
+        let echo = system.spawn(Echo);
+        assert_eq!(
+            echo.ask(|r| r, Duration::from_secs(10)),
+            Ok(7),
+            "worker lost"
+        );
+        let report = system.shutdown_timeout(Duration::from_secs(10));
+        assert_eq!(report.actors_unresponsive, 0);
+    }
+}
+
+/// Bombs still queued when shutdown's deadline passes are dropped by the
+/// shutdown's kill on the only worker: shutdown completes.
+#[test]
+fn panicking_message_drop_at_shutdown_never_kills_the_worker() {
+    let system = ActorSystem::builder().threads(1).build();
+    let gate = Arc::new(Barrier::new(2));
+    let a = system.spawn(Holder {
+        gate: gate.clone(),
+        stop_self: false,
+    });
+    a.tell(HolderMsg::Wait).ok().unwrap();
+    gate.wait();
+    for _ in 0..3 {
+        a.tell(HolderMsg::Bomb(Bomb)).ok().unwrap();
+    }
+    let g = gate.clone();
+    let t = std::thread::spawn(move || {
+        // Past the first deadline (the shutdown kills the actor), within
+        // the second: the kill's drain drops the bombs on the worker.
+        std::thread::sleep(Duration::from_millis(300));
+        g.wait();
+    });
+    let done = Arc::new(AtomicU64::new(0));
+    let d = done.clone();
+    let s = std::thread::spawn(move || {
+        let r = system.shutdown_timeout(Duration::from_millis(200));
+        d.store(1, Ordering::SeqCst);
+        r
+    });
+    t.join().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while done.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(done.load(Ordering::SeqCst), 1, "shutdown hung");
+    let report = s.join().unwrap();
+    assert_eq!(report.actors_unresponsive, 0);
+    assert_eq!(report.panics, 3, "{report}");
+    assert_eq!(report.messages_dropped, 3, "{report}");
+    drop(a);
+}

@@ -195,7 +195,9 @@ impl<A: Actor> ActorCell<A> {
     #[cold]
     pub(crate) fn drop_undelivered(&self, msg: A::Msg, why: AskError) {
         self.rt.count_dropped(1);
-        let _ = while_dropping(why, || guard(move || drop(msg)));
+        if let Err(r) = while_dropping(why, || guard(move || drop(msg))) {
+            self.rt.caught_panic("dropping an undelivered message", &r);
+        }
     }
 
     /// Our bounded push landed as the actor stopped, perhaps after its final
@@ -243,7 +245,7 @@ impl<A: Actor> ActorCell<A> {
                 self.rt.count_dropped(1);
                 n += 1;
                 if let Err(r) = guard(move || drop(m)) {
-                    tracing::error!(actor = %self.id, %r, "dropping an undelivered message panicked");
+                    self.rt.caught_panic("dropping an undelivered message", &r);
                 }
             }
         });
@@ -264,10 +266,12 @@ impl<A: Actor> ActorCell<A> {
             if run_hook {
                 let mut ctx = Context::new(self);
                 if let Err(r) = guard(|| actor.stopped(&mut ctx)) {
+                    self.rt.count_panics(1);
                     reason = r;
                 }
             }
             if let Err(r) = guard(move || drop(actor)) {
+                self.rt.count_panics(1);
                 reason = r;
             }
         }
@@ -281,7 +285,8 @@ impl<A: Actor> ActorCell<A> {
         if dropped > 0 {
             tracing::debug!(actor = %self.id, dropped, "stopped actor's pending messages dropped");
         }
-        self.exit.publish(self.id, reason);
+        let watcher_panics = self.exit.publish(self.id, reason);
+        self.rt.count_panics(watcher_panics);
         if self.dedicated {
             // Our own thread: it exits once this turn returns.
             self.pool().begin_shutdown();
@@ -312,6 +317,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
         if !slot.started {
             slot.started = true;
             if let Err(reason) = guard(|| actor.started(&mut ctx)) {
+                self.rt.count_panics(1);
                 return self.finalize(reason, false);
             }
         }
@@ -340,6 +346,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 }
             });
             if let Err(reason) = turn {
+                self.rt.count_panics(1);
                 return self.finalize(reason, false);
             }
             if ctx.stopping() {

@@ -185,6 +185,7 @@ impl SystemBuilder {
         let rt = Arc::new(Runtime {
             pool,
             dropped: AtomicU64::new(0),
+            panics: AtomicU64::new(0),
             default_mailbox: self.mailbox,
             throughput: self.throughput,
             host: Box::new(inner),
@@ -242,6 +243,13 @@ impl SystemHandle {
     /// Messages dropped undelivered so far (see [`ShutdownReport`]).
     pub fn dropped_messages(&self) -> u64 {
         self.rt.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Panics caught in user code so far: handlers, `started`/`stopped`
+    /// hooks, dropping an actor or an undelivered message, stop watchers.
+    /// Each stopped its actor at most; none took a worker down.
+    pub fn panics(&self) -> u64 {
+        self.rt.panics.load(Ordering::Relaxed)
     }
 
     /// Worker threads.
