@@ -271,3 +271,50 @@ fn panicking_message_drop_at_shutdown_never_kills_the_worker() {
     assert_eq!(report.messages_dropped, 3, "{report}");
     drop(a);
 }
+
+/// Asks a target with a blocking `ActorRef::ask` from inside its handler and
+/// reports what it got.
+struct Nested {
+    target: troupe::ActorRef<Echo>,
+}
+impl Actor for Nested {
+    type Msg = ReplyTo<Result<u32, AskError>>;
+    fn handle(&mut self, r: Self::Msg, _ctx: &mut Context<'_, Self>) {
+        r.reply(self.target.ask(|x| x, Duration::from_secs(5)));
+    }
+}
+
+/// A blocking ask from a handler on an actor worker fails at once with
+/// `WouldBlockWorker` (a one-thread system would otherwise stall for the
+/// whole timeout: the target can only run once the asker returns); on a
+/// blocking pool or a dedicated thread it may block and gets its reply.
+#[test]
+fn blocking_ask_on_a_worker_fails_fast_and_is_allowed_where_blocking_is() {
+    let system = ActorSystem::builder().threads(1).build();
+    let target = system.spawn(Echo);
+    let on_worker = system.spawn(Nested {
+        target: target.clone(),
+    });
+    let t0 = std::time::Instant::now();
+    let got = on_worker.ask(|r| r, Duration::from_secs(10)).unwrap();
+    assert_eq!(got, Err(AskError::WouldBlockWorker));
+    assert!(t0.elapsed() < Duration::from_secs(2), "it blocked");
+    assert!(AskError::WouldBlockWorker
+        .to_string()
+        .contains("Context::ask"));
+
+    let io = system.handle().blocking_pool("io", 1);
+    let on_io = system.spawn_with(
+        Nested {
+            target: target.clone(),
+        },
+        SpawnOptions::new().dispatcher(&io),
+    );
+    assert_eq!(on_io.ask(|r| r, Duration::from_secs(10)).unwrap(), Ok(7));
+    let dedicated = system.spawn_with(Nested { target }, SpawnOptions::new().dedicated_thread());
+    assert_eq!(
+        dedicated.ask(|r| r, Duration::from_secs(10)).unwrap(),
+        Ok(7)
+    );
+    system.shutdown();
+}

@@ -80,7 +80,10 @@ impl<A: Actor> ActorCell<A> {
                 .as_deref()
                 .or(options.name.as_deref().map(String::as_str))
                 .unwrap_or("troupe-dedicated");
-            (Some(rt.host.start_pool(rt.pool_config(name, 1))), true)
+            let mut cfg = rt.pool_config(name, 1);
+            // The actor's own thread: blocking there stalls only itself.
+            cfg.blocking = true;
+            (Some(rt.host.start_pool(cfg)), true)
         } else {
             (options.dispatcher.map(|d| d.pool), false)
         };

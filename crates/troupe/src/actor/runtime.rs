@@ -92,6 +92,7 @@ impl Runtime {
             name: name.into(),
             shared_queue: false,
             pin: None,
+            blocking: false,
         }
     }
 }

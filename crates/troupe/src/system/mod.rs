@@ -167,6 +167,7 @@ impl SystemBuilder {
             name: self.name.clone(),
             shared_queue: false,
             pin: None,
+            blocking: false,
         });
         let inner = SystemInner {
             table: ActorTable::new(),
@@ -307,6 +308,7 @@ impl SystemHandle {
     pub fn blocking_pool(&self, name: &str, threads: usize) -> Dispatcher {
         let mut cfg = self.rt.pool_config(name, threads);
         cfg.shared_queue = true;
+        cfg.blocking = true;
         Dispatcher::new(self.rt.host.start_pool(cfg), DispatcherKind::Blocking, name)
     }
 

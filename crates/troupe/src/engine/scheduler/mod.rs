@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-pub(crate) use worker::{is_worker_thread, WorkerLocal};
+pub(crate) use worker::{is_worker_thread, may_block_here, WorkerLocal};
 
 /// A scheduled actor: a type-erased, non-owning pointer to its cell. Running
 /// it consumes the task; the actor either re-schedules itself (a new task) or
@@ -87,6 +87,9 @@ pub(crate) struct PoolConfig {
     pub(crate) shared_queue: bool,
     /// CPU id for each worker (`pin[i % pin.len()]`), if pinned.
     pub(crate) pin: Option<Vec<usize>>,
+    /// Its threads may block (a blocking pool, a dedicated thread): a
+    /// blocking wait there stalls only the actors that chose it.
+    pub(crate) blocking: bool,
 }
 
 /// A set of worker threads with their queues.
@@ -99,6 +102,8 @@ pub(crate) struct Pool {
     pub(crate) shutdown: AtomicBool,
     pub(crate) throughput: usize,
     pub(crate) shared_queue: bool,
+    /// See [`PoolConfig::blocking`].
+    pub(crate) blocking: bool,
 }
 
 impl Pool {
@@ -117,6 +122,7 @@ impl Pool {
             shutdown: AtomicBool::new(false),
             throughput: config.throughput.max(1),
             shared_queue: config.shared_queue,
+            blocking: config.blocking,
         });
         let handles = deques
             .into_iter()
