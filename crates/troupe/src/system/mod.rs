@@ -125,14 +125,39 @@ impl Default for SystemBuilder {
 }
 
 impl SystemBuilder {
-    /// Worker threads (default: available cores; 0 is raised to 1).
+    /// Worker threads (default: available cores).
+    ///
+    /// Clamp: 0 is raised to 1 (a system needs a worker to run anything).
+    ///
+    /// ```
+    /// let system = troupe::ActorSystem::builder().threads(0).build();
+    /// assert_eq!(system.handle().threads(), 1);
+    /// ```
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n.max(1);
         self
     }
 
     /// Most messages an actor handles per turn before others get the worker
-    /// (default 64; 0 is raised to 1).
+    /// (default 64).
+    ///
+    /// Clamp: 0 is raised to 1 (a turn handles at least one message, or no
+    /// actor would ever make progress).
+    ///
+    /// ```
+    /// use troupe::{Actor, ActorSystem, Context, ReplyTo};
+    /// use std::time::Duration;
+    /// struct Echo;
+    /// impl Actor for Echo {
+    ///     type Msg = ReplyTo<u8>;
+    ///     fn handle(&mut self, r: ReplyTo<u8>, _ctx: &mut Context<'_, Self>) {
+    ///         r.reply(1);
+    ///     }
+    /// }
+    /// let system = ActorSystem::builder().throughput(0).build();
+    /// let echo = system.spawn(Echo);
+    /// assert_eq!(echo.ask(|r| r, Duration::from_secs(5)), Ok(1)); // still runs
+    /// ```
     pub fn throughput(mut self, n: usize) -> Self {
         self.throughput = n.max(1);
         self
@@ -267,13 +292,15 @@ impl SystemHandle {
         )
     }
 
-    /// A new, independent work-stealing pool of `threads` workers.
+    /// A new, independent work-stealing pool of `threads` workers (0 is
+    /// raised to 1).
     pub fn work_stealing_pool(&self, name: &str, threads: usize) -> Dispatcher {
         let pool = self.rt.host.start_pool(self.rt.pool_config(name, threads));
         Dispatcher::new(pool, DispatcherKind::WorkStealing, name)
     }
 
-    /// A pool whose `threads` workers all pull from one shared queue.
+    /// A pool whose `threads` workers all pull from one shared queue (0 is
+    /// raised to 1).
     pub fn shared_queue_pool(&self, name: &str, threads: usize) -> Dispatcher {
         let mut cfg = self.rt.pool_config(name, threads);
         cfg.shared_queue = true;
@@ -304,7 +331,8 @@ impl SystemHandle {
 
     /// A pool for handlers that block (files, sockets, sleeps): shared-queue,
     /// so no task waits in a blocked worker's LIFO slot. Size it with
-    /// [`io_pool_size`](crate::dispatcher::io_pool_size).
+    /// [`io_pool_size`](crate::dispatcher::io_pool_size). `threads` of 0 is
+    /// raised to 1.
     pub fn blocking_pool(&self, name: &str, threads: usize) -> Dispatcher {
         let mut cfg = self.rt.pool_config(name, threads);
         cfg.shared_queue = true;

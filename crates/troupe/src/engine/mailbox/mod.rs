@@ -59,7 +59,8 @@ pub enum MailboxConfig {
     Unbounded,
     /// Holds at most `capacity` messages; `policy` says what happens beyond.
     Bounded {
-        /// Maximum number of waiting messages.
+        /// Maximum number of waiting messages (0 is raised to 1, as in
+        /// [`MailboxConfig::bounded`]).
         capacity: usize,
         /// What a send does when the mailbox is full.
         policy: Overflow,
@@ -68,8 +69,17 @@ pub enum MailboxConfig {
 
 impl MailboxConfig {
     /// A bounded mailbox of `capacity` messages with `policy` on overflow.
-    /// A capacity of 0 is raised to 1 (a mailbox must hold the message that
-    /// wakes its actor).
+    ///
+    /// Clamp: a capacity of 0 is raised to 1 (a mailbox must hold the
+    /// message that wakes its actor).
+    ///
+    /// ```
+    /// use troupe::{MailboxConfig, Overflow};
+    /// assert_eq!(
+    ///     MailboxConfig::bounded(0, Overflow::Reject),
+    ///     MailboxConfig::Bounded { capacity: 1, policy: Overflow::Reject }
+    /// );
+    /// ```
     pub fn bounded(capacity: usize, policy: Overflow) -> Self {
         let capacity = capacity.max(1);
         MailboxConfig::Bounded { capacity, policy }
