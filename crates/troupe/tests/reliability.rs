@@ -318,3 +318,21 @@ fn blocking_ask_on_a_worker_fails_fast_and_is_allowed_where_blocking_is() {
     );
     system.shutdown();
 }
+
+/// Spawning on a shut-down system gives an actor already stopped with
+/// `StopReason::Shutdown`: join returns at once, sends are refused, asks fail.
+#[test]
+fn spawn_after_shutdown_is_stopped_at_once() {
+    let system = ActorSystem::builder().threads(1).build();
+    system.shutdown();
+    let a = system.spawn(Echo);
+    assert_eq!(
+        a.join_timeout(Duration::from_secs(5)),
+        Some(troupe::StopReason::Shutdown),
+        "an actor spawned after shutdown must not hang"
+    );
+    assert_eq!(
+        a.ask(|r| r, Duration::from_secs(5)),
+        Err(AskError::ActorStopped)
+    );
+}
