@@ -249,13 +249,15 @@ fn panicking_message_drop_at_shutdown_never_kills_the_worker() {
     let t = std::thread::spawn(move || {
         // Past the first deadline (the shutdown kills the actor), within
         // the second: the kill's drain drops the bombs on the worker.
-        std::thread::sleep(Duration::from_millis(300));
+        // (First deadline at 1 s, second at 2 s: wide margins for a loaded
+        // machine.)
+        std::thread::sleep(Duration::from_millis(1300));
         g.wait();
     });
     let done = Arc::new(AtomicU64::new(0));
     let d = done.clone();
     let s = std::thread::spawn(move || {
-        let r = system.shutdown_timeout(Duration::from_millis(200));
+        let r = system.shutdown_timeout(Duration::from_secs(1));
         d.store(1, Ordering::SeqCst);
         r
     });
