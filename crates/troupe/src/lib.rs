@@ -96,5 +96,5 @@ pub use system::{ActorSystem, ShutdownReport, SystemBuilder, SystemHandle};
 pub mod loom_exports {
     pub use crate::engine::mailbox::unbounded::{Release, Unbounded};
     pub use crate::engine::state::ActorState;
-    pub use crate::engine::state::{CLOSED, SCHEDULED, STOP_DRAIN};
+    pub use crate::engine::state::{CLOSED, SCHEDULED, STOPPED, STOP_DRAIN, STOP_NOW};
 }

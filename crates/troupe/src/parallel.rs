@@ -307,11 +307,13 @@ impl<A: SharedActor> SharedCell<A> {
         let reason = {
             let mut life = self.life.lock();
             if let Err(r) = dropped {
+                self.rt.count_panics(1);
                 life.reason.get_or_insert(r);
             }
             life.reason.get_or_insert(StopReason::Normal).clone()
         };
-        self.exit.publish(self.id, reason);
+        let watcher_panics = self.exit.publish(self.id, reason);
+        self.rt.count_panics(watcher_panics);
         let key = loop {
             let k = self.table_key.load(Ordering::Acquire);
             if k != KEY_UNSET {
@@ -402,7 +404,9 @@ impl<A: SharedActor> SharedRef<A> {
             let panicked = if dead {
                 // The actor failed earlier: this message is dropped, counted.
                 me.rt.count_dropped(1);
-                let _ = guard(move || crate::actor::ask::drop_undelivered(msg));
+                if let Err(r) = guard(move || crate::actor::ask::drop_undelivered(msg)) {
+                    me.rt.caught_panic("dropping an undelivered message", &r);
+                }
                 None
             } else {
                 let result = guard(|| {
@@ -420,7 +424,10 @@ impl<A: SharedActor> SharedRef<A> {
                     }
                 });
                 match result {
-                    Err(StopReason::Panicked(m)) => Some(m),
+                    Err(StopReason::Panicked(m)) => {
+                        me.rt.count_panics(1);
+                        Some(m)
+                    }
                     _ => None,
                 }
             };

@@ -149,3 +149,110 @@ fn close_refuses_and_keeps_every_accepted_message() {
         assert!(matches!(unsafe { q.try_release() }, Release::Stop(_)));
     });
 }
+
+/// A kill while a sender is between claiming its slot and writing it: the
+/// final drain (what `finalize` runs before `join` returns) must take every
+/// accepted message out, waiting for the half-written slot. `drain` is the
+/// pop the drain uses; the mutation below passes the plain `pop`, which stops
+/// at the half-written slot (the code before issue 13's fix), and must fail.
+fn kill_with_half_written_slot(drain: unsafe fn(&Unbounded<u32>) -> Option<u32>) {
+    model(move || {
+        let q = Arc::new(Unbounded::new());
+        let sender = {
+            let q = q.clone();
+            thread::spawn(move || {
+                let mut accepted = 0;
+                for i in 0..2u32 {
+                    if q.push(i).is_ok() {
+                        accepted += 1;
+                    }
+                }
+                accepted
+            })
+        };
+        // The spawner holds the task: kill (closes the mailbox), then the
+        // final drain, all before the sender is joined.
+        q.request_stop(troupe::loom_exports::STOP_NOW);
+        let mut drained = 0;
+        // SAFETY: this thread holds the task.
+        while unsafe { drain(&q) }.is_some() {
+            drained += 1;
+        }
+        // `join` would return here: everything accepted must be accounted.
+        let accepted = sender.join().unwrap();
+        assert_eq!(
+            drained, accepted,
+            "a claimed slot was stranded by the drain"
+        );
+    });
+}
+
+#[test]
+fn kill_drains_half_written_slots() {
+    // SAFETY (of the fn pointer's use): called only by the task holder.
+    kill_with_half_written_slot(|q| unsafe { q.pop_final() });
+}
+
+#[test]
+#[should_panic(expected = "stranded")]
+fn mutation_drain_that_stops_at_a_half_written_slot_is_caught() {
+    kill_with_half_written_slot(|q| unsafe { q.pop() });
+}
+
+/// The bounded mailbox's push against its actor's final drain (issue 13,
+/// defect 3), with the real state word. The ring (crossbeam's `ArrayQueue`)
+/// does not run under loom, so a locked queue stands in for it: only its
+/// linearizable MPMC push/pop matter to the protocol. Sender: check `CLOSED`,
+/// push, `notify_bits`; if it saw `STOPPED`, empty the ring itself, counting.
+/// Finalizer: `mark_stopped`, then drain, counting. Once the sender has
+/// returned, every accepted message must be counted and the ring empty.
+/// `recheck: false` is the code before the fix, and must fail.
+fn bounded_push_vs_final_drain(recheck: bool) {
+    use loom::sync::Mutex;
+    use std::collections::VecDeque;
+    use troupe::loom_exports::{ActorState, CLOSED, STOPPED};
+    model(move || {
+        let st = Arc::new(ActorState::new_scheduled());
+        let ring = Arc::new(Mutex::new(VecDeque::new()));
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let sender = {
+            let (st, ring, dropped) = (st.clone(), ring.clone(), dropped.clone());
+            thread::spawn(move || {
+                if st.load() & CLOSED != 0 {
+                    return 0;
+                }
+                ring.lock().unwrap().push_back(1u32);
+                let prev = st.notify_bits();
+                if recheck && prev & STOPPED != 0 {
+                    while ring.lock().unwrap().pop_front().is_some() {
+                        dropped.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                1
+            })
+        };
+        // The spawner holds the task and finalizes the actor.
+        st.mark_stopped();
+        while ring.lock().unwrap().pop_front().is_some() {
+            dropped.fetch_add(1, Ordering::SeqCst);
+        }
+        let accepted = sender.join().unwrap();
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            accepted,
+            "an accepted message was stranded in the bounded ring"
+        );
+        assert!(ring.lock().unwrap().is_empty());
+    });
+}
+
+#[test]
+fn bounded_push_racing_the_final_drain_is_counted() {
+    bounded_push_vs_final_drain(true);
+}
+
+#[test]
+#[should_panic(expected = "stranded")]
+fn mutation_bounded_push_without_recheck_is_caught() {
+    bounded_push_vs_final_drain(false);
+}

@@ -9,6 +9,7 @@ use super::id::ActorId;
 use super::lifecycle::{Down, JoinFuture, StopListener, StopRequest, WatchId};
 use super::watch::Watchable;
 use crate::engine::deadline;
+use crate::engine::scheduler::may_block_here;
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -82,14 +83,22 @@ impl<A: Actor> ActorRef<A> {
 
     /// Sends a request built by `make` around a [`ReplyTo`] and blocks this
     /// thread for the reply, at most `timeout` (a timeout too large for the
-    /// clock waits as long as it takes). Do not call it from inside an actor
-    /// (it would block a worker); use [`Context::ask`](crate::Context::ask)
-    /// there.
+    /// clock waits as long as it takes).
+    ///
+    /// On a worker thread that runs actors (inside a handler) it fails at
+    /// once with [`AskError::WouldBlockWorker`] without sending: waiting there
+    /// would stall that worker's actors for the whole timeout. Use
+    /// [`Context::ask`](crate::Context::ask) in a handler. Actors on a
+    /// [`blocking_pool`](crate::SystemHandle::blocking_pool) or a
+    /// [dedicated thread](crate::SpawnOptions::dedicated_thread) may block.
     pub fn ask<R: Send + 'static>(
         &self,
         make: impl FnOnce(ReplyTo<R>) -> A::Msg,
         timeout: Duration,
     ) -> Result<R, AskError> {
+        if !may_block_here() {
+            return Err(AskError::WouldBlockWorker);
+        }
         let deadline = deadline::after(timeout);
         let (reply, rx) = ReplyTo::oneshot();
         self.send_request(make(reply))?;

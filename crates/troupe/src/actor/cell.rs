@@ -18,7 +18,9 @@
 //!   with `StopReason::Panicked` and the worker carries on.
 //! * Finalizing (once, by the task holder): mark `STOPPED|CLOSED`, run the
 //!   `stopped` hook (not after a panic), drop the actor, drop and count what is
-//!   left in the mailbox (pending asks fail with `ActorStopped`), publish the
+//!   left in the mailbox (pending asks fail with `ActorStopped`; the drain
+//!   waits for slots claimed before `CLOSED` but not yet written, so nothing
+//!   accepted is still inside when `join` returns), publish the
 //!   exit reason to joiners and watchers (`lifecycle::ExitRecord`), leave the
 //!   system's actor table.
 
@@ -85,7 +87,10 @@ impl<A: Actor> ActorCell<A> {
                 .as_deref()
                 .or(options.name.as_deref().map(String::as_str))
                 .unwrap_or("troupe-dedicated");
-            (Some(rt.host.start_pool(rt.pool_config(name, 1))), true)
+            let mut cfg = rt.pool_config(name, 1);
+            // The actor's own thread: blocking there stalls only itself.
+            cfg.blocking = true;
+            (Some(rt.host.start_pool(cfg)), true)
         } else {
             (options.dispatcher.map(|d| d.pool), false)
         };
@@ -204,7 +209,11 @@ impl<A: Actor> ActorCell<A> {
     #[inline]
     pub(crate) fn send_with(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
         match self.mailbox.push(msg, may_block) {
-            Ok(Pushed { schedule, evicted }) => {
+            Ok(Pushed {
+                schedule,
+                evicted,
+                stranded,
+            }) => {
                 if let Some((m, flags)) = self.metrics.get() {
                     if flags & ARMED != 0 {
                         m.sample_send(&self.metrics, self);
@@ -212,6 +221,9 @@ impl<A: Actor> ActorCell<A> {
                 }
                 if let Some(old) = evicted {
                     self.drop_undelivered(old, AskError::MailboxFull);
+                }
+                if stranded {
+                    self.drop_stranded();
                 }
                 if schedule {
                     // We took the SCHEDULED bit: the task is ours to hand over.
@@ -243,7 +255,19 @@ impl<A: Actor> ActorCell<A> {
     #[cold]
     pub(crate) fn drop_undelivered(&self, msg: A::Msg, why: AskError) {
         self.rt.count_dropped(1);
-        let _ = while_dropping(why, || guard(move || drop(msg)));
+        if let Err(r) = while_dropping(why, || guard(move || drop(msg))) {
+            self.rt.caught_panic("dropping an undelivered message", &r);
+        }
+    }
+
+    /// Our bounded push landed as the actor stopped, perhaps after its final
+    /// drain: empty the ring ourselves, counting each message before its
+    /// drop (the drop wakes an asker, who may read the counter at once).
+    #[cold]
+    fn drop_stranded(&self) {
+        while let Some(m) = self.mailbox.take_stranded() {
+            self.drop_undelivered(m, AskError::ActorStopped);
+        }
     }
 
     /// Asks the actor to stop; schedules it if idle so it sees the request.
@@ -274,12 +298,14 @@ impl<A: Actor> ActorCell<A> {
         // Count each leftover before dropping it: dropping a request's
         // `ReplyTo` wakes its asker, who may read the counter at once.
         while_dropping(AskError::ActorStopped, || {
+            // `pop_final`: wait for slots claimed but not yet written, so
+            // the count is complete before `join` returns and watchers run.
             // SAFETY: forwarded caller contract.
-            while let Some(m) = unsafe { self.mailbox.pop() } {
+            while let Some(m) = unsafe { self.mailbox.pop_final() } {
                 self.rt.count_dropped(1);
                 n += 1;
                 if let Err(r) = guard(move || drop(m)) {
-                    tracing::error!(actor = %self.id, %r, "dropping an undelivered message panicked");
+                    self.rt.caught_panic("dropping an undelivered message", &r);
                 }
             }
         });
@@ -300,10 +326,12 @@ impl<A: Actor> ActorCell<A> {
             if run_hook {
                 let mut ctx = Context::new(self);
                 if let Err(r) = guard(|| actor.stopped(&mut ctx)) {
+                    self.rt.count_panics(1);
                     reason = r;
                 }
             }
             if let Err(r) = guard(move || drop(actor)) {
+                self.rt.count_panics(1);
                 reason = r;
             }
         }
@@ -321,7 +349,8 @@ impl<A: Actor> ActorCell<A> {
             let panicked = matches!(reason, StopReason::Panicked(_));
             m.on_stop(dropped, self, panicked);
         }
-        self.exit.publish(self.id, reason);
+        let watcher_panics = self.exit.publish(self.id, reason);
+        self.rt.count_panics(watcher_panics);
         if self.dedicated {
             // Our own thread: it exits once this turn returns.
             self.pool().begin_shutdown();
@@ -352,6 +381,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
         if !slot.started {
             slot.started = true;
             if let Err(reason) = guard(|| actor.started(&mut ctx)) {
+                self.rt.count_panics(1);
                 return self.finalize(reason, false);
             }
         }
@@ -383,6 +413,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 }
             });
             if let Err(reason) = turn {
+                self.rt.count_panics(1);
                 return self.finalize(reason, false);
             }
             if ctx.stopping() {

@@ -97,6 +97,13 @@ pub enum AskError {
     NoResponders,
     /// The connection to the target was lost before the reply came.
     Disconnected,
+    /// A blocking [`ActorRef::ask`](crate::ActorRef::ask) was called on a
+    /// worker thread that runs actors: waiting there would stall every actor
+    /// behind it (on a one-thread system, all of them, perhaps the one that
+    /// should reply). The request was not sent. From a handler use
+    /// [`Context::ask`](crate::Context::ask), which delivers the reply as a
+    /// message; blocking pools and dedicated threads may block.
+    WouldBlockWorker,
 }
 
 impl fmt::Display for AskError {
@@ -110,6 +117,10 @@ impl fmt::Display for AskError {
             AskError::NoReply => "the actor dropped the request without replying",
             AskError::NoResponders => "nobody serves the target; the request was not handled",
             AskError::Disconnected => "the connection to the target was lost before the reply",
+            AskError::WouldBlockWorker => {
+                "a blocking ask on an actor worker thread would stall its actors; \
+                 the request was not sent (use Context::ask from a handler)"
+            }
         })
     }
 }

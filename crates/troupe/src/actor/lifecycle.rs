@@ -388,13 +388,14 @@ impl ExitRecord {
 
     /// Records the stop and tells everyone: every watcher and listener, in
     /// registration order, then async joiners; then wakes the blocked
-    /// joiners. Called once, by whoever finalizes the actor.
-    pub(crate) fn publish(&self, id: ActorId, reason: StopReason) {
+    /// joiners. Called once, by whoever finalizes the actor. Returns how many
+    /// watchers panicked (each is logged; the others still run).
+    pub(crate) fn publish(&self, id: ActorId, reason: StopReason) -> u64 {
         let watchers = {
             let mut exit = self.exit.lock();
             let watchers = match &mut *exit {
                 Exit::Running { watchers, .. } => std::mem::take(watchers),
-                Exit::Stopped { .. } => return,
+                Exit::Stopped { .. } => return 0,
             };
             // With no watcher to run (most actors), joiners may go at once:
             // one lock, not two.
@@ -407,21 +408,26 @@ impl ExitRecord {
             if told {
                 drop(exit);
                 self.cv.notify_all();
-                return;
+                return 0;
             }
             watchers
         };
         // Outside the lock: a watcher may watch, or ask for the reason.
         let mut joiners = Vec::new();
+        let mut panics = 0;
+        let mut tally = |r: Result<(), StopReason>| {
+            if let Err(reason) = r {
+                panics += 1;
+                log_watcher_panic(reason);
+            }
+        };
         if let Some((l, token)) = watchers.listener {
-            guard(|| l.actor_stopped(id, token, &reason)).unwrap_or_else(log_watcher_panic);
+            tally(guard(|| l.actor_stopped(id, token, &reason)));
         }
         for x in watchers.rest {
             match x {
-                Extra::Listener((l, token)) => {
-                    guard(|| l.actor_stopped(id, token, &reason)).unwrap_or_else(log_watcher_panic)
-                }
-                Extra::Once(_, w) => guard(|| w(id, &reason)).unwrap_or_else(log_watcher_panic),
+                Extra::Listener((l, token)) => tally(guard(|| l.actor_stopped(id, token, &reason))),
+                Extra::Once(_, w) => tally(guard(|| w(id, &reason))),
                 Extra::Joiner(tx) => joiners.push(tx),
             }
         }
@@ -435,6 +441,7 @@ impl ExitRecord {
         for tx in joiners {
             let _ = tx.send(reason.clone());
         }
+        panics
     }
 }
 

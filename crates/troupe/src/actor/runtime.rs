@@ -9,6 +9,7 @@
 //! under way), retire a stopped one, start a pool for a dedicated thread.
 //! Those calls happen once per spawn and once per stop, never per message.
 
+use super::error::StopReason;
 use super::lifecycle::Stoppable;
 use super::metrics::MetricsSet;
 use crate::engine::dispatcher::Dispatcher;
@@ -51,6 +52,9 @@ pub(crate) struct Runtime {
     pub(crate) pool: Arc<Pool>,
     /// Messages dropped undelivered (see `ShutdownReport`).
     pub(crate) dropped: AtomicU64,
+    /// Panics caught in user code: handlers, hooks, actor and message drops,
+    /// watchers (see `ShutdownReport`). None ever reaches a worker.
+    pub(crate) panics: AtomicU64,
     /// The mailbox actors get unless their options say otherwise.
     pub(crate) default_mailbox: MailboxConfig,
     /// Messages per turn.
@@ -69,6 +73,21 @@ impl Runtime {
         self.dropped.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Reports a panic caught in user code (`lifecycle::guard`): logged and
+    /// counted. `what` says which code panicked.
+    #[cold]
+    pub(crate) fn caught_panic(&self, what: &str, reason: &StopReason) {
+        self.panics.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(%reason, "{what} panicked; the runtime carries on");
+    }
+
+    /// Counts `n` panics already reported (watchers log their own).
+    pub(crate) fn count_panics(&self, n: u64) {
+        if n > 0 {
+            self.panics.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
     /// A pool config with this system's throughput.
     pub(crate) fn pool_config(&self, name: &str, threads: usize) -> PoolConfig {
         PoolConfig {
@@ -78,6 +97,7 @@ impl Runtime {
             shared_queue: false,
             pin: None,
             metrics: self.metrics.default_on,
+            blocking: false,
         }
     }
 }

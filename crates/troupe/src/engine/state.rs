@@ -50,11 +50,13 @@ impl ActorState {
         self.load() & CLOSED != 0
     }
 
-    /// After a push: returns true if the caller now owns the actor's task and
-    /// must schedule it.
+    /// After a bounded push: sets `SCHEDULED` and returns the previous bits.
+    /// `prev & SCHEDULED == 0`: the caller owns the actor's task. `prev &
+    /// STOPPED != 0`: the actor's final drain may already have run, so the
+    /// caller must take out what it may have left (see `mailbox/mod.rs`).
     #[inline]
-    pub fn notify(&self) -> bool {
-        self.0.fetch_or(SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
+    pub fn notify_bits(&self) -> usize {
+        self.0.fetch_or(SCHEDULED, Ordering::AcqRel)
     }
 
     /// Sets stop bits (and `CLOSED`); returns true if the caller must

@@ -138,14 +138,39 @@ impl Default for SystemBuilder {
 }
 
 impl SystemBuilder {
-    /// Worker threads (default: available cores; 0 is raised to 1).
+    /// Worker threads (default: available cores).
+    ///
+    /// Clamp: 0 is raised to 1 (a system needs a worker to run anything).
+    ///
+    /// ```
+    /// let system = troupe::ActorSystem::builder().threads(0).build();
+    /// assert_eq!(system.handle().threads(), 1);
+    /// ```
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n.max(1);
         self
     }
 
     /// Most messages an actor handles per turn before others get the worker
-    /// (default 64; 0 is raised to 1).
+    /// (default 64).
+    ///
+    /// Clamp: 0 is raised to 1 (a turn handles at least one message, or no
+    /// actor would ever make progress).
+    ///
+    /// ```
+    /// use troupe::{Actor, ActorSystem, Context, ReplyTo};
+    /// use std::time::Duration;
+    /// struct Echo;
+    /// impl Actor for Echo {
+    ///     type Msg = ReplyTo<u8>;
+    ///     fn handle(&mut self, r: ReplyTo<u8>, _ctx: &mut Context<'_, Self>) {
+    ///         r.reply(1);
+    ///     }
+    /// }
+    /// let system = ActorSystem::builder().throughput(0).build();
+    /// let echo = system.spawn(Echo);
+    /// assert_eq!(echo.ask(|r| r, Duration::from_secs(5)), Ok(1)); // still runs
+    /// ```
     pub fn throughput(mut self, n: usize) -> Self {
         self.throughput = n.max(1);
         self
@@ -203,6 +228,7 @@ impl SystemBuilder {
             name: self.name.clone(),
             shared_queue: false,
             pin: None,
+            blocking: false,
             metrics: self.metrics,
         }
     }
@@ -238,6 +264,7 @@ impl SystemBuilder {
         let rt = Arc::new(Runtime {
             pool,
             dropped: AtomicU64::new(0),
+            panics: AtomicU64::new(0),
             default_mailbox: self.mailbox,
             throughput: self.throughput,
             metrics: crate::actor::metrics::MetricsSet {
@@ -304,6 +331,13 @@ impl SystemHandle {
         self.rt.dropped.load(Ordering::Relaxed)
     }
 
+    /// Panics caught in user code so far: handlers, `started`/`stopped`
+    /// hooks, dropping an actor or an undelivered message, stop watchers.
+    /// Each stopped its actor at most; none took a worker down.
+    pub fn panics(&self) -> u64 {
+        self.rt.panics.load(Ordering::Relaxed)
+    }
+
     /// Worker threads.
     pub fn threads(&self) -> usize {
         self.rt.pool.threads()
@@ -318,13 +352,15 @@ impl SystemHandle {
         )
     }
 
-    /// A new, independent work-stealing pool of `threads` workers.
+    /// A new, independent work-stealing pool of `threads` workers (0 is
+    /// raised to 1).
     pub fn work_stealing_pool(&self, name: &str, threads: usize) -> Dispatcher {
         let pool = self.rt.host.start_pool(self.rt.pool_config(name, threads));
         Dispatcher::new(pool, DispatcherKind::WorkStealing, name)
     }
 
-    /// A pool whose `threads` workers all pull from one shared queue.
+    /// A pool whose `threads` workers all pull from one shared queue (0 is
+    /// raised to 1).
     pub fn shared_queue_pool(&self, name: &str, threads: usize) -> Dispatcher {
         let mut cfg = self.rt.pool_config(name, threads);
         cfg.shared_queue = true;
@@ -355,10 +391,12 @@ impl SystemHandle {
 
     /// A pool for handlers that block (files, sockets, sleeps): shared-queue,
     /// so no task waits in a blocked worker's LIFO slot. Size it with
-    /// [`io_pool_size`](crate::dispatcher::io_pool_size).
+    /// [`io_pool_size`](crate::dispatcher::io_pool_size). `threads` of 0 is
+    /// raised to 1.
     pub fn blocking_pool(&self, name: &str, threads: usize) -> Dispatcher {
         let mut cfg = self.rt.pool_config(name, threads);
         cfg.shared_queue = true;
+        cfg.blocking = true;
         Dispatcher::new(self.rt.host.start_pool(cfg), DispatcherKind::Blocking, name)
     }
 

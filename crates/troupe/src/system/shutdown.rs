@@ -87,6 +87,7 @@ impl SystemInner {
         let report = ShutdownReport {
             actors_stopped: self.table.stopped(),
             messages_dropped: rt.dropped.load(Ordering::Relaxed),
+            panics: rt.panics.load(Ordering::Relaxed),
             deadline_passed: timed_out,
             actors_unresponsive: unresponsive,
             elapsed: started.elapsed(),
@@ -108,6 +109,9 @@ pub struct ShutdownReport {
     /// when its actor stopped or was killed, evicted by an overflow policy,
     /// or sent in the instant the actor stopped.
     pub messages_dropped: u64,
+    /// Panics caught in user code over the system's life (handlers, hooks,
+    /// actor and message drops, watchers); none took a worker down.
+    pub panics: u64,
     /// Whether draining took longer than the timeout (the rest were killed).
     pub deadline_passed: bool,
     /// Actors still running a handler when shutdown gave up (their workers
@@ -122,6 +126,7 @@ impl ShutdownReport {
         ShutdownReport {
             actors_stopped: inner.table.stopped(),
             messages_dropped: rt.dropped.load(Ordering::Relaxed),
+            panics: rt.panics.load(Ordering::Relaxed),
             deadline_passed: false,
             actors_unresponsive: inner.table.live(),
             elapsed: Duration::ZERO,
@@ -133,9 +138,10 @@ impl fmt::Display for ShutdownReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} actors stopped, {} messages dropped{}{} in {:?}",
+            "{} actors stopped, {} messages dropped, {} panics caught{}{} in {:?}",
             self.actors_stopped,
             self.messages_dropped,
+            self.panics,
             if self.deadline_passed {
                 ", deadline passed"
             } else {

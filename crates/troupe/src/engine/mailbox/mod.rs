@@ -12,6 +12,23 @@
 //! together, so its API is: `push` (and learn whether to schedule),
 //! `pop`, `try_release`, `request_stop`, `flags`, `mark_stopped`.
 //!
+//! The bounded flavour keeps its state word apart from its ring, so a push
+//! that passed the `CLOSED` check can land in the ring after the actor's final
+//! drain. The push closes that race with the RMW it already does: after the
+//! ring push it sets `SCHEDULED` with a `fetch_or` and looks at the previous
+//! bits. The finalizer sets `STOPPED` with a `fetch_or` on the same word before
+//! it drains. Both RMWs are AcqRel on one word, so one reads the other: if the
+//! push's came first, the drain sees the pushed message; if the finalizer's
+//! came first, the pusher sees `STOPPED` and takes out whatever is left in the
+//! ring itself (the ring is MPMC, so a second consumer is safe), dropping and
+//! counting it before its send returns ([`Pushed::stranded`]). No extra atomic
+//! per message. A message accepted by such a racing send is therefore counted
+//! by the time the send returns (perhaps just after `join` returned: the send
+//! and the stop were concurrent); one accepted before the stop is accounted
+//! for before `join` returns, as with the unbounded mailbox. `tests/loom.rs`
+//! models this protocol (the ring itself, crossbeam's `ArrayQueue`, does not
+//! run under loom, so the model uses a locked queue in its place).
+//!
 //! Invariants every flavour keeps: FIFO per sender, no message lost or
 //! duplicated, exactly one consumer at a time (the worker holding the actor's
 //! `SCHEDULED` bit), a push after `CLOSED` is refused with the message handed
@@ -42,7 +59,8 @@ pub enum MailboxConfig {
     Unbounded,
     /// Holds at most `capacity` messages; `policy` says what happens beyond.
     Bounded {
-        /// Maximum number of waiting messages.
+        /// Maximum number of waiting messages (0 is raised to 1, as in
+        /// [`MailboxConfig::bounded`]).
         capacity: usize,
         /// What a send does when the mailbox is full.
         policy: Overflow,
@@ -51,8 +69,17 @@ pub enum MailboxConfig {
 
 impl MailboxConfig {
     /// A bounded mailbox of `capacity` messages with `policy` on overflow.
-    /// A capacity of 0 is raised to 1 (a mailbox must hold the message that
-    /// wakes its actor).
+    ///
+    /// Clamp: a capacity of 0 is raised to 1 (a mailbox must hold the
+    /// message that wakes its actor).
+    ///
+    /// ```
+    /// use troupe::{MailboxConfig, Overflow};
+    /// assert_eq!(
+    ///     MailboxConfig::bounded(0, Overflow::Reject),
+    ///     MailboxConfig::Bounded { capacity: 1, policy: Overflow::Reject }
+    /// );
+    /// ```
     pub fn bounded(capacity: usize, policy: Overflow) -> Self {
         let capacity = capacity.max(1);
         MailboxConfig::Bounded { capacity, policy }
@@ -72,6 +99,10 @@ pub(crate) struct Pushed<T> {
     /// A `DropOldest` mailbox evicted this message to make room (or a
     /// `DropNewest` one dropped the new message).
     pub(crate) evicted: Option<T>,
+    /// A bounded push landed after the actor's final drain may have run: the
+    /// pusher must empty the ring with [`Mailbox::take_stranded`], dropping
+    /// and counting what it finds.
+    pub(crate) stranded: bool,
 }
 
 /// Why a push did not take the message.
@@ -101,6 +132,7 @@ impl<T> Mailbox<T> {
                 Ok(schedule) => Ok(Pushed {
                     schedule,
                     evicted: None,
+                    stranded: false,
                 }),
                 Err(v) => Err(PushError::Closed(v)),
             },
@@ -113,9 +145,13 @@ impl<T> Mailbox<T> {
                     BoundedPushError::Full(v) => PushError::Full(v),
                     BoundedPushError::Closed(v) => PushError::Closed(v),
                 })?;
+                // One RMW, as before: whether we own the task, and whether
+                // the final drain may have missed us (module docs).
+                let prev = st.notify_bits();
                 Ok(Pushed {
-                    schedule: st.notify(),
+                    schedule: prev & state::SCHEDULED == 0,
                     evicted,
+                    stranded: prev & state::STOPPED != 0,
                 })
             }
         }
@@ -131,6 +167,33 @@ impl<T> Mailbox<T> {
         match self {
             // SAFETY: forwarded caller contract.
             Mailbox::Unbounded(q) => unsafe { q.pop() },
+            Mailbox::Bounded(b) => b.0.pop(),
+        }
+    }
+
+    /// The final drain's pop: as [`pop`](Self::pop), but waits for a slot
+    /// that a sender has claimed and not yet written instead of stopping at
+    /// it, so that once the mailbox is closed, `None` means every accepted
+    /// message has been taken out. (The bounded ring's pop already waits for
+    /// a half-written slot.)
+    ///
+    /// # Safety
+    /// As for [`pop`](Self::pop).
+    pub(crate) unsafe fn pop_final(&self) -> Option<T> {
+        match self {
+            // SAFETY: forwarded caller contract.
+            Mailbox::Unbounded(q) => unsafe { q.pop_final() },
+            Mailbox::Bounded(b) => b.0.pop(),
+        }
+    }
+
+    /// After a push that came back [`Pushed::stranded`]: takes out a message
+    /// left in a stopped bounded mailbox. Safe from any thread: only a
+    /// bounded mailbox (an MPMC ring) is ever stranded, and by then its actor
+    /// is finalized, so the only other consumer is its final drain.
+    pub(crate) fn take_stranded(&self) -> Option<T> {
+        match self {
+            Mailbox::Unbounded(_) => None,
             Mailbox::Bounded(b) => b.0.pop(),
         }
     }

@@ -271,6 +271,35 @@ impl<T> Unbounded<T> {
         }
     }
 
+    /// The final drain's pop: removes the oldest claimed message, waiting for
+    /// its sender to finish writing it if the slot is claimed but not yet
+    /// written. `None` only once every claimed slot has been read.
+    ///
+    /// Once `CLOSED` is set no slot can be claimed any more, so after a stop
+    /// the claimed slots are a fixed set and every one of them is, or is
+    /// about to be, written: a sender between its claiming CAS and its
+    /// `WRITE` store runs no user code and cannot fail, so the wait is short
+    /// and ends. A plain [`pop`](Self::pop) would stop at the half-written
+    /// slot and strand it and everything after it (issue 13, defect 2).
+    ///
+    /// # Safety
+    /// As for [`pop`](Self::pop).
+    pub unsafe fn pop_final(&self) -> Option<T> {
+        let backoff = Backoff::new();
+        loop {
+            // SAFETY: forwarded caller contract.
+            if let Some(v) = unsafe { self.pop() } {
+                return Some(v);
+            }
+            // `is_empty` re-reads the tail, so a slot claimed while the
+            // mailbox was still open is waited for, never skipped.
+            if self.is_empty() {
+                return None;
+            }
+            backoff.snooze();
+        }
+    }
+
     /// Whether no message is claimed and unread. Safe from any thread at any
     /// time: it compares the two indices and never touches a block.
     #[inline]

@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-pub(crate) use worker::{is_worker_thread, WorkerLocal};
+pub(crate) use worker::{is_worker_thread, may_block_here, WorkerLocal};
 
 /// A scheduled actor: a type-erased, non-owning pointer to its cell. Running
 /// it consumes the task; the actor either re-schedules itself (a new task) or
@@ -90,6 +90,9 @@ pub(crate) struct PoolConfig {
     pub(crate) pin: Option<Vec<usize>>,
     /// Count tasks, steals, parks and idle time per worker (`stats.rs`).
     pub(crate) metrics: bool,
+    /// Its threads may block (a blocking pool, a dedicated thread): a
+    /// blocking wait there stalls only the actors that chose it.
+    pub(crate) blocking: bool,
 }
 
 /// A set of worker threads with their queues.
@@ -106,6 +109,8 @@ pub(crate) struct Pool {
     pub(crate) name: String,
     /// Per-worker counters; written only when `metrics` is on.
     pub(crate) stats: stats::PoolStats,
+    /// See [`PoolConfig::blocking`].
+    pub(crate) blocking: bool,
 }
 
 impl Pool {
@@ -125,6 +130,7 @@ impl Pool {
             shared_queue: config.shared_queue,
             name: config.name.clone(),
             stats: stats::PoolStats::new(threads, config.metrics),
+            blocking: config.blocking,
         });
         (pool, deques, parkers)
     }

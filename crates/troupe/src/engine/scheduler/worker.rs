@@ -66,6 +66,19 @@ pub(crate) fn is_worker_thread() -> bool {
     !CURRENT.with(|c| c.get()).is_null()
 }
 
+/// Whether the calling thread may block waiting (on a reply, say): any
+/// thread but a worker of a pool that runs actors (one without
+/// [`PoolConfig::blocking`](super::PoolConfig)), where a wait would stall
+/// every actor queued behind it.
+pub(crate) fn may_block_here() -> bool {
+    let w = CURRENT.with(|c| c.get());
+    if w.is_null() {
+        return true;
+    }
+    // SAFETY: as in `current_for`: non-null only inside this thread's run loop.
+    unsafe { &*w }.pool.blocking
+}
+
 /// A worker's own state. Not shared: other threads see only its stealer and
 /// unparker, held by the pool.
 pub(crate) struct WorkerLocal {
