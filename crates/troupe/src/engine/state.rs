@@ -86,3 +86,83 @@ impl ActorState {
             .fetch_or(STOPPED | CLOSED | SCHEDULED, Ordering::AcqRel);
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A send's `fetch_or`: whether it took the task.
+    fn takes(st: &ActorState) -> bool {
+        st.notify_bits() & SCHEDULED == 0
+    }
+
+    #[test]
+    fn one_task_per_idle_period() {
+        let st = ActorState::new_scheduled();
+        // The spawner holds the first task; a send finds it scheduled.
+        assert!(!takes(&st));
+        let prev = st.release();
+        assert_eq!(prev & SCHEDULED, SCHEDULED);
+        // Idle: the next send takes the task, the one after does not.
+        assert!(takes(&st));
+        assert!(!takes(&st));
+        // The worker releases, finds more, takes it back once.
+        st.release();
+        assert!(st.reacquire());
+        assert!(!st.reacquire());
+    }
+
+    #[test]
+    fn a_stop_request_closes_and_schedules_an_idle_actor_once() {
+        let st = ActorState::new_scheduled();
+        st.release();
+        assert!(st.request_stop(STOP_DRAIN));
+        assert!(st.is_closed());
+        assert!(!st.request_stop(STOP_NOW), "already scheduled by the first");
+        st.mark_stopped();
+        assert_eq!(st.load() & (STOPPED | CLOSED | SCHEDULED), STOPPED | CLOSED | SCHEDULED);
+        assert!(!takes(&st), "a stopped actor is never scheduled again");
+    }
+
+    /// Two threads race sends against a worker's release/reacquire: at any
+    /// moment at most one of them holds the task, and every send that found
+    /// the actor idle is matched by exactly one task.
+    #[test]
+    fn racing_notify_and_release_hand_out_one_task_at_a_time() {
+        use std::sync::atomic::{AtomicUsize, Ordering as O};
+        use std::sync::Arc;
+        let rounds = if cfg!(miri) { 50 } else { 20_000 };
+        let st = Arc::new(ActorState::new_scheduled());
+        let holders = Arc::new(AtomicUsize::new(1)); // the spawner's task
+        let sender = {
+            let (st, holders) = (st.clone(), holders.clone());
+            std::thread::spawn(move || {
+                let mut took = 0;
+                for _ in 0..rounds {
+                    if takes(&st) {
+                        took += 1;
+                        assert_eq!(holders.fetch_add(1, O::SeqCst), 0, "two tasks at once");
+                        holders.fetch_sub(1, O::SeqCst);
+                        st.release();
+                    }
+                }
+                took
+            })
+        };
+        for _ in 0..rounds {
+            holders.fetch_sub(1, O::SeqCst);
+            st.release();
+            if st.reacquire() {
+                assert_eq!(holders.fetch_add(1, O::SeqCst), 0, "two tasks at once");
+            } else {
+                // The sender holds it now; wait for it to give it back.
+                while !st.reacquire() {
+                    std::hint::spin_loop();
+                }
+                assert_eq!(holders.fetch_add(1, O::SeqCst), 0, "two tasks at once");
+            }
+        }
+        let _ = sender.join().unwrap();
+        assert_eq!(holders.load(O::SeqCst), 1);
+    }
+}
