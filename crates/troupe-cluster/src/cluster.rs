@@ -57,6 +57,7 @@ pub struct ClusterBuilder {
     namespace: String,
     heartbeat: Duration,
     down_after: f64,
+    reconnect_grace: Duration,
     registry_ttl: Duration,
     connect_timeout: Duration,
     user: Option<(String, String)>,
@@ -82,6 +83,13 @@ impl ClusterBuilder {
         self.down_after = intervals.max(1.0);
         self
     }
+    /// After this node reconnects to the server, how long every peer has
+    /// to reconnect too before its silence counts (default 5 s): a server
+    /// restart is not a node death.
+    pub fn reconnect_grace(mut self, grace: Duration) -> Self {
+        self.reconnect_grace = grace;
+        self
+    }
     /// The registry bucket's `max_age`, the backstop for entries of nodes
     /// nobody saw die (default 30 s; owners re-put every third of it).
     pub fn registry_ttl(mut self, ttl: Duration) -> Self {
@@ -105,7 +113,10 @@ impl ClusterBuilder {
     }
     /// Anything else on the underlying [`NodeBuilder`] (TLS and other
     /// `async-nats` options through `connect_options`, limits).
-    pub fn node_options(mut self, f: impl FnOnce(NodeBuilder) -> NodeBuilder + Send + 'static) -> Self {
+    pub fn node_options(
+        mut self,
+        f: impl FnOnce(NodeBuilder) -> NodeBuilder + Send + 'static,
+    ) -> Self {
         self.node = Some(Box::new(f));
         self
     }
@@ -158,11 +169,19 @@ impl ClusterBuilder {
                 let r = tokio::time::timeout(Duration::from_secs(5), async {
                     match js.create_key_value(config).await {
                         Ok(kv) => Ok(kv),
-                        Err(_) => js.get_key_value(wire::bucket(&ns)).await.map_err(|e| e.to_string()),
+                        Err(_) => js
+                            .get_key_value(wire::bucket(&ns))
+                            .await
+                            .map_err(|e| e.to_string()),
                     }
                 })
                 .await;
-                r.unwrap_or_else(|_| Err("JetStream did not answer within 5 s (is the server started with -js?)".into()))
+                r.unwrap_or_else(|_| {
+                    Err(
+                        "JetStream did not answer within 5 s (is the server started with -js?)"
+                            .into(),
+                    )
+                })
             })
             .map_err(ClusterError::Registry)?;
         let incarnation = SystemTime::now()
@@ -176,6 +195,7 @@ impl ClusterBuilder {
             incarnation,
             interval: self.heartbeat,
             down_after: self.down_after,
+            reconnect_grace: self.reconnect_grace,
             ttl,
             client: node.client().clone(),
             kv,
@@ -237,9 +257,9 @@ fn connect_bounded(nb: NodeBuilder, limit: Duration) -> Result<Node, ClusterErro
         .map_err(|e| ClusterError::Nats(e.to_string()))?;
     match rx.recv_timeout(limit) {
         Ok(r) => Ok(r?),
-        Err(_) => Err(ClusterError::Node(troupe_remote::NodeError::Connect(format!(
-            "no connection within {limit:?}"
-        )))),
+        Err(_) => Err(ClusterError::Node(troupe_remote::NodeError::Connect(
+            format!("no connection within {limit:?}"),
+        ))),
     }
 }
 
@@ -275,6 +295,7 @@ pub(crate) struct Inner {
     incarnation: u64,
     interval: Duration,
     down_after: f64,
+    reconnect_grace: Duration,
     ttl: Duration,
     client: Client,
     kv: Store,
@@ -321,7 +342,9 @@ impl Inner {
 
     async fn on_heartbeats(self: Arc<Self>, mut sub: async_nats::Subscriber) {
         while let Some(msg) = sub.next().await {
-            let Some(hb) = decode::<Heartbeat>(&msg.payload) else { continue };
+            let Some(hb) = decode::<Heartbeat>(&msg.payload) else {
+                continue;
+            };
             if hb.node == self.name {
                 if hb.incarnation != self.incarnation {
                     tracing::error!(node = %self.name, "another node with this name heartbeats in the cluster");
@@ -339,7 +362,9 @@ impl Inner {
 
     async fn on_byes(self: Arc<Self>, mut sub: async_nats::Subscriber) {
         while let Some(msg) = sub.next().await {
-            let Some(hb) = decode::<Heartbeat>(&msg.payload) else { continue };
+            let Some(hb) = decode::<Heartbeat>(&msg.payload) else {
+                continue;
+            };
             if hb.node == self.name {
                 continue;
             }
@@ -352,8 +377,12 @@ impl Inner {
 
     async fn on_stop_events(self: Arc<Self>, mut sub: async_nats::Subscriber) {
         while let Some(msg) = sub.next().await {
-            let Some(node) = msg.subject.as_str().rsplit('.').next() else { continue };
-            let Some(ev) = decode::<StopEvent>(&msg.payload) else { continue };
+            let Some(node) = msg.subject.as_str().rsplit('.').next() else {
+                continue;
+            };
+            let Some(ev) = decode::<StopEvent>(&msg.payload) else {
+                continue;
+            };
             self.standins
                 .stop(&format!("{}@{node}", ev.actor), ev.reason.into());
         }
@@ -399,7 +428,8 @@ impl Inner {
         let mut was_connected = true;
         loop {
             tokio::time::sleep(tick).await;
-            let connected = self.client.connection_state() == async_nats::connection::State::Connected;
+            let connected =
+                self.client.connection_state() == async_nats::connection::State::Connected;
             if !connected {
                 was_connected = false;
                 continue;
@@ -407,7 +437,11 @@ impl Inner {
             if !was_connected {
                 was_connected = true;
                 tracing::info!(node = %self.name, "reconnected: grace for peers, registry re-sync");
-                self.peers.lock().grace(Instant::now());
+                // Peers reconnect on their own backoff: none is declared
+                // down until `reconnect_grace` after this node is back.
+                self.peers
+                    .lock()
+                    .grace(Instant::now() + self.reconnect_grace);
                 self.resync.notify_one();
             }
             let dead = self.peers.lock().expired(Instant::now(), self.down_after);
@@ -431,7 +465,9 @@ impl Inner {
         if !gone.is_empty() {
             let kv = self.kv.clone();
             let n = gone.len() as u64;
-            self.counters.registry_deletes.fetch_add(n, Ordering::Relaxed);
+            self.counters
+                .registry_deletes
+                .fetch_add(n, Ordering::Relaxed);
             self.handle.spawn(async move {
                 for (key, rev) in gone {
                     // Conditional: a restarted node's fresh entry survives.
@@ -502,14 +538,21 @@ impl Inner {
                         }
                     }
                 }
-                Err(e) => tracing::debug!(node = %self.name, error = %e, "registry watch not started"),
+                Err(e) => {
+                    tracing::debug!(node = %self.name, error = %e, "registry watch not started")
+                }
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
     async fn republish_own(&self) {
-        let own: Vec<(String, Bytes)> = self.own.lock().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let own: Vec<(String, Bytes)> = self
+            .own
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         for (k, v) in own {
             let _ = self.kv.put(&k, v).await;
         }
@@ -587,7 +630,9 @@ pub struct Cluster {
 fn split(target: &str) -> Result<(&str, &str), ClusterError> {
     match target.split_once('@') {
         Some((a, n)) if wire::is_token(a) && wire::is_token(n) => Ok((a, n)),
-        _ => Err(ClusterError::BadName(format!("{target:?} is not actor@node"))),
+        _ => Err(ClusterError::BadName(format!(
+            "{target:?} is not actor@node"
+        ))),
     }
 }
 
@@ -615,6 +660,7 @@ impl Cluster {
             namespace: "default".into(),
             heartbeat: Duration::from_secs(1),
             down_after: 1.75,
+            reconnect_grace: Duration::from_secs(5),
             registry_ttl: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             user: None,
@@ -714,9 +760,17 @@ impl Cluster {
         let r = self.inner.block(async move {
             tokio::time::timeout(Duration::from_secs(5), async move {
                 if create {
-                    kv.create(&k, v).await.map(|_| ()).map_err(|e| (e.kind() == async_nats::jetstream::kv::CreateErrorKind::AlreadyExists, e.to_string()))
+                    kv.create(&k, v).await.map(|_| ()).map_err(|e| {
+                        (
+                            e.kind() == async_nats::jetstream::kv::CreateErrorKind::AlreadyExists,
+                            e.to_string(),
+                        )
+                    })
                 } else {
-                    kv.put(&k, v).await.map(|_| ()).map_err(|e| (false, e.to_string()))
+                    kv.put(&k, v)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| (false, e.to_string()))
                 }
             })
             .await
@@ -796,7 +850,9 @@ impl Cluster {
                     break;
                 }
                 let p = &msg.payload;
-                if p.len() < 8 || u64::from_le_bytes(p[..8].try_into().unwrap_or([0; 8])) != M::TYPE_ID {
+                if p.len() < 8
+                    || u64::from_le_bytes(p[..8].try_into().unwrap_or([0; 8])) != M::TYPE_ID
+                {
                     continue;
                 }
                 if let Ok(m) = postcard::from_bytes::<M>(&p[8..]) {
@@ -809,7 +865,11 @@ impl Cluster {
     }
 
     /// Sends `msg` to one member of the load-balanced group `group`.
-    pub fn dispatch_balanced<M: RemoteMessage>(&self, group: &str, msg: &M) -> Result<(), ClusterError> {
+    pub fn dispatch_balanced<M: RemoteMessage>(
+        &self,
+        group: &str,
+        msg: &M,
+    ) -> Result<(), ClusterError> {
         let mut payload = M::TYPE_ID.to_le_bytes().to_vec();
         payload.extend(postcard::to_allocvec(msg).map_err(|e| ClusterError::Nats(e.to_string()))?);
         let client = self.inner.client.clone();
@@ -824,7 +884,11 @@ impl Cluster {
     pub fn find<M: RemoteMessage>(&self, name: &str) -> Option<RemoteRef<M>> {
         let maps = self.inner.cache.maps.read();
         let slot = maps.names.get(name)?;
-        slot.typed(|e| self.node().lookup::<M>(&format!("{}@{}", e.actor, e.node)).ok())
+        slot.typed(|e| {
+            self.node()
+                .lookup::<M>(&format!("{}@{}", e.actor, e.node))
+                .ok()
+        })
     }
 
     /// Members of `group` as `actor@node`, from the cache, sorted.
@@ -833,7 +897,11 @@ impl Cluster {
         let mut v: Vec<String> = maps
             .groups
             .get(group)
-            .map(|g| g.values().map(|s| format!("{}@{}", s.entry.actor, s.entry.node)).collect())
+            .map(|g| {
+                g.values()
+                    .map(|s| format!("{}@{}", s.entry.actor, s.entry.node))
+                    .collect()
+            })
             .unwrap_or_default();
         v.sort();
         v
@@ -843,10 +911,16 @@ impl Cluster {
     /// returns how many accepted it.
     pub fn dispatch_group<M: RemoteMessage + Clone>(&self, group: &str, msg: M) -> usize {
         let maps = self.inner.cache.maps.read();
-        let Some(g) = maps.groups.get(group) else { return 0 };
+        let Some(g) = maps.groups.get(group) else {
+            return 0;
+        };
         let mut n = 0;
         for slot in g.values() {
-            let r = slot.typed(|e| self.node().lookup::<M>(&format!("{}@{}", e.actor, e.node)).ok());
+            let r = slot.typed(|e| {
+                self.node()
+                    .lookup::<M>(&format!("{}@{}", e.actor, e.node))
+                    .ok()
+            });
             if let Some(r) = r {
                 if r.tell(msg.clone()).is_ok() {
                     n += 1;
@@ -867,10 +941,10 @@ impl Cluster {
             match self.inner.status_of(actor) {
                 CtlReply::Alive => {}
                 CtlReply::Stopped(r) => self.inner.standins.stop(target, r.into()),
-                CtlReply::Unknown => self
-                    .inner
-                    .standins
-                    .stop(target, StopReason::Failed(format!("no such actor: {target}"))),
+                CtlReply::Unknown => self.inner.standins.stop(
+                    target,
+                    StopReason::Failed(format!("no such actor: {target}")),
+                ),
             }
             return Ok(s);
         }
@@ -879,18 +953,24 @@ impl Cluster {
         let ask = encode(&Ctl::Watch { actor });
         let timeout = (inner.interval * 2).max(Duration::from_millis(500));
         self.inner.handle.spawn(async move {
-            let req = async_nats::Request::new().payload(ask).timeout(Some(timeout));
+            let req = async_nats::Request::new()
+                .payload(ask)
+                .timeout(Some(timeout));
             let subject = wire::ctl_subject(&inner.ns, &node);
             match inner.client.send_request(subject, req).await {
                 Ok(m) => match decode::<CtlReply>(&m.payload) {
                     Some(CtlReply::Alive) => {
                         // Known alive now: its silence from here on counts.
-                        inner.peers.lock().assume(&node, 0, inner.interval, Instant::now());
+                        inner
+                            .peers
+                            .lock()
+                            .assume(&node, 0, inner.interval, Instant::now());
                     }
                     Some(CtlReply::Stopped(r)) => inner.standins.stop(&target, r.into()),
-                    _ => inner
-                        .standins
-                        .stop(&target, StopReason::Failed(format!("no such actor: {target}"))),
+                    _ => inner.standins.stop(
+                        &target,
+                        StopReason::Failed(format!("no such actor: {target}")),
+                    ),
                 },
                 Err(_) => {
                     inner.standins.stop(&target, crate::node_down_reason(&node));

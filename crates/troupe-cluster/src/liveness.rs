@@ -76,7 +76,9 @@ impl Peers {
         let dead: Vec<String> = self
             .map
             .iter()
-            .filter(|(_, p)| now.duration_since(p.last_seen) > p.interval.mul_f64(down_after))
+            .filter(|(_, p)| {
+                now.saturating_duration_since(p.last_seen) > p.interval.mul_f64(down_after)
+            })
             .map(|(n, _)| n.clone())
             .collect();
         dead.into_iter()
@@ -88,10 +90,11 @@ impl Peers {
         self.map.remove(node)
     }
 
-    /// Every peer counts as just heard (after this node reconnects).
-    pub fn grace(&mut self, now: Instant) {
+    /// Every peer counts as heard at `until` (after this node reconnects:
+    /// a time in the future gives peers that long to come back).
+    pub fn grace(&mut self, until: Instant) {
         for p in self.map.values_mut() {
-            p.last_seen = now;
+            p.last_seen = p.last_seen.max(until);
         }
     }
 
@@ -136,7 +139,9 @@ mod tests {
         p.heard(&hb("a", 1), t0);
         let later = t0 + Duration::from_millis(500);
         p.grace(later);
-        assert!(p.expired(later + Duration::from_millis(100), 1.75).is_empty());
+        assert!(p
+            .expired(later + Duration::from_millis(100), 1.75)
+            .is_empty());
         assert_eq!(p.expired(later + Duration::from_millis(200), 1.75).len(), 1);
     }
 }

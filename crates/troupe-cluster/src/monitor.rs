@@ -86,7 +86,11 @@ impl StandIns {
         let suffix = format!("@{node}");
         let gone: Vec<ActorRef<StandIn>> = {
             let mut map = self.map.lock();
-            let keys: Vec<String> = map.keys().filter(|k| k.ends_with(&suffix)).cloned().collect();
+            let keys: Vec<String> = map
+                .keys()
+                .filter(|k| k.ends_with(&suffix))
+                .cloned()
+                .collect();
             keys.iter().filter_map(|k| map.remove(k)).collect()
         };
         for s in &gone {

@@ -53,10 +53,8 @@ impl NatsServer {
     /// Starts a server with JetStream that admits only `user`/`password`.
     pub fn start_with_user(user: Option<(&str, &str)>) -> std::io::Result<NatsServer> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let dir = std::env::temp_dir().join(format!(
-            "troupe-cluster-nats-{}-{port}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("troupe-cluster-nats-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         let mut server = NatsServer {
             port,
@@ -105,7 +103,10 @@ impl NatsServer {
                 self.stop();
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
-                    format!("nats-server did not listen on port {} within 10 s", self.port),
+                    format!(
+                        "nats-server did not listen on port {} within 10 s",
+                        self.port
+                    ),
                 ));
             }
             std::thread::sleep(Duration::from_millis(20));

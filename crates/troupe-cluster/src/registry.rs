@@ -209,7 +209,10 @@ mod tests {
         m.apply("g.g1.y.w", 4, e("y", 1));
         let mut gone = m.drop_node("x", 1);
         gone.sort();
-        assert_eq!(gone, vec![("g.g1.x.w".to_string(), 3), ("n.a".to_string(), 1)]);
+        assert_eq!(
+            gone,
+            vec![("g.g1.x.w".to_string(), 3), ("n.a".to_string(), 1)]
+        );
         assert!(m.names.contains_key("b"));
         assert_eq!(m.groups["g1"].len(), 1);
     }

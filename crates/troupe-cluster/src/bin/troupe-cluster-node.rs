@@ -83,8 +83,14 @@ fn main() {
     cluster.on_node_down(|n| say(&format!("PEERDOWN {n}")));
     let _worker = if serve {
         let w = system.spawn(Worker);
-        cluster.expose("worker", &w).tell::<Job>().serve().expect("expose");
-        cluster.register::<Job>(&format!("svc-{name}"), "worker").expect("register");
+        cluster
+            .expose("worker", &w)
+            .tell::<Job>()
+            .serve()
+            .expect("expose");
+        cluster
+            .register::<Job>(&format!("svc-{name}"), "worker")
+            .expect("register");
         cluster.join::<Job>("pool", "worker").expect("join");
         Some(w)
     } else {
@@ -92,7 +98,9 @@ fn main() {
     };
     // Wait until the watched nodes' names are in the cache, then watch them.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while track.iter().any(|t| cluster.find::<Job>(t).is_none()) && std::time::Instant::now() < deadline {
+    while track.iter().any(|t| cluster.find::<Job>(t).is_none())
+        && std::time::Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(10));
     }
     for t in &watch {
@@ -100,7 +108,10 @@ fn main() {
         cluster.monitor(&w, t, |d| d).expect("monitor");
     }
     say("READY");
-    let mut seen: Vec<bool> = track.iter().map(|t| cluster.find::<Job>(t).is_some()).collect();
+    let mut seen: Vec<bool> = track
+        .iter()
+        .map(|t| cluster.find::<Job>(t).is_some())
+        .collect();
     loop {
         for (k, t) in track.iter().enumerate() {
             let present = cluster.find::<Job>(t).is_some();
