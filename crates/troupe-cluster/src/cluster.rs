@@ -1039,7 +1039,7 @@ impl Drop for Cluster {
         }
         let inner = self.inner.clone();
         let own: Vec<String> = inner.own.lock().keys().cloned().collect();
-        let _ = inner.block({
+        inner.block({
             let inner = inner.clone();
             async move {
                 let _ = tokio::time::timeout(Duration::from_millis(500), async {

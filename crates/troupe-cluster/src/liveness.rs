@@ -56,7 +56,8 @@ impl Peers {
         };
         match self.map.insert(hb.node.clone(), fresh) {
             None => Heard::New,
-            Some(p) if p.incarnation == hb.incarnation => Heard::Again,
+            // Incarnation 0: assumed alive before its first heartbeat.
+            Some(p) if p.incarnation == hb.incarnation || p.incarnation == 0 => Heard::Again,
             Some(p) => Heard::Restarted { old: p.incarnation },
         }
     }
@@ -130,6 +131,8 @@ mod tests {
         assert!(p.expired(t0 + Duration::from_secs(9), 1.75).is_empty());
         p.heard(&hb("a", 1), t0);
         assert_eq!(p.heard(&hb("a", 2), t0), Heard::Restarted { old: 1 });
+        p.assume("b", 0, Duration::from_millis(100), t0);
+        assert_eq!(p.heard(&hb("b", 7), t0), Heard::Again);
     }
 
     #[test]

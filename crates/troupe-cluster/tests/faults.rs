@@ -116,6 +116,26 @@ impl Proc {
     }
 }
 
+impl Proc {
+    /// Waits for one line starting with each prefix, in any order.
+    fn expect_all(&self, prefixes: &[&str], limit: Duration) -> Vec<(Instant, String)> {
+        let end = Instant::now() + limit;
+        let mut found: Vec<Option<(Instant, String)>> = vec![None; prefixes.len()];
+        while found.iter().any(Option::is_none) {
+            let left = end.saturating_duration_since(Instant::now());
+            let Ok((t, l)) = self.lines.recv_timeout(left) else {
+                panic!("not all of {prefixes:?} within {limit:?}: {found:?}")
+            };
+            for (k, p) in prefixes.iter().enumerate() {
+                if found[k].is_none() && l.starts_with(p) {
+                    found[k] = Some((t, l.clone()));
+                }
+            }
+        }
+        found.into_iter().flatten().collect()
+    }
+}
+
 impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -141,11 +161,16 @@ fn sigkill_one_of_three_processes_gives_down_and_registry_cleanup_within_two_hea
     let _ = victim.child.wait();
     let bound = HB * 2 + Duration::from_millis(60); // 2 heartbeats + pipe and scheduling
     for w in [&w1, &w2] {
-        let (t, line) = w.expect("DOWN worker@n3", Duration::from_secs(5));
+        let got = w.expect_all(&["DOWN worker@n3", "GONE svc-n3"], Duration::from_secs(5));
+        let (t, line) = got[0].clone();
         assert!(line.ends_with("failed: node down: n3"), "{line}");
-        let down = t - killed;
-        let (t, _) = w.expect("GONE svc-n3", Duration::from_secs(5));
-        let gone = t - killed;
+        let down = t
+            .checked_duration_since(killed)
+            .expect("a Down before the kill");
+        let t = got[1].0;
+        let gone = t
+            .checked_duration_since(killed)
+            .expect("cleanup before the kill");
         eprintln!("kill -> Down {down:?}, kill -> registry cleanup {gone:?}");
         assert!(down <= bound, "Down after {down:?}, bound {bound:?}");
         assert!(
