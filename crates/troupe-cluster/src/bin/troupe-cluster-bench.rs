@@ -93,7 +93,7 @@ fn main() {
             .monitor(&w, &format!("sink@{name}"), |d| d)
             .expect("monitor");
         // Kill at a random phase of the victim's heartbeat.
-        std::thread::sleep(hb * 2 + Duration::from_millis((k * 37 % ms.max(1)) as u64));
+        std::thread::sleep(hb * 2 + Duration::from_millis(k * 37 % ms.max(1)));
         let killed = Instant::now();
         let _ = child.kill();
         let _ = child.wait();
