@@ -120,7 +120,10 @@ mod tests {
         assert!(st.is_closed());
         assert!(!st.request_stop(STOP_NOW), "already scheduled by the first");
         st.mark_stopped();
-        assert_eq!(st.load() & (STOPPED | CLOSED | SCHEDULED), STOPPED | CLOSED | SCHEDULED);
+        assert_eq!(
+            st.load() & (STOPPED | CLOSED | SCHEDULED),
+            STOPPED | CLOSED | SCHEDULED
+        );
         assert!(!takes(&st), "a stopped actor is never scheduled again");
     }
 

@@ -1,0 +1,37 @@
+//! # Troupe cluster: liveness, remote monitors and a registry over NATS
+//!
+//! Built on [`troupe_remote`] and what NATS provides: heartbeats on plain
+//! subjects, request/reply for control, queue groups for load-balanced
+//! groups, and a JetStream key-value bucket (with a watch) for the
+//! registry. No consensus of our own: the bucket is the registry's truth,
+//! each node's cache a mirror.
+//!
+//! - [`Cluster::monitor`] / [`Cluster::link`]: watch a remote actor like a
+//!   local one ([`monitor`] module: stand-ins, stop events);
+//! - [`Cluster::register`], [`Cluster::find`], [`Cluster::join`],
+//!   [`Cluster::dispatch_group`], [`Cluster::join_balanced`],
+//!   [`Cluster::dispatch_balanced`] ([`registry`] module);
+//! - liveness: heartbeats, the peer table, down detection ([`liveness`]);
+//! - every subject and key: [`wire`].
+//!
+//! Fault behaviour, in short: a node killed outright is declared down by
+//! every survivor within 1.75 heartbeat intervals (plus a check tick of
+//! interval/20) of its last heartbeat; its actors' watchers get `Down`
+//! with [`node_down_reason`], its registry entries leave every cache at
+//! that moment and the bucket right after. A server restart fires no Down:
+//! nodes reconnect by themselves, peers get a grace period, and the cache
+//! re-syncs from the bucket.
+
+#![warn(missing_docs)]
+
+mod cluster;
+mod error;
+pub mod liveness;
+pub mod monitor;
+pub mod nats_server;
+pub mod registry;
+pub mod wire;
+
+pub use cluster::{Cluster, ClusterBuilder, ClusterStats};
+pub use error::ClusterError;
+pub use monitor::{is_node_down, node_down_reason, RemoteMonitor};

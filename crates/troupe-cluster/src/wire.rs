@@ -1,0 +1,170 @@
+//! Everything a cluster puts on the wire, in one place: subjects, the KV
+//! bucket and its keys, and the payloads (postcard).
+//!
+//! ```text
+//! troupe.<cluster>.hb.<node>     heartbeat, every `heartbeat` (default 1 s)      Heartbeat
+//! troupe.<cluster>.bye.<node>    a node leaving on purpose (dropped Cluster)     Heartbeat
+//! troupe.<cluster>.down.<node>   an exposed actor of <node> stopped              StopEvent
+//! troupe.<cluster>.ctl.<node>    request/reply: watch or kill an exposed actor   Ctl -> CtlReply
+//! troupe.<cluster>.qg.<group>    load-balanced group, NATS queue group <group>   type id (8 B LE) + postcard body
+//! KV bucket troupe-<cluster>-registry (JetStream, history 1, max_age = registry_ttl)
+//!   n.<name>                      a registered name           -> RegEntry
+//!   g.<group>.<node>.<actor>      one member of a group       -> RegEntry
+//! ```
+//!
+//! Invariants:
+//! - every subject starts with `troupe.<cluster>.`, like troupe-remote's, so
+//!   one permission rule fences a cluster and two clusters on one server
+//!   never see each other's heartbeats, stop events or registry;
+//! - names, groups, actors and nodes are tokens (`[A-Za-z0-9_-]+`), so a
+//!   key splits back into its parts on `.` without ambiguity;
+//! - a node's `incarnation` is fresh per process start, so an entry or a
+//!   heartbeat of a dead incarnation is never taken for the new one's.
+
+use serde::{Deserialize, Serialize};
+use troupe::StopReason;
+
+/// Subject of a node's heartbeats.
+pub fn heartbeat_subject(cluster: &str, node: &str) -> String {
+    format!("troupe.{cluster}.hb.{node}")
+}
+/// Subject of a node's goodbye.
+pub fn bye_subject(cluster: &str, node: &str) -> String {
+    format!("troupe.{cluster}.bye.{node}")
+}
+/// Subject of a node's stop events.
+pub fn down_subject(cluster: &str, node: &str) -> String {
+    format!("troupe.{cluster}.down.{node}")
+}
+/// Subject of a node's control requests.
+pub fn ctl_subject(cluster: &str, node: &str) -> String {
+    format!("troupe.{cluster}.ctl.{node}")
+}
+/// Subject of a load-balanced group.
+pub fn group_subject(cluster: &str, group: &str) -> String {
+    format!("troupe.{cluster}.qg.{group}")
+}
+/// The registry's KV bucket.
+pub fn bucket(cluster: &str) -> String {
+    format!("troupe-{cluster}-registry")
+}
+/// The key of a registered name.
+pub fn name_key(name: &str) -> String {
+    format!("n.{name}")
+}
+/// The key of one group membership.
+pub fn member_key(group: &str, node: &str, actor: &str) -> String {
+    format!("g.{group}.{node}.{actor}")
+}
+
+/// Whether `s` is a token: non-empty letters, digits, `_`, `-`.
+pub fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A heartbeat (and a goodbye).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Heartbeat {
+    /// The sender.
+    pub node: String,
+    /// Fresh per process start.
+    pub incarnation: u64,
+    /// The sender's heartbeat interval, in ms.
+    pub interval_ms: u32,
+}
+
+/// A stop reason on the wire: troupe's `StopReason` is non-exhaustive, so
+/// variants this crate does not know travel as `Other(display)`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub enum WireReason {
+    /// `StopReason::Normal`.
+    Normal,
+    /// `StopReason::Panicked`.
+    Panicked(String),
+    /// `StopReason::Killed`.
+    Killed,
+    /// `StopReason::Shutdown`.
+    Shutdown,
+    /// `StopReason::Failed`.
+    Failed(String),
+    /// Anything else, by its display.
+    Other(String),
+}
+
+impl From<&StopReason> for WireReason {
+    fn from(r: &StopReason) -> Self {
+        match r {
+            StopReason::Normal => WireReason::Normal,
+            StopReason::Panicked(m) => WireReason::Panicked(m.clone()),
+            StopReason::Killed => WireReason::Killed,
+            StopReason::Shutdown => WireReason::Shutdown,
+            StopReason::Failed(m) => WireReason::Failed(m.clone()),
+            other => WireReason::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<WireReason> for StopReason {
+    fn from(r: WireReason) -> Self {
+        match r {
+            WireReason::Normal => StopReason::Normal,
+            WireReason::Panicked(m) => StopReason::Panicked(m),
+            WireReason::Killed => StopReason::Killed,
+            WireReason::Shutdown => StopReason::Shutdown,
+            WireReason::Failed(m) | WireReason::Other(m) => StopReason::Failed(m),
+        }
+    }
+}
+
+/// An exposed actor stopped.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct StopEvent {
+    /// The actor's exposed name.
+    pub actor: String,
+    /// Why.
+    pub reason: WireReason,
+}
+
+/// A control request to a node.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub enum Ctl {
+    /// Is this exposed actor alive? (Sent when a monitor starts, so a stop
+    /// that happened before the monitor is still reported.)
+    Watch {
+        /// The exposed name.
+        actor: String,
+    },
+    /// Kill this exposed actor (a link's far side stopped abnormally).
+    Kill {
+        /// The exposed name.
+        actor: String,
+        /// Why, for the logs.
+        reason: WireReason,
+    },
+}
+
+/// The answer to a [`Ctl`].
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub enum CtlReply {
+    /// The actor runs (and for `Kill`: was told to stop).
+    Alive,
+    /// The actor has stopped, for this reason.
+    Stopped(WireReason),
+    /// The node exposes no such actor through the cluster.
+    Unknown,
+}
+
+/// What a registry key holds.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct RegEntry {
+    /// The node serving the actor.
+    pub node: String,
+    /// The actor's exposed name on that node.
+    pub actor: String,
+    /// The remote type id the name is registered for.
+    pub type_id: u64,
+    /// The serving node's incarnation.
+    pub incarnation: u64,
+}
