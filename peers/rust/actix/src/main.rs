@@ -23,9 +23,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use peer_common::customers::{self, Customer};
-use peer_common::{fail, ring_finish, seconds_since, shares, Cli, Reporter, Workload};
 use tokio::sync::{mpsc, oneshot};
+use troupe_bench_contract::customers::{self, Customer};
+use troupe_bench_contract::{
+    fail, ring_finish, seconds_since, shares, Args, Cli, Reporter, Workload,
+};
 
 fn main() {
     let cli = Cli::from_env();
@@ -52,10 +54,10 @@ fn main() {
 }
 
 async fn run(cli: &Cli, rep: &Reporter, arbs: &[ArbiterHandle]) {
-    let w = &cli.workload;
-    for sample in 0..cli.samples {
-        eprintln!("actix {} sample {}", w.name(), sample + 1);
-        match *w {
+    let w = &cli.args;
+    for sample in cli.rounds() {
+        eprintln!("actix {} round {}", w.name(), sample + 1);
+        match cli.workload {
             Workload::Ring {
                 rings,
                 actors,
@@ -158,7 +160,7 @@ impl Handler<Token> for RingNode {
 
 async fn ring(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     arbs: &[ArbiterHandle],
     rings: usize,
     actors: usize,
@@ -260,7 +262,7 @@ impl Handler<Serve> for Pong {
     }
 }
 
-async fn pingpong(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], round_trips: usize) {
+async fn pingpong(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], round_trips: usize) {
     let (done_tx, done_rx) = oneshot::channel();
     let pong = Pong::start_in_arbiter(&arbs[1 % arbs.len()], |_| Pong);
     let ping = Ping {
@@ -346,7 +348,7 @@ impl Handler<SendAll> for Sender {
 
 async fn mailbox_performance(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     arbs: &[ArbiterHandle],
     senders: usize,
     messages: usize,
@@ -462,9 +464,9 @@ impl Handler<Sum> for Tree {
     }
 }
 
-async fn actor_creation(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], pow: u32) {
+async fn actor_creation(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = peer_common::current_rss_bytes();
+    let rss_before = troupe_bench_contract::current_rss_bytes();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = Tree {
@@ -482,7 +484,7 @@ async fn actor_creation(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], po
             "actor_creation: root answered {answer}, expected {actors}"
         ));
     }
-    let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = troupe_bench_contract::peak_rss_bytes().saturating_sub(rss_before);
     rep.figure(
         w.name(),
         &w.params(),
@@ -514,7 +516,7 @@ impl Actor for Noop {
     }
 }
 
-async fn spawn_and_await(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], count: usize) {
+async fn spawn_and_await(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], count: usize) {
     let (tx, rx) = oneshot::channel();
     let driver = async move {
         let start = Instant::now();
@@ -667,7 +669,7 @@ impl Handler<RunClient> for Client {
 
 async fn reader_db(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     arbs: &[ArbiterHandle],
     reads: usize,
     clients: usize,

@@ -18,21 +18,21 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use kameo::prelude::*;
 use kameo_actors::pubsub::{PubSub, Publish, Subscribe};
 use kameo_actors::DeliveryStrategy;
-use peer_common::customers::{self, Customer};
-use peer_common::{
-    fail, ring_finish, seconds_since, shares, tokio_main, Cli, Params, Reporter, Workload,
-};
 use tokio::sync::{mpsc, oneshot};
+use troupe_bench_contract::customers::{self, Customer};
+use troupe_bench_contract::{
+    fail, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Params, Reporter, Workload,
+};
 
 fn main() {
     tokio_main("kameo", run);
 }
 
 async fn run(cli: Cli, rep: Reporter) {
-    let w = &cli.workload;
-    for sample in 0..cli.samples {
-        eprintln!("kameo {} sample {}", w.name(), sample + 1);
-        match *w {
+    let w = &cli.args;
+    for sample in cli.rounds() {
+        eprintln!("kameo {} round {}", w.name(), sample + 1);
+        match cli.workload {
             Workload::Ring {
                 rings,
                 actors,
@@ -103,7 +103,7 @@ impl Message<Token> for RingNode {
     }
 }
 
-async fn ring(rep: &Reporter, w: &Workload, rings: usize, actors: usize, laps: usize) {
+async fn ring(rep: &Reporter, w: &Args, rings: usize, actors: usize, laps: usize) {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let created = Instant::now();
     let mut all = Vec::with_capacity(rings * actors);
@@ -196,7 +196,7 @@ impl Message<Serve> for Pong {
     }
 }
 
-async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
+async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
     let (done_tx, done_rx) = oneshot::channel();
     let pong = Pong::spawn(Pong);
     let ping = Ping::spawn(Ping {
@@ -273,7 +273,7 @@ impl Message<SendAll> for Sender {
     }
 }
 
-async fn mailbox_performance(rep: &Reporter, w: &Workload, senders: usize, messages: usize) {
+async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages: usize) {
     let expected = (senders * messages) as u64;
     let (done_tx, done_rx) = oneshot::channel();
     let receiver = Receiver::spawn(Receiver {
@@ -380,9 +380,9 @@ impl Message<Sum> for Tree {
     }
 }
 
-async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
+async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = peer_common::current_rss_bytes();
+    let rss_before = troupe_bench_contract::current_rss_bytes();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = Tree::spawn((pow, Parent::Root(tx)));
@@ -394,7 +394,7 @@ async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
         ));
     }
     root.wait_for_shutdown().await;
-    let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = troupe_bench_contract::peak_rss_bytes().saturating_sub(rss_before);
     rep.figure(
         w.name(),
         &w.params(),
@@ -419,7 +419,7 @@ impl Actor for Noop {
     }
 }
 
-async fn spawn_and_await(rep: &Reporter, w: &Workload, count: usize) {
+async fn spawn_and_await(rep: &Reporter, w: &Args, count: usize) {
     let start = Instant::now();
     for _ in 0..count {
         let actor = Noop::spawn(());
@@ -524,7 +524,7 @@ impl Message<RunClient> for Client {
 
 async fn reader_db(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     reads: usize,
     clients: usize,
     readers: usize,

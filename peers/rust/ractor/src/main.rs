@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use peer_common::customers::{self, Customer};
-use peer_common::{
-    fail, ring_finish, seconds_since, shares, tokio_main, Cli, Params, Reporter, Workload,
-};
 use ractor::rpc::CallResult;
 use ractor::{pg, registry, Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use troupe_bench_contract::customers::{self, Customer};
+use troupe_bench_contract::{
+    fail, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Params, Reporter, Workload,
+};
 
 type Res<T> = Result<T, ActorProcessingErr>;
 
@@ -28,10 +28,10 @@ fn main() {
 }
 
 async fn run(cli: Cli, rep: Reporter) {
-    let w = &cli.workload;
-    for sample in 0..cli.samples {
-        eprintln!("ractor {} sample {}", w.name(), sample + 1);
-        match *w {
+    let w = &cli.args;
+    for sample in cli.rounds() {
+        eprintln!("ractor {} round {}", w.name(), sample + 1);
+        match cli.workload {
             Workload::Ring {
                 rings,
                 actors,
@@ -114,7 +114,7 @@ impl Actor for RingNode {
     }
 }
 
-async fn ring(rep: &Reporter, w: &Workload, rings: usize, actors: usize, laps: usize) {
+async fn ring(rep: &Reporter, w: &Args, rings: usize, actors: usize, laps: usize) {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let created = Instant::now();
     let mut all = Vec::with_capacity(rings * actors);
@@ -227,7 +227,7 @@ impl Actor for Pong {
     }
 }
 
-async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
+async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
     let (done_tx, done_rx) = oneshot::channel();
     let ping = spawn(
         Ping,
@@ -319,7 +319,7 @@ impl Actor for Sender {
     }
 }
 
-async fn mailbox_performance(rep: &Reporter, w: &Workload, senders: usize, messages: usize) {
+async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages: usize) {
     let expected = (senders * messages) as u64;
     let (done_tx, done_rx) = oneshot::channel();
     let receiver = spawn(
@@ -433,9 +433,9 @@ impl Actor for Tree {
     }
 }
 
-async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
+async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = peer_common::current_rss_bytes();
+    let rss_before = troupe_bench_contract::current_rss_bytes();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = spawn(Tree, (pow, Parent::Root(tx))).await;
@@ -447,7 +447,7 @@ async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
         ));
     }
     let _ = root.1.await;
-    let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = troupe_bench_contract::peak_rss_bytes().saturating_sub(rss_before);
     rep.figure(
         w.name(),
         &w.params(),
@@ -477,7 +477,7 @@ impl Actor for Noop {
     }
 }
 
-async fn spawn_and_await(rep: &Reporter, w: &Workload, count: usize) {
+async fn spawn_and_await(rep: &Reporter, w: &Args, count: usize) {
     let start = Instant::now();
     for _ in 0..count {
         let (_actor, handle) = spawn(Noop, ()).await;
@@ -617,7 +617,7 @@ impl Actor for Client {
 
 async fn reader_db(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     reads: usize,
     clients: usize,
     readers: usize,

@@ -14,9 +14,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use peer_common::customers::{self, Customer};
-use peer_common::{fail, ring_finish, seconds_since, shares, tokio_main, Cli, Reporter, Workload};
 use tokio::sync::{mpsc, oneshot};
+use troupe_bench_contract::customers::{self, Customer};
+use troupe_bench_contract::{
+    fail, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Reporter, Workload,
+};
 use xtra::prelude::*;
 use xtra::{Receiver as Reply, WeakAddress};
 
@@ -25,8 +27,8 @@ fn main() {
 }
 
 async fn run(cli: Cli, rep: Reporter) {
-    let w = &cli.workload;
-    if let Workload::Registry { .. } = w {
+    let w = &cli.args;
+    if let Workload::Registry { .. } = cli.workload {
         rep.unsupported(
             "registry",
             "xtra 0.6 has no name registry and no process groups (Address::broadcast only \
@@ -34,9 +36,9 @@ async fn run(cli: Cli, rep: Reporter) {
         );
         return;
     }
-    for sample in 0..cli.samples {
-        eprintln!("xtra {} sample {}", w.name(), sample + 1);
-        match *w {
+    for sample in cli.rounds() {
+        eprintln!("xtra {} round {}", w.name(), sample + 1);
+        match cli.workload {
             Workload::Ring {
                 rings,
                 actors,
@@ -124,7 +126,7 @@ impl Handler<Token> for RingNode {
     }
 }
 
-async fn ring(rep: &Reporter, w: &Workload, rings: usize, actors: usize, laps: usize) {
+async fn ring(rep: &Reporter, w: &Args, rings: usize, actors: usize, laps: usize) {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let created = Instant::now();
     let mut all = Vec::with_capacity(rings * actors);
@@ -216,7 +218,7 @@ impl Handler<Serve> for Pong {
     }
 }
 
-async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
+async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
     let (done_tx, done_rx) = oneshot::channel();
     let pong = spawn(Pong);
     let ping = spawn(Ping {
@@ -293,7 +295,7 @@ impl Handler<SendAll> for Sender {
     }
 }
 
-async fn mailbox_performance(rep: &Reporter, w: &Workload, senders: usize, messages: usize) {
+async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages: usize) {
     let expected = (senders * messages) as u64;
     let (done_tx, done_rx) = oneshot::channel();
     let receiver = spawn(Receiver {
@@ -413,9 +415,9 @@ impl Handler<Grow> for Tree {
     }
 }
 
-async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
+async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = peer_common::current_rss_bytes();
+    let rss_before = troupe_bench_contract::current_rss_bytes();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = spawn(Tree::new(pow, Parent::Root(tx)));
@@ -428,7 +430,7 @@ async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
         ));
     }
     root.join().await;
-    let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = troupe_bench_contract::peak_rss_bytes().saturating_sub(rss_before);
     rep.figure(
         w.name(),
         &w.params(),
@@ -454,7 +456,7 @@ impl Actor for Noop {
     async fn stopped(self) {}
 }
 
-async fn spawn_and_await(rep: &Reporter, w: &Workload, count: usize) {
+async fn spawn_and_await(rep: &Reporter, w: &Args, count: usize) {
     let start = Instant::now();
     for _ in 0..count {
         let actor = spawn(Noop);
@@ -564,7 +566,7 @@ impl Handler<RunClient> for Client {
 
 async fn reader_db(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     reads: usize,
     clients: usize,
     readers: usize,
