@@ -3,8 +3,9 @@
 //!
 //! Every line has the fields of BENCHMARKS.md (`framework`, `workload`,
 //! `params`, `seconds`, `rate`, `unit`, `rss_mb`, `threads`) plus
-//! `other_cpu_s`, the CPU time other processes used during the sample
-//! ([`crate::probe::CpuWindow`]). Lines of a warm-up round are not printed.
+//! `other_cpu_s`, the CPU time other processes used during the sample, and
+//! `window_s`, the wall time of the window it was measured over (the round
+//! so far, setup included; see [`crate::probe::CpuWindow`]). Lines of a warm-up round are not printed.
 
 use crate::probe::{peak_rss_mb, CpuWindow};
 use std::fmt::Write as _;
@@ -145,9 +146,11 @@ impl Reporter {
         if let Some((true, _)) = round {
             return;
         }
-        let other = round.map_or(0.0, |(_, w)| w.other_cpu_seconds());
+        let (other, window) = round.map_or((0.0, 0.0), |(_, w)| {
+            (w.other_cpu_seconds(), w.wall_seconds())
+        });
         let mut line = format!(
-            "{{\"framework\":{},\"workload\":{},\"params\":{},\"seconds\":{},\"rate\":{},\"unit\":{},\"rss_mb\":{},\"threads\":{},\"other_cpu_s\":{}",
+            "{{\"framework\":{},\"workload\":{},\"params\":{},\"seconds\":{},\"rate\":{},\"unit\":{},\"rss_mb\":{},\"threads\":{},\"other_cpu_s\":{},\"window_s\":{}",
             json_string(self.framework),
             json_string(workload),
             params.to_json(),
@@ -157,6 +160,7 @@ impl Reporter {
             json_number(peak_rss_mb()),
             self.threads,
             json_number(other),
+            json_number(window),
         );
         for (key, value) in extras {
             let _ = write!(line, ",{}:{}", json_string(key), json_number(*value));

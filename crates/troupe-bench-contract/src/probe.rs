@@ -7,10 +7,10 @@
 //! - interference: [`CpuWindow`] reads the machine's busy CPU time
 //!   (`/proc/stat`) and this process's (`/proc/self/stat`) at both ends of a
 //!   sample; the difference is the CPU time other processes used meanwhile.
-//!   A sample is *disturbed* when that exceeds [`DISTURBED_SHARE`] of its wall
-//!   time.
+//!   A sample is *disturbed* when that exceeds [`DISTURBED_SHARE`] of the
+//!   window's wall time (the window spans the whole sample, setup included).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Other processes' CPU time, as a share of one sample's wall time, above
 /// which the sample counts as disturbed.
@@ -116,12 +116,21 @@ fn own_ticks() -> u64 {
 #[derive(Debug, Clone, Copy)]
 pub struct CpuWindow {
     start: CpuTicks,
+    opened: Instant,
 }
 
 impl CpuWindow {
     /// Opens the window now.
     pub fn open() -> CpuWindow {
-        CpuWindow { start: cpu_ticks() }
+        CpuWindow {
+            start: cpu_ticks(),
+            opened: Instant::now(),
+        }
+    }
+
+    /// Wall seconds since [`CpuWindow::open`] (the time a disturbance is judged against).
+    pub fn wall_seconds(&self) -> f64 {
+        self.opened.elapsed().as_secs_f64()
     }
 
     /// CPU seconds that processes other than this one used since [`CpuWindow::open`].

@@ -2,6 +2,7 @@
 //! and replies 1 + the sum of their replies; actor(1) replies 1; the root
 //! actor(P) must answer 2^P - 1. Also measures the memory of idle actors.
 
+use super::Workload;
 use super::{params, verify, RunCfg};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
@@ -10,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use troupe::{Actor, ActorRef, Context};
+use troupe_bench_contract::spec;
 
 pub struct Params {
     pub pow: u32,
@@ -215,3 +217,18 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         )?;
     Ok(vec![creation, idle])
 }
+
+/// `actor_creation`: the contract's parameters; no plot.
+pub const WORKLOAD: Workload = Workload {
+    spec: &spec::ACTOR_CREATION,
+    peers: true,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                pow: a.u64("pow") as u32,
+            },
+        )
+    },
+    plot: None,
+};

@@ -1,12 +1,14 @@
 //! `mailbox_performance` (CAF, seed 004): S sender actors each send M small
 //! messages to one receiver, which stops when it has counted S*M.
 
+use super::Workload;
 use super::{params, verify, RunCfg};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
 use std::time::Instant;
 use troupe::{Actor, ActorRef, Context};
+use troupe_bench_contract::spec;
 
 pub struct Params {
     pub senders: usize,
@@ -96,3 +98,19 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     )?);
     Ok(figs)
 }
+
+/// `mailbox_performance`: the contract's parameters; no plot.
+pub const WORKLOAD: Workload = Workload {
+    spec: &spec::MAILBOX_PERFORMANCE,
+    peers: true,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                senders: a.usize("senders"),
+                messages: a.u64("messages"),
+            },
+        )
+    },
+    plot: None,
+};

@@ -3,11 +3,13 @@
 //! concurrently; creation is timed apart.
 
 use super::{params, verify, RunCfg};
+use super::{PlotCtx, Plotted, Workload};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
 use std::time::Instant;
 use troupe::{Actor, ActorRef, Context};
+use troupe_bench_contract::spec;
 
 pub struct Params {
     pub rings: usize,
@@ -126,4 +128,41 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         },
     )?;
     Ok(vec![fig])
+}
+
+/// `ring`: the contract's parameters; `--plot` draws hops/s on the default dispatcher.
+pub const WORKLOAD: Workload = Workload {
+    spec: &spec::RING,
+    peers: true,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                rings: a.usize("rings"),
+                actors: a.usize("actors"),
+                laps: a.usize("laps"),
+            },
+        )
+    },
+    plot: Some(plot),
+};
+
+fn plot(c: &PlotCtx<'_>) -> Result<Plotted, String> {
+    let bars: Vec<(String, f64)> = c
+        .figs
+        .iter()
+        .filter(|f| f.framework == "troupe")
+        .map(|f| ("default work-stealing".to_string(), f.rate))
+        .collect();
+    let (svg, csv) = crate::plot::bar_chart(
+        c.dir,
+        "ring_dispatchers",
+        "ring: hops/s on the default dispatcher (`schedulers` plots every kind)",
+        "hops/s",
+        &bars,
+    )?;
+    Ok((
+        format!("plot: {} ({})\n", svg.display(), csv.display()),
+        Vec::new(),
+    ))
 }

@@ -5,9 +5,11 @@
 
 use super::ring::{sample_with, Params as RingParams};
 use super::{params, RunCfg};
+use super::{PlotCtx, Plotted, Workload};
 use crate::stats::Figure;
 use serde_json::json;
 use troupe::{ActorSystem, Dispatcher, SpawnOptions, SystemHandle};
+use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 pub struct Params {
     pub rings: usize,
@@ -101,4 +103,52 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         },
     )?);
     Ok(figs)
+}
+
+/// `schedulers` (Troupe only): the ring on every dispatcher kind; `--plot`
+/// draws hops/s per dispatcher.
+pub const WORKLOAD: Workload = Workload {
+    spec: &Spec {
+        name: "schedulers",
+        about: "the ring (--rings, --actors, --laps) under each dispatcher kind; hops/s",
+        params: &[
+            ParamSpec::count("rings", "ring: rings (R)", "10", "10"),
+            ParamSpec::count("actors", "ring: actors per ring (N)", "1000", "500"),
+            ParamSpec::count("laps", "ring: laps (L)", "100", "20"),
+        ],
+    },
+    peers: false,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                rings: a.usize("rings"),
+                actors: a.usize("actors"),
+                laps: a.usize("laps"),
+            },
+        )
+    },
+    plot: Some(plot),
+};
+
+fn plot(c: &PlotCtx<'_>) -> Result<Plotted, String> {
+    let bars: Vec<(String, f64)> = c
+        .figs
+        .iter()
+        .map(|f| {
+            let kind = f.params.get("dispatcher").and_then(|v| v.as_str());
+            (kind.unwrap_or("?").to_string(), f.rate)
+        })
+        .collect();
+    let (svg, csv) = crate::plot::bar_chart(
+        c.dir,
+        "ring_dispatchers_all",
+        "ring: hops/s per dispatcher",
+        "hops/s",
+        &bars,
+    )?;
+    Ok((
+        format!("plot: {} ({})\n", svg.display(), csv.display()),
+        Vec::new(),
+    ))
 }
