@@ -1,7 +1,7 @@
 //! What a sample measures besides time, read from `/proc` the same way for
 //! every framework (the CAF and Erlang peers read the same files the same way):
 //!
-//! - memory: [`RssBaseline`] settles, reads `VmRSS` and resets the peak
+//! - memory: [`RssBaseline`] settles (and trims the C heap), reads `VmRSS` and resets the peak
 //!   watermark (`/proc/self/clear_refs` 5); its [`RssBaseline::growth`] is
 //!   `VmHWM` minus that baseline, the RSS growth of the measured phase;
 //! - interference: [`CpuWindow`] reads the machine's busy CPU time
@@ -50,10 +50,13 @@ pub struct RssBaseline {
 }
 
 impl RssBaseline {
-    /// Waits briefly for memory freed by the previous sample to settle, then
-    /// takes `VmRSS` as the baseline and resets `VmHWM` to it.
+    /// Waits briefly for memory freed by the previous sample to settle, gives
+    /// the allocator's free memory back to the system (so that a sample after
+    /// a warm-up grows as much as the first one), then takes `VmRSS` as the
+    /// baseline and resets `VmHWM` to it.
     pub fn settle() -> RssBaseline {
         std::thread::sleep(Duration::from_millis(50));
+        trim_heap();
         let _ = std::fs::write("/proc/self/clear_refs", "5");
         RssBaseline {
             bytes: current_rss_bytes(),
@@ -70,6 +73,21 @@ impl RssBaseline {
         peak_rss_bytes().saturating_sub(self.bytes)
     }
 }
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_heap() {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> i32;
+    }
+    // SAFETY: glibc's `malloc_trim` takes a plain integer, only walks the
+    // allocator's own free lists under its locks and returns a status.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_heap() {}
 
 /// Busy CPU time of the whole machine and of this process, in clock ticks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

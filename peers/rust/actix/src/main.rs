@@ -26,7 +26,7 @@ use actix::prelude::*;
 use tokio::sync::{mpsc, oneshot};
 use troupe_bench_contract::customers::{self, Customer};
 use troupe_bench_contract::{
-    fail, ring_finish, seconds_since, shares, Args, Cli, Reporter, Workload,
+    fail, payload_sum, ring_finish, seconds_since, shares, Args, Cli, Reporter, Workload,
 };
 
 fn main() {
@@ -296,6 +296,7 @@ async fn pingpong(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], round_trips:
 
 struct Receiver {
     count: u64,
+    sum: u64,
     expected: u64,
     done: Option<oneshot::Sender<u64>>,
 }
@@ -312,7 +313,8 @@ impl Actor for Sender {
 
 #[derive(Message)]
 #[rtype(result = "()")]
-struct Inc;
+/// One payload; the receiver sums them.
+struct Inc(u64);
 
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -324,11 +326,12 @@ struct SendAll {
 impl Handler<Inc> for Receiver {
     type Result = ();
 
-    fn handle(&mut self, _: Inc, ctx: &mut Context<Self>) {
+    fn handle(&mut self, Inc(x): Inc, ctx: &mut Context<Self>) {
         self.count += 1;
+        self.sum += x;
         if self.count == self.expected {
             if let Some(done) = self.done.take() {
-                let _ = done.send(self.count);
+                let _ = done.send(self.sum);
             }
             ctx.stop();
         }
@@ -339,8 +342,8 @@ impl Handler<SendAll> for Sender {
     type Result = ();
 
     fn handle(&mut self, msg: SendAll, ctx: &mut Context<Self>) {
-        for _ in 0..msg.messages {
-            msg.to.do_send(Inc);
+        for i in 1..=msg.messages as u64 {
+            msg.to.do_send(Inc(i));
         }
         ctx.stop();
     }
@@ -357,6 +360,7 @@ async fn mailbox_performance(
     let (done_tx, done_rx) = oneshot::channel();
     let receiver = Receiver {
         count: 0,
+        sum: 0,
         expected,
         done: Some(done_tx),
     };
@@ -371,12 +375,15 @@ async fn mailbox_performance(
             messages,
         });
     }
-    let count = done_rx
+    let sum = done_rx
         .await
         .unwrap_or_else(|_| fail("receiver never finished"));
     let secs = seconds_since(start);
-    if count != expected {
-        fail(format!("receiver counted {count}, expected {expected}"));
+    if sum != payload_sum(senders, messages) {
+        fail(format!(
+            "receiver summed {sum}, expected {}",
+            payload_sum(senders, messages)
+        ));
     }
     rep.figure(
         w.name(),
@@ -466,7 +473,7 @@ impl Handler<Sum> for Tree {
 
 async fn actor_creation(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = troupe_bench_contract::current_rss_bytes();
+    let rss = troupe_bench_contract::RssBaseline::settle();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = Tree {
@@ -484,7 +491,7 @@ async fn actor_creation(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], pow: u
             "actor_creation: root answered {answer}, expected {actors}"
         ));
     }
-    let grown = troupe_bench_contract::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = rss.growth();
     rep.figure(
         w.name(),
         &w.params(),

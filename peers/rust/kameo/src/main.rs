@@ -21,7 +21,8 @@ use kameo_actors::DeliveryStrategy;
 use tokio::sync::{mpsc, oneshot};
 use troupe_bench_contract::customers::{self, Customer};
 use troupe_bench_contract::{
-    fail, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Params, Reporter, Workload,
+    fail, payload_sum, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Params, Reporter,
+    Workload,
 };
 
 fn main() {
@@ -232,6 +233,7 @@ async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
 #[derive(Actor)]
 struct Receiver {
     count: u64,
+    sum: u64,
     expected: u64,
     done: Option<oneshot::Sender<u64>>,
 }
@@ -239,7 +241,8 @@ struct Receiver {
 #[derive(Actor)]
 struct Sender;
 
-struct Inc;
+/// One payload; the receiver sums them.
+struct Inc(u64);
 
 struct SendAll {
     to: ActorRef<Receiver>,
@@ -249,11 +252,12 @@ struct SendAll {
 impl Message<Inc> for Receiver {
     type Reply = ();
 
-    async fn handle(&mut self, _: Inc, ctx: &mut Context<Self, ()>) {
+    async fn handle(&mut self, Inc(x): Inc, ctx: &mut Context<Self, ()>) {
         self.count += 1;
+        self.sum += x;
         if self.count == self.expected {
             if let Some(done) = self.done.take() {
-                let _ = done.send(self.count);
+                let _ = done.send(self.sum);
             }
             ctx.stop();
         }
@@ -264,8 +268,8 @@ impl Message<SendAll> for Sender {
     type Reply = ();
 
     async fn handle(&mut self, msg: SendAll, ctx: &mut Context<Self, ()>) {
-        for _ in 0..msg.messages {
-            if msg.to.tell(Inc).await.is_err() {
+        for i in 1..=msg.messages as u64 {
+            if msg.to.tell(Inc(i)).await.is_err() {
                 fail("receiver is gone");
             }
         }
@@ -278,6 +282,7 @@ async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages:
     let (done_tx, done_rx) = oneshot::channel();
     let receiver = Receiver::spawn(Receiver {
         count: 0,
+        sum: 0,
         expected,
         done: Some(done_tx),
     });
@@ -292,12 +297,15 @@ async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages:
             .await
             .unwrap_or_else(|_| fail("sender died"));
     }
-    let count = done_rx
+    let sum = done_rx
         .await
         .unwrap_or_else(|_| fail("receiver never finished"));
     let secs = seconds_since(start);
-    if count != expected {
-        fail(format!("receiver counted {count}, expected {expected}"));
+    if sum != payload_sum(senders, messages) {
+        fail(format!(
+            "receiver summed {sum}, expected {}",
+            payload_sum(senders, messages)
+        ));
     }
     rep.figure(
         w.name(),
@@ -382,7 +390,7 @@ impl Message<Sum> for Tree {
 
 async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = troupe_bench_contract::current_rss_bytes();
+    let rss = troupe_bench_contract::RssBaseline::settle();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = Tree::spawn((pow, Parent::Root(tx)));
@@ -394,7 +402,7 @@ async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
         ));
     }
     root.wait_for_shutdown().await;
-    let grown = troupe_bench_contract::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = rss.growth();
     rep.figure(
         w.name(),
         &w.params(),

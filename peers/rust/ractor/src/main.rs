@@ -18,7 +18,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use troupe_bench_contract::customers::{self, Customer};
 use troupe_bench_contract::{
-    fail, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Params, Reporter, Workload,
+    fail, payload_sum, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Params, Reporter,
+    Workload,
 };
 
 type Res<T> = Result<T, ActorProcessingErr>;
@@ -267,10 +268,12 @@ async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
 struct Receiver;
 struct Sender;
 
-struct Inc;
+/// One payload; the receiver sums them.
+struct Inc(u64);
 
 struct ReceiverState {
     count: u64,
+    sum: u64,
     expected: u64,
     done: Option<oneshot::Sender<u64>>,
 }
@@ -284,11 +287,12 @@ impl Actor for Receiver {
         Ok(args)
     }
 
-    async fn handle(&self, me: ActorRef<Inc>, _: Inc, st: &mut ReceiverState) -> Res<()> {
+    async fn handle(&self, me: ActorRef<Inc>, Inc(x): Inc, st: &mut ReceiverState) -> Res<()> {
         st.count += 1;
+        st.sum += x;
         if st.count == st.expected {
             if let Some(done) = st.done.take() {
-                let _ = done.send(st.count);
+                let _ = done.send(st.sum);
             }
             me.stop(None);
         }
@@ -311,8 +315,8 @@ impl Actor for Sender {
     }
 
     async fn handle(&self, me: ActorRef<SendAll>, msg: SendAll, _: &mut ()) -> Res<()> {
-        for _ in 0..msg.messages {
-            msg.to.cast(Inc)?;
+        for i in 1..=msg.messages as u64 {
+            msg.to.cast(Inc(i))?;
         }
         me.stop(None);
         Ok(())
@@ -326,6 +330,7 @@ async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages:
         Receiver,
         ReceiverState {
             count: 0,
+            sum: 0,
             expected,
             done: Some(done_tx),
         },
@@ -344,12 +349,15 @@ async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages:
             })
             .unwrap_or_else(|_| fail("sender died"));
     }
-    let count = done_rx
+    let sum = done_rx
         .await
         .unwrap_or_else(|_| fail("receiver never finished"));
     let secs = seconds_since(start);
-    if count != expected {
-        fail(format!("receiver counted {count}, expected {expected}"));
+    if sum != payload_sum(senders, messages) {
+        fail(format!(
+            "receiver summed {sum}, expected {}",
+            payload_sum(senders, messages)
+        ));
     }
     rep.figure(
         w.name(),
@@ -435,7 +443,7 @@ impl Actor for Tree {
 
 async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = troupe_bench_contract::current_rss_bytes();
+    let rss = troupe_bench_contract::RssBaseline::settle();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = spawn(Tree, (pow, Parent::Root(tx))).await;
@@ -447,7 +455,7 @@ async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
         ));
     }
     let _ = root.1.await;
-    let grown = troupe_bench_contract::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = rss.growth();
     rep.figure(
         w.name(),
         &w.params(),

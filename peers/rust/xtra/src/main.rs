@@ -17,7 +17,8 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use troupe_bench_contract::customers::{self, Customer};
 use troupe_bench_contract::{
-    fail, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Reporter, Workload,
+    fail, payload_sum, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Reporter,
+    Workload,
 };
 use xtra::prelude::*;
 use xtra::{Receiver as Reply, WeakAddress};
@@ -254,6 +255,7 @@ async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
 #[derive(xtra::Actor)]
 struct Receiver {
     count: u64,
+    sum: u64,
     expected: u64,
     done: Option<oneshot::Sender<u64>>,
 }
@@ -261,7 +263,8 @@ struct Receiver {
 #[derive(xtra::Actor)]
 struct Sender;
 
-struct Inc;
+/// One payload; the receiver sums them.
+struct Inc(u64);
 
 struct SendAll {
     to: Address<Receiver>,
@@ -271,11 +274,12 @@ struct SendAll {
 impl Handler<Inc> for Receiver {
     type Return = ();
 
-    async fn handle(&mut self, _: Inc, ctx: &mut Context<Self>) {
+    async fn handle(&mut self, Inc(x): Inc, ctx: &mut Context<Self>) {
         self.count += 1;
+        self.sum += x;
         if self.count == self.expected {
             if let Some(done) = self.done.take() {
-                let _ = done.send(self.count);
+                let _ = done.send(self.sum);
             }
             ctx.stop_self();
         }
@@ -286,8 +290,8 @@ impl Handler<SendAll> for Sender {
     type Return = ();
 
     async fn handle(&mut self, msg: SendAll, ctx: &mut Context<Self>) {
-        for _ in 0..msg.messages {
-            if msg.to.send(Inc).detach().await.is_err() {
+        for i in 1..=msg.messages as u64 {
+            if msg.to.send(Inc(i)).detach().await.is_err() {
                 fail("receiver is gone");
             }
         }
@@ -300,6 +304,7 @@ async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages:
     let (done_tx, done_rx) = oneshot::channel();
     let receiver = spawn(Receiver {
         count: 0,
+        sum: 0,
         expected,
         done: Some(done_tx),
     });
@@ -314,12 +319,15 @@ async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages:
             fail("sender died");
         }
     }
-    let count = done_rx
+    let sum = done_rx
         .await
         .unwrap_or_else(|_| fail("receiver never finished"));
     let secs = seconds_since(start);
-    if count != expected {
-        fail(format!("receiver counted {count}, expected {expected}"));
+    if sum != payload_sum(senders, messages) {
+        fail(format!(
+            "receiver summed {sum}, expected {}",
+            payload_sum(senders, messages)
+        ));
     }
     rep.figure(
         w.name(),
@@ -417,7 +425,7 @@ impl Handler<Grow> for Tree {
 
 async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = troupe_bench_contract::current_rss_bytes();
+    let rss = troupe_bench_contract::RssBaseline::settle();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = spawn(Tree::new(pow, Parent::Root(tx)));
@@ -430,7 +438,7 @@ async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
         ));
     }
     root.join().await;
-    let grown = troupe_bench_contract::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = rss.growth();
     rep.figure(
         w.name(),
         &w.params(),
