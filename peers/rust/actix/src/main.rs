@@ -291,9 +291,7 @@ async fn pingpong(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], round_trips:
             }
         });
         // Both are running once ping answers.
-        ping.send(Ready)
-            .await
-            .unwrap_or_else(|_| fail("ping died"));
+        ping.send(Ready).await.unwrap_or_else(|_| fail("ping died"));
         let start = Instant::now();
         ping.do_send(Ball(0));
         let n = done_rx

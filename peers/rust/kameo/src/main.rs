@@ -158,40 +158,48 @@ struct Ping {
 }
 
 #[derive(Actor)]
-struct Pong;
+/// Learns its ping once ([`Link`]), before the balls fly, so no ball carries an address.
+struct Pong {
+    ping: Option<ActorRef<Ping>>,
+}
 
 struct Ball(u64);
 
-struct Serve {
-    n: u64,
-    reply_to: ActorRef<Ping>,
-}
+/// Gives pong the address it answers to.
+struct Link(ActorRef<Ping>);
 
 impl Message<Ball> for Ping {
     type Reply = ();
 
-    async fn handle(&mut self, Ball(n): Ball, ctx: &mut Context<Self, ()>) {
+    async fn handle(&mut self, Ball(n): Ball, _: &mut Context<Self, ()>) {
         if n >= self.round_trips {
             if let Some(done) = self.done.take() {
                 let _ = done.send(n);
             }
             return;
         }
-        let serve = Serve {
-            n: n + 1,
-            reply_to: ctx.actor_ref().clone(),
-        };
-        if self.pong.tell(serve).await.is_err() {
+        if self.pong.tell(Ball(n + 1)).await.is_err() {
             fail("pong is gone");
         }
     }
 }
 
-impl Message<Serve> for Pong {
+impl Message<Link> for Pong {
     type Reply = ();
 
-    async fn handle(&mut self, msg: Serve, _: &mut Context<Self, ()>) {
-        if msg.reply_to.tell(Ball(msg.n)).await.is_err() {
+    async fn handle(&mut self, Link(ping): Link, _: &mut Context<Self, ()>) {
+        self.ping = Some(ping);
+    }
+}
+
+impl Message<Ball> for Pong {
+    type Reply = ();
+
+    async fn handle(&mut self, ball: Ball, _: &mut Context<Self, ()>) {
+        let Some(ping) = &self.ping else {
+            fail("pong got a ball before its ping");
+        };
+        if ping.tell(ball).await.is_err() {
             fail("ping is gone");
         }
     }
@@ -199,12 +207,15 @@ impl Message<Serve> for Pong {
 
 async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
     let (done_tx, done_rx) = oneshot::channel();
-    let pong = Pong::spawn(Pong);
+    let pong = Pong::spawn(Pong { ping: None });
     let ping = Ping::spawn(Ping {
         pong: pong.clone(),
         round_trips: round_trips as u64,
         done: Some(done_tx),
     });
+    pong.ask(Link(ping.clone()))
+        .await
+        .unwrap_or_else(|_| fail("pong died"));
     let start = Instant::now();
     ping.tell(Ball(0))
         .await
@@ -502,7 +513,7 @@ impl Message<RunClient> for Client {
 
     async fn handle(&mut self, msg: RunClient, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
         let ask = |i: usize| {
-            let db = msg.db.clone();
+            let db = &msg.db;
             let id = customers::id_for(i);
             async move { (id, db.ask(Read(id)).await) }
         };

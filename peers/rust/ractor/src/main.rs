@@ -166,10 +166,8 @@ enum PingMsg {
     Ball(u64),
 }
 
-struct PongMsg {
-    n: u64,
-    reply_to: ActorRef<PingMsg>,
-}
+/// A ball; pong knows ping from its arguments, so no message carries an address.
+struct PongMsg(u64);
 
 struct PingState {
     pong: Option<ActorRef<PongMsg>>,
@@ -186,13 +184,10 @@ impl Actor for Ping {
         Ok(args)
     }
 
-    async fn handle(&self, me: ActorRef<PingMsg>, msg: PingMsg, st: &mut PingState) -> Res<()> {
+    async fn handle(&self, _: ActorRef<PingMsg>, msg: PingMsg, st: &mut PingState) -> Res<()> {
         match msg {
             PingMsg::Start(pong) => {
-                pong.cast(PongMsg {
-                    n: 1,
-                    reply_to: me.clone(),
-                })?;
+                pong.cast(PongMsg(1))?;
                 st.pong = Some(pong);
             }
             PingMsg::Ball(n) if n >= st.round_trips => {
@@ -202,10 +197,7 @@ impl Actor for Ping {
             }
             PingMsg::Ball(n) => {
                 if let Some(pong) = &st.pong {
-                    pong.cast(PongMsg {
-                        n: n + 1,
-                        reply_to: me.clone(),
-                    })?;
+                    pong.cast(PongMsg(n + 1))?;
                 }
             }
         }
@@ -215,15 +207,24 @@ impl Actor for Ping {
 
 impl Actor for Pong {
     type Msg = PongMsg;
-    type State = ();
-    type Arguments = ();
+    type State = ActorRef<PingMsg>;
+    type Arguments = ActorRef<PingMsg>;
 
-    async fn pre_start(&self, _: ActorRef<PongMsg>, _: ()) -> Res<()> {
-        Ok(())
+    async fn pre_start(
+        &self,
+        _: ActorRef<PongMsg>,
+        ping: ActorRef<PingMsg>,
+    ) -> Res<ActorRef<PingMsg>> {
+        Ok(ping)
     }
 
-    async fn handle(&self, _: ActorRef<PongMsg>, msg: PongMsg, _: &mut ()) -> Res<()> {
-        msg.reply_to.cast(PingMsg::Ball(msg.n))?;
+    async fn handle(
+        &self,
+        _: ActorRef<PongMsg>,
+        PongMsg(n): PongMsg,
+        ping: &mut ActorRef<PingMsg>,
+    ) -> Res<()> {
+        ping.cast(PingMsg::Ball(n))?;
         Ok(())
     }
 }
@@ -239,7 +240,7 @@ async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
         },
     )
     .await;
-    let pong = spawn(Pong, ()).await;
+    let pong = spawn(Pong, ping.0.clone()).await;
     let start = Instant::now();
     ping.0
         .cast(PingMsg::Start(pong.0.clone()))
@@ -588,7 +589,7 @@ impl Actor for Client {
 
     async fn handle(&self, _: ActorRef<RunClient>, msg: RunClient, _: &mut ()) -> Res<()> {
         let ask = |i: usize| {
-            let db = msg.db.clone();
+            let db = &msg.db;
             let id = customers::id_for(i);
             async move { (id, db.call(|port| DbMsg::Read(id, port), None).await) }
         };
@@ -697,20 +698,30 @@ async fn reader_db(
 struct Member;
 
 enum MemberMsg {
-    Ping(mpsc::UnboundedSender<()>),
+    Ping,
 }
 
+/// A member holds the driver's ack sender from its start, so a ping carries nothing.
 impl Actor for Member {
     type Msg = MemberMsg;
-    type State = ();
-    type Arguments = ();
+    type State = mpsc::UnboundedSender<()>;
+    type Arguments = mpsc::UnboundedSender<()>;
 
-    async fn pre_start(&self, _: ActorRef<MemberMsg>, _: ()) -> Res<()> {
-        Ok(())
+    async fn pre_start(
+        &self,
+        _: ActorRef<MemberMsg>,
+        ack: mpsc::UnboundedSender<()>,
+    ) -> Res<mpsc::UnboundedSender<()>> {
+        Ok(ack)
     }
 
-    async fn handle(&self, _: ActorRef<MemberMsg>, msg: MemberMsg, _: &mut ()) -> Res<()> {
-        let MemberMsg::Ping(ack) = msg;
+    async fn handle(
+        &self,
+        _: ActorRef<MemberMsg>,
+        msg: MemberMsg,
+        ack: &mut mpsc::UnboundedSender<()>,
+    ) -> Res<()> {
+        let MemberMsg::Ping = msg;
         let _ = ack.send(());
         Ok(())
     }
@@ -723,8 +734,9 @@ async fn registry_size(rep: &Reporter, sample: usize, size: usize) {
     let names: Vec<String> = (0..size).map(|i| format!("{prefix}-actor-{i}")).collect();
     let groups: Vec<String> = (0..GROUPS).map(|g| format!("{prefix}-group-{g}")).collect();
     let mut members = Vec::with_capacity(size);
+    let (ack_tx, mut ack_rx) = mpsc::unbounded_channel();
     for (i, name) in names.iter().enumerate() {
-        let (actor, handle) = Actor::spawn(Some(name.clone()), Member, ())
+        let (actor, handle) = Actor::spawn(Some(name.clone()), Member, ack_tx.clone())
             .await
             .unwrap_or_else(|e| fail(format!("spawn {name}: {e}")));
         pg::join(groups[i % GROUPS].clone(), vec![actor.get_cell()]);
@@ -736,7 +748,7 @@ async fn registry_size(rep: &Reporter, sample: usize, size: usize) {
     let start = Instant::now();
     for i in 0..lookups {
         let name = &names[i % size];
-        match registry::where_is(name.clone()) {
+        match registry::where_is(name.as_str()) {
             Some(cell) if cell.get_id() == members[i % size].0.get_id() => {}
             _ => fail(format!("registry: find({name}) failed")),
         }
@@ -760,13 +772,12 @@ async fn registry_size(rep: &Reporter, sample: usize, size: usize) {
         ));
     }
     let reps = (100_000 / group_size).clamp(10, 10_000);
-    let (ack_tx, mut ack_rx) = mpsc::unbounded_channel();
     let start = Instant::now();
     for _ in 0..reps {
         let group = pg::get_members(&groups[0]);
         for member in &group {
             member
-                .send_message(MemberMsg::Ping(ack_tx.clone()))
+                .send_message(MemberMsg::Ping)
                 .unwrap_or_else(|_| fail("registry: member died"));
         }
         for _ in 0..group.len() {

@@ -177,43 +177,48 @@ struct Ping {
 }
 
 #[derive(xtra::Actor)]
-struct Pong;
+/// Learns its ping once ([`Link`]), before the balls fly, so no ball carries an address.
+struct Pong {
+    ping: Option<Address<Ping>>,
+}
 
 struct Ball(u64);
 
-struct Serve {
-    n: u64,
-    reply_to: Address<Ping>,
-}
+/// Gives pong the address it answers to.
+struct Link(Address<Ping>);
 
 impl Handler<Ball> for Ping {
     type Return = ();
 
-    async fn handle(&mut self, Ball(n): Ball, ctx: &mut Context<Self>) {
+    async fn handle(&mut self, Ball(n): Ball, _: &mut Context<Self>) {
         if n >= self.round_trips {
             if let Some(done) = self.done.take() {
                 let _ = done.send(n);
             }
             return;
         }
-        let Some(me) = ctx.mailbox().address().try_upgrade() else {
-            return;
-        };
-        let serve = Serve {
-            n: n + 1,
-            reply_to: me,
-        };
-        if self.pong.send(serve).detach().await.is_err() {
+        if self.pong.send(Ball(n + 1)).detach().await.is_err() {
             fail("pong is gone");
         }
     }
 }
 
-impl Handler<Serve> for Pong {
+impl Handler<Link> for Pong {
     type Return = ();
 
-    async fn handle(&mut self, msg: Serve, _: &mut Context<Self>) {
-        if msg.reply_to.send(Ball(msg.n)).detach().await.is_err() {
+    async fn handle(&mut self, Link(ping): Link, _: &mut Context<Self>) {
+        self.ping = Some(ping);
+    }
+}
+
+impl Handler<Ball> for Pong {
+    type Return = ();
+
+    async fn handle(&mut self, ball: Ball, _: &mut Context<Self>) {
+        let Some(ping) = &self.ping else {
+            fail("pong got a ball before its ping");
+        };
+        if ping.send(ball).detach().await.is_err() {
             fail("ping is gone");
         }
     }
@@ -221,12 +226,15 @@ impl Handler<Serve> for Pong {
 
 async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
     let (done_tx, done_rx) = oneshot::channel();
-    let pong = spawn(Pong);
+    let pong = spawn(Pong { ping: None });
     let ping = spawn(Ping {
         pong: pong.clone(),
         round_trips: round_trips as u64,
         done: Some(done_tx),
     });
+    if pong.send(Link(ping.clone())).await.is_err() {
+        fail("pong died");
+    }
     let start = Instant::now();
     if ping.send(Ball(0)).detach().await.is_err() {
         fail("ping died");
@@ -539,7 +547,7 @@ impl Handler<RunClient> for Client {
 
     async fn handle(&mut self, msg: RunClient, _: &mut Context<Self>) -> Self::Return {
         let ask = |i: usize| {
-            let db = msg.db.clone();
+            let db = &msg.db;
             let id = customers::id_for(i);
             async move {
                 let row = match db.send(Read(id)).await {
