@@ -175,7 +175,8 @@ pub fn undisturbed<T>(samples: &[T], seconds_other: impl Fn(&T) -> (f64, f64)) -
     }
 }
 
-/// Records the interference of a figure's samples: how many were disturbed,
+/// Records the interference of a figure's samples: how many there were
+/// (`samples` counts only those the figure was computed from), how many were disturbed,
 /// whether all were, and the most CPU time others used in one sample.
 pub fn interference_extras(
     extra: &mut Map<String, Value>,
@@ -187,6 +188,7 @@ pub fn interference_extras(
         disturbed += usize::from(is_disturbed(secs, other));
         worst = worst.max(other);
     }
+    extra.insert("samples_total".into(), Value::from(n));
     extra.insert("samples_disturbed".into(), Value::from(disturbed));
     extra.insert(
         "all_samples_disturbed".into(),
@@ -346,4 +348,74 @@ pub fn summary_lines(figs: &[Figure]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fig(name: &str, unit: &str, op: Option<&str>, ns: f64) -> Figure {
+        let mut params = Map::new();
+        if let Some(op) = op {
+            params.insert("op".into(), Value::from(op));
+        }
+        let mut f = Figure::from_samples(
+            "troupe",
+            "w",
+            name.into(),
+            params,
+            unit,
+            2,
+            &[Sample::new(ns * 1e-9, 1.0)],
+        );
+        f.ns_per_op_mean = ns;
+        f
+    }
+
+    #[test]
+    fn comparison_ranks_only_figures_of_one_kind() {
+        let a = fig("timer schedule", "timers/s", Some("schedule"), 10.0);
+        let b = fig("timer fire", "timers/s", Some("fire"), 20.0);
+        let c = fig("publish 1", "deliveries/s", Some("publish"), 30.0);
+        let d = fig("publish 10", "deliveries/s", Some("publish"), 60.0);
+        let m = fig("memory a", "bytes/entry", Some("memory"), 1.0);
+        let n = fig("memory b", "bytes/entry", Some("memory"), 2.0);
+        let out = render_block("== t", &[&a, &b, &c, &d, &m, &n]);
+        // Schedule and fire are different operations, memory is not a speed: only
+        // the two publish figures are ranked.
+        assert_eq!(out.matches("Comparison:").count(), 1, "{out}");
+        let ranked = &out[out.find("Comparison:").unwrap()..];
+        assert!(
+            ranked.contains("publish 10") && ranked.contains("2.00x slower"),
+            "{out}"
+        );
+        assert!(
+            !ranked.contains("timer") && !ranked.contains("memory"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn disturbed_samples_are_dropped_unless_all_are() {
+        let quiet = Sample::new(1.0, 1.0);
+        let mut loud = Sample::new(2.0, 1.0);
+        loud.other_cpu_s = 1.0;
+        loud.window_s = 2.0;
+        let f = Figure::from_samples(
+            "troupe",
+            "w",
+            "x".into(),
+            Map::new(),
+            "x/s",
+            2,
+            &[quiet.clone(), loud.clone()],
+        );
+        assert_eq!(f.samples, 1);
+        assert!((f.seconds - 1.0).abs() < 1e-9);
+        assert_eq!(f.extra["samples_disturbed"], 1);
+        assert!(!f.disturbed());
+        let g = Figure::from_samples("troupe", "w", "x".into(), Map::new(), "x/s", 2, &[loud]);
+        assert_eq!(g.samples, 1);
+        assert!(g.disturbed());
+    }
 }

@@ -38,8 +38,11 @@ pub struct Workload {
     /// Runs it on Troupe (and its baselines) with resolved parameters.
     pub run: fn(&RunCfg, &Args) -> Result<Vec<Figure>, String>,
     /// What `--plot DIR` draws for it, if anything.
-    pub plot: Option<fn(&PlotCtx<'_>) -> Result<Plotted, String>>,
+    pub plot: Option<PlotFn>,
 }
+
+/// Draws a workload's `--plot` figures.
+pub type PlotFn = fn(&PlotCtx<'_>) -> Result<Plotted, String>;
 
 /// What a plot function gets: where to draw, how the run was measured, the
 /// parameters, and the figures the run gave.
@@ -143,5 +146,34 @@ pub fn verify(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
         Ok(())
     } else {
         Err(what())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use troupe_bench_contract::spec;
+
+    #[test]
+    fn declarations_are_consistent() {
+        for (i, w) in ALL.iter().enumerate() {
+            assert!(
+                ALL[..i].iter().all(|o| o.spec.name != w.spec.name),
+                "{} declared twice",
+                w.spec.name
+            );
+            // The peers run exactly the workloads whose spec is the contract's.
+            assert_eq!(
+                w.peers,
+                spec::contract(w.spec.name).is_some_and(|c| c == w.spec),
+                "{}: peers flag and contract disagree",
+                w.spec.name
+            );
+            // Defaults and quick values are valid values.
+            w.spec.resolve(false, |_| None).unwrap();
+            w.spec.resolve(true, |_| None).unwrap();
+            assert!(find(w.spec.name).is_some());
+        }
+        assert_eq!(ALL.iter().filter(|w| w.peers).count(), spec::CONTRACT.len());
     }
 }

@@ -418,10 +418,7 @@ impl xtra::Actor for Tree {
             return Err(());
         }
         for _ in 0..2 {
-            let child = spawn(Tree::new(
-                self.depth - 1,
-                Parent::Actor(mailbox.address()),
-            ));
+            let child = spawn(Tree::new(self.depth - 1, Parent::Actor(mailbox.address())));
             self.children.push(child);
         }
         Ok(())
