@@ -476,11 +476,18 @@ reader_db(Reads, Clients, Readers, Outstanding) ->
     ReaderPids = [spawn(fun() -> reader_loop(Table) end) || _ <- lists:seq(1, Readers)],
     RTuple = list_to_tuple(ReaderPids),
     Db = spawn(fun() -> db_loop(RTuple, 0) end),
+    drive_clients(fun plain_client/5, Db, [Reads, Clients, Readers, Outstanding], []),
+    [P ! stop || P <- [Db, Writer | ReaderPids]],
+    ok.
+
+%% Starts the clients (Client(Db, First, Share, Outstanding, Sink)), times their reads from
+%% `go` to the last `client_done`, checks the count and prints the figure (with Labels).
+drive_clients(Client, Db, [Reads, Clients, Readers, Outstanding], Labels) ->
     Self = self(),
     {ClientPids, _} =
         lists:mapfoldl(
           fun(Share, First) ->
-                  P = spawn(fun() -> plain_client(Db, First, Share, Outstanding, Self) end),
+                  P = spawn(fun() -> Client(Db, First, Share, Outstanding, Self) end),
                   {P, First + Share}
           end, 0, shares(Reads, Clients)),
     T0 = now_ns(),
@@ -489,10 +496,8 @@ reader_db(Reads, Clients, Readers, Outstanding) ->
     Secs = secs_since(T0),
     Total =:= Reads orelse fail("reader_db: ~p good reads, expected ~p", [Total, Reads]),
     figure("reader_db", [{reads, Reads}, {clients, Clients}, {readers, Readers},
-                         {outstanding, Outstanding}],
-           Secs, Reads / Secs, "reads/s", [{ns_per_read, Secs * 1.0e9 / Reads}]),
-    [P ! stop || P <- [Db, Writer | ReaderPids]],
-    ok.
+                         {outstanding, Outstanding} | Labels],
+           Secs, Reads / Secs, "reads/s", [{ns_per_read, Secs * 1.0e9 / Reads}]).
 
 plain_client(Db, First, Reads, Outstanding, Sink) ->
     receive go -> ok end,
@@ -522,22 +527,8 @@ reader_db_gen_server(Reads, Clients, Readers, Outstanding) ->
     Writer = start_server({writer, Table}),
     ReaderPids = [start_server({reader, Table}) || _ <- lists:seq(1, Readers)],
     Db = start_server({db, list_to_tuple(ReaderPids), 0}),
-    Self = self(),
-    Shares = shares(Reads, Clients),
-    {ClientPids, _} =
-        lists:mapfoldl(
-          fun(Share, First) ->
-                  P = spawn(fun() -> client(Db, First, Share, Outstanding, Self) end),
-                  {P, First + Share}
-          end, 0, Shares),
-    T0 = now_ns(),
-    [C ! go || C <- ClientPids],
-    Total = lists:sum([receive {client_done, N} -> N end || _ <- ClientPids]),
-    Secs = secs_since(T0),
-    Total =:= Reads orelse fail("reader_db: ~p good reads, expected ~p", [Total, Reads]),
-    figure("reader_db", [{reads, Reads}, {clients, Clients}, {readers, Readers},
-                         {outstanding, Outstanding}, {variant, gen_server}],
-           Secs, Reads / Secs, "reads/s", [{ns_per_read, Secs * 1.0e9 / Reads}]),
+    drive_clients(fun client/5, Db, [Reads, Clients, Readers, Outstanding],
+                  [{variant, gen_server}]),
     [gen_server:stop(P) || P <- [Db, Writer | ReaderPids]],
     ok.
 

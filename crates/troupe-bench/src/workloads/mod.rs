@@ -61,6 +61,26 @@ pub struct PlotCtx<'a> {
 /// in addition (e.g. at other thread counts).
 pub type Plotted = (String, Vec<Figure>);
 
+/// A `--plot` bar chart of the figures' rates in hops/s, one bar per figure
+/// that `label` names.
+pub fn rate_bars(
+    c: &PlotCtx<'_>,
+    file: &str,
+    title: &str,
+    label: impl Fn(&Figure) -> Option<String>,
+) -> Result<Plotted, String> {
+    let bars: Vec<(String, f64)> = c
+        .figs
+        .iter()
+        .filter_map(|f| Some((label(f)?, f.rate)))
+        .collect();
+    let (svg, csv) = crate::plot::bar_chart(c.dir, file, title, "hops/s", &bars)?;
+    Ok((
+        format!("plot: {} ({})\n", svg.display(), csv.display()),
+        Vec::new(),
+    ))
+}
+
 /// Every workload, in report order (BENCHMARKS.md's table).
 pub const ALL: &[&Workload] = &[
     &ring::WORKLOAD,

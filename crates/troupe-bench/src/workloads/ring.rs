@@ -3,7 +3,7 @@
 //! concurrently; creation is timed apart.
 
 use super::{params, verify, RunCfg};
-use super::{PlotCtx, Plotted, Workload};
+use super::{rate_bars, PlotCtx, Plotted, Workload};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
@@ -148,21 +148,10 @@ pub const WORKLOAD: Workload = Workload {
 };
 
 fn plot(c: &PlotCtx<'_>) -> Result<Plotted, String> {
-    let bars: Vec<(String, f64)> = c
-        .figs
-        .iter()
-        .filter(|f| f.framework == "troupe")
-        .map(|f| ("default work-stealing".to_string(), f.rate))
-        .collect();
-    let (svg, csv) = crate::plot::bar_chart(
-        c.dir,
+    rate_bars(
+        c,
         "ring_dispatchers",
         "ring: hops/s on the default dispatcher (`schedulers` plots every kind)",
-        "hops/s",
-        &bars,
-    )?;
-    Ok((
-        format!("plot: {} ({})\n", svg.display(), csv.display()),
-        Vec::new(),
-    ))
+        |f| (f.framework == "troupe").then(|| "default work-stealing".to_string()),
+    )
 }

@@ -5,7 +5,7 @@
 
 use super::ring::{sample_with, Params as RingParams};
 use super::{params, RunCfg};
-use super::{PlotCtx, Plotted, Workload};
+use super::{rate_bars, PlotCtx, Plotted, Workload};
 use crate::stats::Figure;
 use serde_json::json;
 use troupe::{ActorSystem, Dispatcher, SpawnOptions, SystemHandle};
@@ -132,23 +132,13 @@ pub const WORKLOAD: Workload = Workload {
 };
 
 fn plot(c: &PlotCtx<'_>) -> Result<Plotted, String> {
-    let bars: Vec<(String, f64)> = c
-        .figs
-        .iter()
-        .map(|f| {
-            let kind = f.params.get("dispatcher").and_then(|v| v.as_str());
-            (kind.unwrap_or("?").to_string(), f.rate)
-        })
-        .collect();
-    let (svg, csv) = crate::plot::bar_chart(
-        c.dir,
+    rate_bars(
+        c,
         "ring_dispatchers_all",
         "ring: hops/s per dispatcher",
-        "hops/s",
-        &bars,
-    )?;
-    Ok((
-        format!("plot: {} ({})\n", svg.display(), csv.display()),
-        Vec::new(),
-    ))
+        |f| {
+            let kind = f.params.get("dispatcher").and_then(|v| v.as_str());
+            Some(kind.unwrap_or("?").to_string())
+        },
+    )
 }
