@@ -106,6 +106,15 @@ macro_rules! stoppable {
 
 stoppable!(RingNode, Ping, Reader, Writer, Db, Client);
 
+/// Waits until actors that stop by themselves are gone (their mailboxes closed).
+async fn gone<A: Actor>(actors: &[Addr<A>]) {
+    for actor in actors {
+        while actor.connected() {
+            actix::clock::sleep(std::time::Duration::from_micros(100)).await;
+        }
+    }
+}
+
 async fn stop_all<A: Actor<Context = Context<A>> + Handler<Stop>>(actors: &[Addr<A>]) {
     for actor in actors {
         // `send` resolves once the actor handled it, so the actor is gone afterwards.
@@ -421,6 +430,9 @@ async fn mailbox_performance(
         "msgs/s",
         &[],
     );
+    // The next round starts once the senders and the receiver are gone.
+    gone(&all).await;
+    gone(&[receiver]).await;
 }
 
 // ---------------------------------------------------------------- actor_creation
@@ -511,7 +523,7 @@ async fn actor_creation(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], pow: u
         sum: 0,
         arbiters: arbs.into(),
     };
-    Tree::start_in_arbiter(&arbs[0], move |_| root);
+    let root = Tree::start_in_arbiter(&arbs[0], move |_| root);
     let answer = rx.await.unwrap_or_else(|_| fail("root never answered"));
     let secs = seconds_since(start);
     if answer != actors {
@@ -528,6 +540,8 @@ async fn actor_creation(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], pow: u
         "actors/s",
         &[("bytes_per_actor", grown as f64 / actors as f64)],
     );
+    // The root stops last (it answers once both subtrees have answered and stopped).
+    gone(&[root]).await;
 }
 
 // ---------------------------------------------------------------- spawn_and_await
