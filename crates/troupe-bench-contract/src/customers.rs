@@ -91,6 +91,51 @@ pub fn id_sum(first: usize, count: usize) -> u64 {
     (first..first + count).map(|i| u64::from(id_for(i))).sum()
 }
 
+/// A `reader_db` client's reads `first..first + reads`: read `i` asks for
+/// [`id_for`]`(i)` through `ask`, at most `outstanding` at a time (one future
+/// drives them all, a `FuturesUnordered`), and every answer must be the row
+/// asked for. Returns the number of good reads, or what went wrong.
+#[cfg(feature = "tokio")]
+pub async fn drive_reads<F, Fut, E>(
+    first: usize,
+    reads: usize,
+    outstanding: usize,
+    mut ask: F,
+) -> Result<usize, String>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Result<Option<Arc<Customer>>, E>>,
+    E: std::fmt::Display,
+{
+    use futures::stream::{FuturesUnordered, StreamExt};
+    use futures::FutureExt;
+    let end = first + reads;
+    let mut next = first;
+    let mut inflight = FuturesUnordered::new();
+    let mut send = |i: usize| {
+        let id = id_for(i);
+        ask(id).map(move |reply| (id, reply))
+    };
+    while next < end && inflight.len() < outstanding {
+        inflight.push(send(next));
+        next += 1;
+    }
+    let mut good = 0;
+    while let Some((id, reply)) = inflight.next().await {
+        match reply {
+            Ok(Some(row)) if row.id == id => good += 1,
+            Ok(Some(row)) => return Err(format!("asked for {id}, got {}", row.id)),
+            Ok(None) => return Err(format!("no row for {id}")),
+            Err(e) => return Err(format!("read of {id} failed: {e}")),
+        }
+        if next < end {
+            inflight.push(send(next));
+            next += 1;
+        }
+    }
+    Ok(good)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +150,34 @@ mod tests {
         }
         assert!(read(&t, 0).is_none() && read(&t, COUNT + 1).is_none());
         assert_eq!(id_sum(0, 29), 29 * 30 / 2);
+    }
+
+    #[cfg(feature = "tokio")]
+    #[test]
+    fn drive_reads_keeps_the_limit_and_checks_rows() {
+        use std::cell::Cell;
+        let t = table();
+        let in_flight = Cell::new(0usize);
+        let most = Cell::new(0usize);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let good = rt.block_on(drive_reads(5, 100, 8, |id| {
+            in_flight.set(in_flight.get() + 1);
+            most.set(most.get().max(in_flight.get()));
+            let row = read(&t, id);
+            let in_flight = &in_flight;
+            async move {
+                tokio::task::yield_now().await;
+                in_flight.set(in_flight.get() - 1);
+                Ok::<_, String>(row)
+            }
+        }));
+        assert_eq!(good, Ok(100));
+        assert_eq!(most.get(), 8);
+        let wrong = rt.block_on(drive_reads(0, 10, 4, |_| async {
+            Ok::<_, String>(read(&t, 1))
+        }));
+        assert_eq!(wrong, Err("asked for 2, got 1".to_string()));
     }
 }

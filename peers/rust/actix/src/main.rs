@@ -28,10 +28,8 @@ use std::time::Instant;
 
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
-use futures::stream::{FuturesUnordered, StreamExt};
-use futures::FutureExt;
 use tokio::sync::{mpsc, oneshot};
-use troupe_bench_contract::customers::{self, Customer};
+use troupe_bench_contract::customers::{self, drive_reads, Customer};
 use troupe_bench_contract::{
     fail, payload_sum, ring_finish, seconds_since, shares, Args, Cli, Reporter, Workload,
 };
@@ -695,34 +693,12 @@ impl Handler<RunClient> for Client {
     type Result = ();
 
     /// One future on the client's context keeps `outstanding` reads in flight
-    /// (a `FuturesUnordered` of the DB's answers) and checks every row.
+    /// (`drive_reads`: a `FuturesUnordered` of the DB's answers) and checks every row.
     fn handle(&mut self, msg: RunClient, ctx: &mut Context<Self>) {
         let db = self.db.clone();
         let (first, end) = (self.first, self.first + self.reads);
         let reads = async move {
-            let mut inflight = FuturesUnordered::new();
-            let mut next = first;
-            let ask = |i: usize| {
-                let id = customers::id_for(i);
-                db.send(Read(id)).map(move |r| (id, r))
-            };
-            while next < end && inflight.len() < msg.outstanding {
-                inflight.push(ask(next));
-                next += 1;
-            }
-            let mut good = 0;
-            while let Some((id, reply)) = inflight.next().await {
-                match reply {
-                    Ok(Some(row)) if row.id == id => good += 1,
-                    Ok(Some(row)) => return Err(format!("asked for {id}, got {}", row.id)),
-                    _ => return Err(format!("read of {id} failed")),
-                }
-                if next < end {
-                    inflight.push(ask(next));
-                    next += 1;
-                }
-            }
-            Ok(good)
+            drive_reads(first, end - first, msg.outstanding, |id| db.send(Read(id))).await
         };
         ctx.spawn(reads.into_actor(self).map(|result, act, _| {
             if let Some(done) = act.done.take() {

@@ -14,12 +14,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::stream::{FuturesUnordered, StreamExt};
 use kameo::prelude::*;
 use kameo_actors::pubsub::{PubSub, Publish, Subscribe};
 use kameo_actors::DeliveryStrategy;
 use tokio::sync::{mpsc, oneshot};
-use troupe_bench_contract::customers::{self, Customer};
+use troupe_bench_contract::customers::{self, drive_reads, Customer};
 use troupe_bench_contract::{
     fail, payload_sum, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Params, Reporter,
     Workload,
@@ -512,32 +511,11 @@ impl Message<RunClient> for Client {
     type Reply = Result<usize, String>;
 
     async fn handle(&mut self, msg: RunClient, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let ask = |i: usize| {
-            let db = &msg.db;
-            let id = customers::id_for(i);
-            async move { (id, db.ask(Read(id)).await) }
-        };
-        let end = msg.first + msg.reads;
-        let mut next = msg.first;
-        let mut inflight = FuturesUnordered::new();
-        while next < end && inflight.len() < msg.outstanding {
-            inflight.push(ask(next));
-            next += 1;
-        }
-        let mut ok = 0;
-        while let Some((id, reply)) = inflight.next().await {
-            match reply {
-                Ok(Some(row)) if row.id == id => ok += 1,
-                Ok(Some(row)) => return Err(format!("asked for {id}, got {}", row.id)),
-                Ok(None) => return Err(format!("no row for {id}")),
-                Err(e) => return Err(format!("read of {id} failed: {e}")),
-            }
-            if next < end {
-                inflight.push(ask(next));
-                next += 1;
-            }
-        }
-        Ok(ok)
+        let db = &msg.db;
+        drive_reads(msg.first, msg.reads, msg.outstanding, |id| async move {
+            db.ask(Read(id)).await
+        })
+        .await
     }
 }
 

@@ -11,12 +11,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::stream::{FuturesUnordered, StreamExt};
 use ractor::rpc::CallResult;
 use ractor::{pg, registry, Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use troupe_bench_contract::customers::{self, Customer};
+use troupe_bench_contract::customers::{self, drive_reads, Customer};
 use troupe_bench_contract::{
     fail, payload_sum, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Params, Reporter,
     Workload,
@@ -588,38 +587,16 @@ impl Actor for Client {
     }
 
     async fn handle(&self, _: ActorRef<RunClient>, msg: RunClient, _: &mut ()) -> Res<()> {
-        let ask = |i: usize| {
-            let db = &msg.db;
-            let id = customers::id_for(i);
-            async move { (id, db.call(|port| DbMsg::Read(id, port), None).await) }
-        };
-        let end = msg.first + msg.reads;
-        let mut next = msg.first;
-        let mut inflight = FuturesUnordered::new();
-        while next < end && inflight.len() < msg.outstanding {
-            inflight.push(ask(next));
-            next += 1;
-        }
-        let mut ok = 0;
-        let mut result = Ok(0);
-        while let Some((id, reply)) = inflight.next().await {
-            match reply {
-                Ok(CallResult::Success(row)) if row.id == id => ok += 1,
-                Ok(CallResult::Success(row)) => {
-                    result = Err(format!("asked for {id}, got {}", row.id));
-                    break;
-                }
-                _ => {
-                    result = Err(format!("read of {id} failed"));
-                    break;
-                }
+        let db = &msg.db;
+        let result = drive_reads(msg.first, msg.reads, msg.outstanding, |id| async move {
+            match db.call(|port| DbMsg::Read(id, port), None).await {
+                Ok(CallResult::Success(row)) => Ok(Some(row)),
+                Ok(_) => Err("no answer".to_string()),
+                Err(e) => Err(e.to_string()),
             }
-            if next < end {
-                inflight.push(ask(next));
-                next += 1;
-            }
-        }
-        let _ = msg.done.send(result.map(|_: usize| ok));
+        })
+        .await;
+        let _ = msg.done.send(result);
         Ok(())
     }
 }

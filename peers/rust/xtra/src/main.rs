@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{mpsc, oneshot};
-use troupe_bench_contract::customers::{self, Customer};
+use troupe_bench_contract::customers::{self, drive_reads, Customer};
 use troupe_bench_contract::{
     fail, payload_sum, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Reporter,
     Workload,
@@ -541,37 +541,15 @@ impl Handler<RunClient> for Client {
     type Return = Result<usize, String>;
 
     async fn handle(&mut self, msg: RunClient, _: &mut Context<Self>) -> Self::Return {
-        let ask = |i: usize| {
-            let db = &msg.db;
-            let id = customers::id_for(i);
-            async move {
-                let row = match db.send(Read(id)).await {
-                    Ok(Ok(reply)) => reply.await.ok().flatten(),
-                    _ => None,
-                };
-                (id, row)
+        let db = &msg.db;
+        drive_reads(msg.first, msg.reads, msg.outstanding, |id| async move {
+            // The DB hands back the reader's reply `Receiver`, which the client awaits.
+            match db.send(Read(id)).await {
+                Ok(Ok(reply)) => reply.await.map_err(|e| e.to_string()),
+                Ok(Err(e)) | Err(e) => Err(e.to_string()),
             }
-        };
-        let end = msg.first + msg.reads;
-        let mut next = msg.first;
-        let mut inflight = FuturesUnordered::new();
-        while next < end && inflight.len() < msg.outstanding {
-            inflight.push(ask(next));
-            next += 1;
-        }
-        let mut ok = 0;
-        while let Some((id, row)) = inflight.next().await {
-            match row {
-                Some(row) if row.id == id => ok += 1,
-                Some(row) => return Err(format!("asked for {id}, got {}", row.id)),
-                None => return Err(format!("read of {id} failed")),
-            }
-            if next < end {
-                inflight.push(ask(next));
-                next += 1;
-            }
-        }
-        Ok(ok)
+        })
+        .await
     }
 }
 
