@@ -53,6 +53,22 @@ pub fn payload_sum(senders: usize, messages: usize) -> u64 {
     senders as u64 * (m * (m + 1) / 2)
 }
 
+/// The end of a `pingpong` run: checks that the last ball counted `n ==
+/// round_trips` and writes the figure (round-trips/s over `secs`, with `ns_per_op`).
+pub fn pingpong_finish(rep: &Reporter, params: &Params, n: u64, round_trips: usize, secs: f64) {
+    if n != round_trips as u64 {
+        fail(format!("pingpong: {n} round trips, expected {round_trips}"));
+    }
+    rep.figure(
+        "pingpong",
+        params,
+        secs,
+        round_trips as f64 / secs,
+        "round-trips/s",
+        &[("ns_per_op", secs * 1e9 / round_trips as f64)],
+    );
+}
+
 /// Runs `run` as the driver task on a multi-threaded tokio runtime with `--threads`
 /// workers (not on the `block_on` thread), as the tokio-based peers do; fails the
 /// process if the driver task panics.

@@ -11,10 +11,23 @@ use std::time::Instant;
 use troupe::{Actor, ActorRef, Context};
 use troupe_bench_contract::spec;
 
+/// R rings of N actors, L laps (also the shape `schedulers` runs).
+#[derive(Clone, Copy)]
 pub struct Params {
     pub rings: usize,
     pub actors: usize,
     pub laps: usize,
+}
+
+impl Params {
+    /// The values of the `rings`, `actors` and `laps` flags.
+    pub fn from_args(a: &spec::Args) -> Params {
+        Params {
+            rings: a.usize("rings"),
+            actors: a.usize("actors"),
+            laps: a.usize("laps"),
+        }
+    }
 }
 
 pub enum RingMsg {
@@ -134,16 +147,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
 pub const WORKLOAD: Workload = Workload {
     spec: &spec::RING,
     peers: true,
-    run: |cfg, a| {
-        run(
-            cfg,
-            &Params {
-                rings: a.usize("rings"),
-                actors: a.usize("actors"),
-                laps: a.usize("laps"),
-            },
-        )
-    },
+    run: |cfg, a| run(cfg, &Params::from_args(a)),
     plot: Some(plot),
 };
 

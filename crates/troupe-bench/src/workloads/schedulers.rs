@@ -3,19 +3,13 @@
 //! its schedulers. A dedicated thread per actor cannot host 10,000 actors, so
 //! that row runs a ring of 2 x 16 actors (named in the row).
 
-use super::ring::{sample_with, Params as RingParams};
+use super::ring::{sample_with, Params};
 use super::{params, RunCfg};
 use super::{rate_bars, PlotCtx, Plotted, Workload};
 use crate::stats::Figure;
 use serde_json::json;
 use troupe::{ActorSystem, Dispatcher, SpawnOptions, SystemHandle};
 use troupe_bench_contract::spec::{ParamSpec, Spec};
-
-pub struct Params {
-    pub rings: usize,
-    pub actors: usize,
-    pub laps: usize,
-}
 
 const DEFAULT: &str = "default work-stealing";
 
@@ -42,11 +36,7 @@ fn kinds() -> Vec<(&'static str, Make)> {
 
 pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     let mut figs = Vec::new();
-    let ring = RingParams {
-        rings: p.rings,
-        actors: p.actors,
-        laps: p.laps,
-    };
+    let ring = *p;
     for (kind, make) in kinds() {
         let fig = cfg.measure(
             "troupe",
@@ -76,7 +66,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         )?;
         figs.push(fig);
     }
-    let small = RingParams {
+    let small = Params {
         rings: 2,
         actors: 16,
         laps: p.laps.min(100),
@@ -118,16 +108,7 @@ pub const WORKLOAD: Workload = Workload {
         ],
     },
     peers: false,
-    run: |cfg, a| {
-        run(
-            cfg,
-            &Params {
-                rings: a.usize("rings"),
-                actors: a.usize("actors"),
-                laps: a.usize("laps"),
-            },
-        )
-    },
+    run: |cfg, a| run(cfg, &Params::from_args(a)),
     plot: Some(plot),
 };
 

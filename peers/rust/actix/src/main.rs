@@ -31,7 +31,8 @@ use actix::prelude::*;
 use tokio::sync::{mpsc, oneshot};
 use troupe_bench_contract::customers::{self, drive_reads, Customer};
 use troupe_bench_contract::{
-    fail, payload_sum, ring_finish, seconds_since, shares, Args, Cli, Reporter, Workload,
+    fail, payload_sum, pingpong_finish, ring_finish, seconds_since, shares, Args, Cli, Reporter,
+    Workload,
 };
 
 fn main() {
@@ -305,22 +306,12 @@ async fn pingpong(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], round_trips:
             .await
             .unwrap_or_else(|_| fail("ping never finished"));
         let secs = seconds_since(start);
-        if n != round_trips as u64 {
-            fail(format!("pingpong: {n} round trips, expected {round_trips}"));
-        }
         let params = if cross {
             w.params().str("placement", "cross-arbiter")
         } else {
             w.params()
         };
-        rep.figure(
-            w.name(),
-            &params,
-            secs,
-            round_trips as f64 / secs,
-            "round-trips/s",
-            &[("ns_per_op", secs * 1e9 / round_trips as f64)],
-        );
+        pingpong_finish(rep, &params, n, round_trips, secs);
         // Ping's Stop returns once ping is gone; pong goes with the last
         // address to it (held by ping).
         stop_all(&[ping]).await;

@@ -17,8 +17,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use troupe_bench_contract::customers::{self, drive_reads, Customer};
 use troupe_bench_contract::{
-    fail, payload_sum, ring_finish, seconds_since, shares, tokio_main, Args, Cli, Params, Reporter,
-    Workload,
+    fail, payload_sum, pingpong_finish, ring_finish, seconds_since, shares, tokio_main, Args, Cli,
+    Params, Reporter, Workload,
 };
 
 type Res<T> = Result<T, ActorProcessingErr>;
@@ -248,17 +248,7 @@ async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
         .await
         .unwrap_or_else(|_| fail("ping never finished"));
     let secs = seconds_since(start);
-    if n != round_trips as u64 {
-        fail(format!("pingpong: {n} round trips, expected {round_trips}"));
-    }
-    rep.figure(
-        w.name(),
-        &w.params(),
-        secs,
-        round_trips as f64 / secs,
-        "round-trips/s",
-        &[("ns_per_op", secs * 1e9 / round_trips as f64)],
-    );
+    pingpong_finish(rep, &w.params(), n, round_trips, secs);
     stop_all(vec![ping]).await;
     stop_all(vec![pong]).await;
 }
