@@ -15,7 +15,12 @@
 // `join` them, a `send` to the group reaches every member), so `registry` is expressed with
 // those.
 //
-// Usage: peer-caf <workload> [--threads N] [--samples K] [params]  (see ../README.md)
+// Rounds: --warmup W unprinted rounds, then --samples K printed ones; every line carries
+// other_cpu_s (other processes' CPU time during the round) and window_s, read from /proc as
+// troupe-bench-contract does, and the next round starts once every actor of the previous one
+// is gone (`await_all_actors_done`).
+//
+// Usage: peer-caf <workload> [--threads N] [--samples K] [--warmup W] [params]  (see ../README.md)
 
 #include <caf/all.hpp>
 
@@ -28,6 +33,9 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <malloc.h>
+#include <memory>
+#include <thread>
 #include <vector>
 
 using namespace caf;
@@ -55,6 +63,69 @@ uint64_t status_kb(const char* field) {
 uint64_t peak_rss_bytes() { return status_kb("VmHWM:") * 1024; }
 uint64_t current_rss_bytes() { return status_kb("VmRSS:") * 1024; }
 
+// RSS growth from a settled baseline, read the way troupe-bench-contract's probe does:
+// settle 50 ms, give the allocator's free memory back (malloc_trim), reset the peak
+// (clear_refs 5), take VmRSS; the growth is VmHWM minus that.
+struct rss_baseline {
+  uint64_t bytes;
+  rss_baseline() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    malloc_trim(0);
+    std::ofstream("/proc/self/clear_refs") << "5";
+    bytes = current_rss_bytes();
+  }
+  uint64_t growth() const {
+    uint64_t peak = peak_rss_bytes();
+    return peak > bytes ? peak - bytes : 0;
+  }
+};
+
+// Interference, as troupe-bench-contract's probe reads it: busy CPU ticks of the machine
+// (/proc/stat, all but idle and iowait) minus this process's (utime + stime).
+uint64_t machine_busy_ticks() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t v[8] = {0};
+  in >> cpu;
+  for (auto& x : v)
+    in >> x;
+  uint64_t busy = 0;
+  for (int i = 0; i < 8; ++i)
+    if (i != 3 && i != 4)
+      busy += v[i];
+  return busy;
+}
+
+uint64_t own_ticks() {
+  std::ifstream in("/proc/self/stat");
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = all.rfind(')');
+  if (close == std::string::npos)
+    return 0;
+  std::istringstream rest(all.substr(close + 2));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  for (int i = 0; i < 13 && rest >> field; ++i) {
+    if (i == 11)
+      utime = std::strtoull(field.c_str(), nullptr, 10);
+    if (i == 12)
+      stime = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return utime + stime;
+}
+
+// The round in progress: a warm-up round prints nothing; every round opens a CPU window.
+bool warming_up = false;
+uint64_t window_machine = 0, window_own = 0;
+clk::time_point window_start;
+
+void open_round(bool warmup) {
+  warming_up = warmup;
+  window_machine = machine_busy_ticks();
+  window_own = own_ticks();
+  window_start = clk::now();
+}
+
 [[noreturn]] void fail(const std::string& msg) {
   std::cerr << "FAILED: " << msg << std::endl;
   std::_Exit(1);
@@ -71,10 +142,16 @@ int threads = 2;
 void figure(const std::string& workload, const std::string& params, double secs,
             double rate, const std::string& unit,
             const std::vector<std::pair<std::string, double>>& extras = {}) {
+  if (warming_up)
+    return;
+  uint64_t machine = machine_busy_ticks() - window_machine;
+  uint64_t own = own_ticks() - window_own;
+  double other = machine > own ? double(machine - own) / 100.0 : 0.0;
   std::ostringstream out;
   out << "{\"framework\":\"caf\",\"workload\":\"" << workload << "\",\"params\":" << params
       << ",\"seconds\":" << num(secs) << ",\"rate\":" << num(rate) << ",\"unit\":\"" << unit
-      << "\",\"rss_mb\":" << num(peak_rss_bytes() / 1e6) << ",\"threads\":" << threads;
+      << "\",\"rss_mb\":" << num(peak_rss_bytes() / 1e6) << ",\"threads\":" << threads
+      << ",\"other_cpu_s\":" << num(other) << ",\"window_s\":" << num(seconds_since(window_start));
   for (auto& kv : extras)
     out << ",\"" << kv.first << "\":" << num(kv.second);
   out << "}\n";
@@ -90,7 +167,6 @@ using ready_atom = atom_constant<atom("ready")>;
 using ball_atom = atom_constant<atom("ball")>;
 using go_atom = atom_constant<atom("go")>;
 using msg_atom = atom_constant<atom("msg")>;
-using spread_atom = atom_constant<atom("spread")>;
 using result_atom = atom_constant<atom("result")>;
 using read_atom = atom_constant<atom("read")>;
 using ping_atom = atom_constant<atom("ping")>;
@@ -204,13 +280,16 @@ void pingpong(actor_system& sys, uint64_t round_trips) {
 
 struct receiver_state {
   uint64_t count = 0;
+  uint64_t sum = 0;
 };
 
+// Counts and sums the payloads; reports the sum when it has all of them.
 behavior receiver(stateful_actor<receiver_state>* self, uint64_t expected, actor sink) {
   return {
-    [=](msg_atom) {
+    [=](msg_atom, uint64_t x) {
+      self->state.sum += x;
       if (++self->state.count == expected) {
-        self->send(sink, done_atom::value, self->state.count);
+        self->send(sink, done_atom::value, self->state.sum);
         self->quit();
       }
     },
@@ -220,8 +299,8 @@ behavior receiver(stateful_actor<receiver_state>* self, uint64_t expected, actor
 behavior sender(event_based_actor* self, actor dest, uint64_t messages) {
   return {
     [=](go_atom) {
-      for (uint64_t i = 0; i < messages; ++i)
-        self->send(dest, msg_atom::value);
+      for (uint64_t i = 1; i <= messages; ++i)
+        self->send(dest, msg_atom::value, i);
       self->quit();
     },
   };
@@ -237,11 +316,12 @@ void mailbox_performance(actor_system& sys, uint64_t senders, uint64_t messages)
   auto start = clk::now();
   for (auto& s : all)
     self->send(s, go_atom::value);
-  uint64_t count = 0;
-  self->receive([&](done_atom, uint64_t n) { count = n; });
+  uint64_t sum = 0;
+  self->receive([&](done_atom, uint64_t n) { sum = n; });
   double secs = seconds_since(start);
-  if (count != expected)
-    fail("receiver counted " + std::to_string(count) + ", expected " + std::to_string(expected));
+  uint64_t expected_sum = senders * (messages * (messages + 1) / 2);
+  if (sum != expected_sum)
+    fail("receiver summed " + std::to_string(sum) + ", expected " + std::to_string(expected_sum));
   figure("mailbox_performance",
          "{\"senders\":" + std::to_string(senders) + ",\"messages\":" + std::to_string(messages)
            + "}",
@@ -255,19 +335,17 @@ struct tree_state {
   uint64_t sum = 0;
 };
 
-behavior tree(stateful_actor<tree_state>* self, actor parent) {
+// actor(x) spawns its two children when it starts (no extra message per node, as on every
+// other side); actor(1) answers 1 and quits at once.
+behavior tree(stateful_actor<tree_state>* self, actor parent, int32_t x) {
+  if (x == 1) {
+    self->send(parent, result_atom::value, uint64_t{1});
+    self->quit();
+    return {};
+  }
+  for (int i = 0; i < 2; ++i)
+    self->spawn(tree, actor_cast<actor>(self), x - 1);
   return {
-    [=](spread_atom, int32_t x) {
-      if (x == 1) {
-        self->send(parent, result_atom::value, uint64_t{1});
-        self->quit();
-        return;
-      }
-      for (int i = 0; i < 2; ++i) {
-        auto child = self->spawn(tree, actor_cast<actor>(self));
-        self->send(child, spread_atom::value, x - 1);
-      }
-    },
     [=](result_atom, uint64_t r) {
       self->state.sum += r;
       if (--self->state.pending == 0) {
@@ -281,16 +359,16 @@ behavior tree(stateful_actor<tree_state>* self, actor parent) {
 void actor_creation(actor_system& sys, int32_t pow) {
   scoped_actor self{sys};
   uint64_t actors = (uint64_t{1} << pow) - 1;
-  uint64_t rss_before = current_rss_bytes();
+  rss_baseline rss;
   auto start = clk::now();
-  self->send(self->spawn(tree, actor{self}), spread_atom::value, pow);
+  self->spawn(tree, actor{self}, pow);
   uint64_t answer = 0;
   self->receive([&](result_atom, uint64_t r) { answer = r; });
   double secs = seconds_since(start);
   if (answer != actors)
     fail("actor_creation: root answered " + std::to_string(answer) + ", expected "
          + std::to_string(actors));
-  uint64_t grown = peak_rss_bytes() - std::min(peak_rss_bytes(), rss_before);
+  uint64_t grown = rss.growth();
   figure("actor_creation", "{\"pow\":" + std::to_string(pow) + "}", secs,
          double(actors) / secs, "actors/s", {{"bytes_per_actor", double(grown) / actors}});
 }
@@ -348,8 +426,19 @@ typename Inspector::result_type inspect(Inspector& f, customer& x) {
   return f(meta::type_name("customer"), x.id, x.name, x.city, x.country);
 }
 
-const std::vector<customer>& customer_table() {
-  static const std::vector<customer> table = [] {
+// A row as every side holds it: a shared, immutable customer; a reply copies the pointer
+// (one reference-count increment), like the Rust sides' `Arc<Customer>` clone.
+using row = std::shared_ptr<const customer>;
+
+}  // namespace
+
+// A row only travels between local actors, never serialized.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(row)
+
+namespace {
+
+const std::vector<row>& customer_table() {
+  static const std::vector<row> table = [] {
     const char* rows[29][3] = {
       {"Alfreds Futterkiste", "Berlin", "Germany"},
       {"Ana Trujillo Emparedados y helados", "Mexico D.F.", "Mexico"},
@@ -381,9 +470,9 @@ const std::vector<customer>& customer_table() {
       {"Furia Bacalhau e Frutos do Mar", "Lisboa", "Portugal"},
       {"Galeria del gastronomo", "Barcelona", "Spain"},
     };
-    std::vector<customer> t;
+    std::vector<row> t;
     for (int i = 0; i < 29; ++i)
-      t.push_back(customer{i + 1, rows[i][0], rows[i][1], rows[i][2]});
+      t.push_back(std::make_shared<const customer>(customer{i + 1, rows[i][0], rows[i][1], rows[i][2]}));
     return t;
   }();
   return table;
@@ -391,7 +480,7 @@ const std::vector<customer>& customer_table() {
 
 behavior reader(event_based_actor*) {
   return {
-    [](read_atom, int32_t id) -> result<customer> {
+    [](read_atom, int32_t id) -> result<row> {
       const auto& table = customer_table();
       if (id < 1 || size_t(id) > table.size())
         return sec::invalid_argument;
@@ -438,10 +527,10 @@ void client_ask(stateful_actor<client_state>* self, const actor& dbh, const acto
   ++st.next;
   self->request(dbh, infinite, read_atom::value, id)
     .then(
-      [=](const customer& c) {
+      [=](const row& c) {
         auto& st = self->state;
-        if (c.id != id)
-          fail("reader_db: asked for " + std::to_string(id) + ", got " + std::to_string(c.id));
+        if (!c || c->id != id)
+          fail("reader_db: asked for " + std::to_string(id) + ", got another row");
         ++st.good;
         if (st.next < st.end)
           client_ask(self, dbh, sink);
@@ -603,7 +692,7 @@ void registry(actor_system& sys, uint64_t size) {
 // ------------------------------------------------------------------ command line
 
 const char* usage =
-  "usage: peer-caf <workload> [--threads N] [--samples K] [params]\n"
+  "usage: peer-caf <workload> [--threads N] [--samples K] [--warmup W] [params]\n"
   "  ring --rings 10 --actors 10000 --laps 100 | pingpong --round-trips 1000000\n"
   "  mailbox_performance --senders 100 --messages 1000000 | actor_creation --pow 20\n"
   "  spawn_and_await --count 100000\n"
@@ -664,6 +753,11 @@ int main(int argc, char** argv) {
   };
   threads = int(take("threads", 2));
   uint64_t samples = take("samples", 1);
+  uint64_t warmup = 0;
+  if (flags.count("warmup")) {
+    warmup = parse_num("warmup", flags["warmup"]);
+    flags.erase("warmup");
+  }
   std::map<std::string, uint64_t> p;
   std::vector<uint64_t> sizes;
   if (workload == "ring") {
@@ -710,8 +804,9 @@ int main(int argc, char** argv) {
   actor_system_config cfg;
   cfg.set("scheduler.max-threads", size_t(threads));
   actor_system sys{cfg};
-  for (uint64_t s = 0; s < samples; ++s) {
-    std::cerr << "caf " << workload << " sample " << s + 1 << std::endl;
+  for (uint64_t s = 0; s < warmup + samples; ++s) {
+    std::cerr << "caf " << workload << " round " << s + 1 << std::endl;
+    open_round(s < warmup);
     if (workload == "ring")
       ring(sys, p["rings"], p["actors"], p["laps"]);
     else if (workload == "pingpong")
@@ -727,6 +822,8 @@ int main(int argc, char** argv) {
     else if (workload == "registry")
       for (auto size : sizes)
         registry(sys, size);
+    // The previous round's actors are gone before the next round starts.
+    sys.await_all_actors_done();
   }
   return 0;
 }

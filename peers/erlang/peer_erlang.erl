@@ -1,15 +1,25 @@
 %% The Troupe benchmark workloads on Erlang/OTP (Debian's erlang-nox), written the way
 %% Erlang programs do it: plain processes with spawn/send/receive for the message-passing
-%% workloads (the classic Erlang ring), spawn_monitor + 'DOWN' to await a stop, gen_server
-%% for the reader_db actors (the DB's handle_call hands the caller's From to a reader, which
-%% answers with gen_server:reply/2; clients keep their asks in flight with
-%% gen_server:send_request/4 and a request-id collection), an ETS table as the name registry
-%% and pg for process groups.
+%% workloads (the classic Erlang ring), spawn_monitor + 'DOWN' to await a stop, an ETS table
+%% as the name registry and pg for process groups. reader_db's figure uses plain processes
+%% too (client ! -> DB ! -> reader ! -> client, what an Erlang performance engineer writes
+%% for raw message passing); a second row labelled `variant: gen_server` runs the same path
+%% as gen_servers (the DB's handle_call hands the caller's From to a reader, which answers
+%% with gen_server:reply/2; clients keep their asks in flight with gen_server:send_request/4
+%% and a request-id collection).
+%%
+%% Rounds: --warmup W unprinted rounds, then --samples K printed ones. Every line carries
+%% other_cpu_s (other OS processes' CPU time during the round, /proc/stat minus this VM's
+%% /proc/self/stat) and window_s, read as troupe-bench-contract reads them; a round starts
+%% once the previous round's processes are gone (the VM's process count is back to what it
+%% was). Memory: RSS growth from a settled baseline (every process garbage-collected, the
+%% peak reset with /proc/self/clear_refs, VmRSS), the growth being VmHWM minus it.
 %%
 %% Threads: the launcher script (peer-erlang) starts the VM with +S N:N, N = --threads, so
 %% N schedulers run the processes.
 %%
-%% Usage: peer-erlang <workload> [--threads N] [--samples K] [params]  (see ../README.md)
+%% Usage: peer-erlang <workload> [--threads N] [--samples K] [--warmup W] [params]
+%% (see ../README.md)
 -module(peer_erlang).
 -export([main/0]).
 
@@ -19,14 +29,54 @@
 
 main() ->
     Args = init:get_plain_arguments(),
-    {Workload, Threads, Samples, Params} = parse(Args),
+    {Workload, Threads, Samples, Warmup, Params} = parse(Args),
     put(threads, Threads),
+    %% pg outlives the rounds (registry uses it): start it before counting processes.
+    {ok, _} = pg:start(pg),
+    Settled = erlang:system_info(process_count),
     lists:foreach(
       fun(S) ->
-              log("erlang ~s sample ~p", [Workload, S]),
-              run(Workload, Params, S)
-      end, lists:seq(1, Samples)),
+              log("erlang ~s round ~p", [Workload, S]),
+              open_round(S =< Warmup),
+              run(Workload, Params, S),
+              await_processes(Settled)
+      end, lists:seq(1, Warmup + Samples)),
     halt(0).
+
+%% Waits until the round's processes are gone (the count is back to Settled).
+await_processes(Settled) ->
+    case erlang:system_info(process_count) =< Settled of
+        true -> ok;
+        false -> timer:sleep(1), await_processes(Settled)
+    end.
+
+%% A warm-up round prints nothing; every round opens a CPU window.
+open_round(Warmup) ->
+    put(warming_up, Warmup),
+    put(window, {machine_busy_ticks(), own_ticks(), now_ns()}).
+
+machine_busy_ticks() ->
+    {ok, Bin} = file:read_file("/proc/stat"),
+    [Cpu | _] = string:split(binary_to_list(Bin), "\n"),
+    [_ | Fields] = string:lexemes(Cpu, " "),
+    Vs = [list_to_integer(F) || F <- lists:sublist(Fields, 8)],
+    lists:sum(Vs) - lists:nth(4, Vs) - lists:nth(5, Vs).
+
+own_ticks() ->
+    {ok, Bin} = file:read_file("/proc/self/stat"),
+    Text = binary_to_list(Bin),
+    Rest = lists:nthtail(string:rchr(Text, $)) + 1, Text),
+    Fields = string:lexemes(Rest, " "),
+    list_to_integer(lists:nth(12, Fields)) + list_to_integer(lists:nth(13, Fields)).
+
+%% RSS growth from a settled baseline (see the module doc).
+rss_baseline() ->
+    timer:sleep(50),
+    [erlang:garbage_collect(P) || P <- erlang:processes()],
+    ok = file:write_file("/proc/self/clear_refs", "5"),
+    current_rss_bytes().
+
+rss_growth(Base) -> max(0, peak_rss_bytes() - Base).
 
 run("ring", P, _) -> ring(get_p(rings, P), get_p(actors, P), get_p(laps, P));
 run("pingpong", P, _) -> pingpong(get_p(round_trips, P));
@@ -35,7 +85,9 @@ run("mailbox_performance", P, _) ->
 run("actor_creation", P, _) -> actor_creation(get_p(pow, P));
 run("spawn_and_await", P, _) -> spawn_and_await(get_p(count, P));
 run("reader_db", P, _) ->
-    reader_db(get_p(reads, P), get_p(clients, P), get_p(readers, P), get_p(outstanding, P));
+    Args = [get_p(reads, P), get_p(clients, P), get_p(readers, P), get_p(outstanding, P)],
+    apply(fun reader_db/4, Args),
+    apply(fun reader_db_gen_server/4, Args);
 run("registry", P, S) ->
     [registry(Size, S) || Size <- get_p(sizes, P)],
     ok.
@@ -45,7 +97,7 @@ get_p(K, P) -> proplists:get_value(K, P).
 %% ------------------------------------------------------------------ command line
 
 -define(USAGE,
-        "usage: peer-erlang <workload> [--threads N] [--samples K] [params]~n"
+        "usage: peer-erlang <workload> [--threads N] [--samples K] [--warmup W] [params]~n"
         "  ring --rings 10 --actors 10000 --laps 100 | pingpong --round-trips 1000000~n"
         "  mailbox_performance --senders 100 --messages 1000000 | actor_creation --pow 20~n"
         "  spawn_and_await --count 100000~n"
@@ -70,7 +122,8 @@ parse([Workload | Rest]) ->
     Defaults = defaults(Workload),
     Flags = flags(Rest, []),
     {Threads, F1} = take(threads, Flags, 2),
-    {Samples, F2} = take(samples, F1, 1),
+    {Samples, F1b} = take(samples, F1, 1),
+    {Warmup, F2} = take_warmup(F1b),
     {Params, F3} = lists:mapfoldl(
                      fun({K, D}, Acc) -> {V, Acc2} = take(K, Acc, D), {{K, V}, Acc2} end,
                      F2, Defaults),
@@ -84,7 +137,20 @@ parse([Workload | Rest]) ->
             (Pow >= 1 andalso Pow =< 40) orelse bad_usage("--pow must be within 1..=40", []);
         _ -> ok
     end,
-    {Workload, Threads, Samples, Params}.
+    {Workload, Threads, Samples, Warmup, Params}.
+
+%% --warmup may be 0 (the other flags must be at least 1).
+take_warmup(Flags) ->
+    case [V || {K, V} <- Flags, lists:flatten(K) =:= "warmup"] of
+        [] -> {0, Flags};
+        Values ->
+            V = lists:last(Values),
+            N = case catch list_to_integer(string:trim(V)) of
+                    I when is_integer(I), I >= 0 -> I;
+                    _ -> bad_usage("`--warmup` wants a non-negative integer, got `~s`", [V])
+                end,
+            {N, [KV || {K, _} = KV <- Flags, lists:flatten(K) =/= "warmup"]}
+    end.
 
 flags([], Acc) -> lists:reverse(Acc);
 flags(["--" ++ Flag | Rest], Acc) ->
@@ -160,11 +226,21 @@ json_kv(K, V) -> io_lib:format("\"~s\":~s", [K, json_num(V)]).
 figure(Workload, Params, Secs, Rate, Unit) -> figure(Workload, Params, Secs, Rate, Unit, []).
 
 figure(Workload, Params, Secs, Rate, Unit, Extras) ->
+    case get(warming_up) of
+        true -> ok;
+        _ -> print_figure(Workload, Params, Secs, Rate, Unit, Extras)
+    end.
+
+print_figure(Workload, Params, Secs, Rate, Unit, Extras) ->
+    {Machine0, Own0, T0} = get(window),
+    Other = max(0, (machine_busy_ticks() - Machine0) - (own_ticks() - Own0)) / 100,
     Line = io_lib:format(
              "{\"framework\":\"erlang\",\"workload\":\"~s\",\"params\":~s,\"seconds\":~s,"
-             "\"rate\":~s,\"unit\":\"~s\",\"rss_mb\":~s,\"threads\":~p~s}~n",
+             "\"rate\":~s,\"unit\":\"~s\",\"rss_mb\":~s,\"threads\":~p,"
+             "\"other_cpu_s\":~s,\"window_s\":~s~s}~n",
              [Workload, json_params(Params), json_num(float(Secs)), json_num(float(Rate)), Unit,
-              json_num(peak_rss_bytes() / 1.0e6), get(threads),
+              json_num(peak_rss_bytes() / 1.0e6), get(threads), json_num(float(Other)),
+              json_num(secs_since(T0)),
               [io_lib:format(",\"~s\":~s", [K, json_num(float(V))]) || {K, V} <- Extras]]),
     io:put_chars(standard_io, Line).
 
@@ -231,22 +307,29 @@ ring(Rings, Actors, Laps) ->
 
 %% ------------------------------------------------------------------ pingpong
 
-pong() ->
+%% Pong is spawned knowing ping, so no ball carries a reply address.
+pong(Ping) ->
     receive
-        {ball, N, From} -> From ! {ball, N}, pong();
+        {ball, N} -> Ping ! {ball, N}, pong(Ping);
         stop -> ok
     end.
+
+ping(RoundTrips, Sink) ->
+    Self = self(),
+    Pong = spawn(fun() -> pong(Self) end),
+    Sink ! {pong, Pong},
+    ping(Pong, RoundTrips, Sink).
 
 ping(Pong, RoundTrips, Sink) ->
     receive
         {ball, N} when N >= RoundTrips -> Sink ! {done, N};
-        {ball, N} -> Pong ! {ball, N + 1, self()}, ping(Pong, RoundTrips, Sink)
+        {ball, N} -> Pong ! {ball, N + 1}, ping(Pong, RoundTrips, Sink)
     end.
 
 pingpong(RoundTrips) ->
     Self = self(),
-    Pong = spawn(fun pong/0),
-    Ping = spawn(fun() -> ping(Pong, RoundTrips, Self) end),
+    Ping = spawn(fun() -> ping(RoundTrips, Self) end),
+    Pong = receive {pong, P} -> P end,
     T0 = now_ns(),
     Ping ! {ball, 0},
     N = receive {done, Got} -> Got end,
@@ -259,54 +342,56 @@ pingpong(RoundTrips) ->
 
 %% ------------------------------------------------------------------ mailbox_performance
 
-receiver(Count, Expected, Sink) when Count =:= Expected -> Sink ! {done, Count};
-receiver(Count, Expected, Sink) ->
-    receive msg -> receiver(Count + 1, Expected, Sink) end.
+%% Counts and sums the payloads; reports the sum when it has all of them.
+receiver(Count, Sum, Expected, Sink) when Count =:= Expected -> Sink ! {done, Sum};
+receiver(Count, Sum, Expected, Sink) ->
+    receive {msg, X} -> receiver(Count + 1, Sum + X, Expected, Sink) end.
 
 sender(Dest, Messages) ->
     receive go -> send_n(Dest, Messages) end.
 
+%% Sends the payloads Messages, Messages - 1, ..., 1.
 send_n(_, 0) -> ok;
-send_n(Dest, N) -> Dest ! msg, send_n(Dest, N - 1).
+send_n(Dest, N) -> Dest ! {msg, N}, send_n(Dest, N - 1).
 
 mailbox_performance(Senders, Messages) ->
     Self = self(),
     Expected = Senders * Messages,
-    Recv = spawn(fun() -> receiver(0, Expected, Self) end),
+    Recv = spawn(fun() -> receiver(0, 0, Expected, Self) end),
     All = [spawn(fun() -> sender(Recv, Messages) end) || _ <- lists:seq(1, Senders)],
     T0 = now_ns(),
     [S ! go || S <- All],
-    Count = receive {done, C} -> C end,
+    Sum = receive {done, C} -> C end,
     Secs = secs_since(T0),
-    Count =:= Expected orelse fail("receiver counted ~p, expected ~p", [Count, Expected]),
+    ExpectedSum = Senders * (Messages * (Messages + 1) div 2),
+    Sum =:= ExpectedSum orelse fail("receiver summed ~p, expected ~p", [Sum, ExpectedSum]),
     figure("mailbox_performance", [{senders, Senders}, {messages, Messages}], Secs,
            Expected / Secs, "msgs/s").
 
 %% ------------------------------------------------------------------ actor_creation
 
-tree(Parent) ->
-    receive
-        {spread, 1} ->
-            Parent ! {result, 1};
-        {spread, X} ->
-            Self = self(),
-            [spawn_or_fail(fun() -> tree(Self) end) ! {spread, X - 1} || _ <- [1, 2]],
-            R1 = receive {result, A} -> A end,
-            R2 = receive {result, B} -> B end,
-            Parent ! {result, 1 + R1 + R2}
-    end.
+%% tree(X) spawns its two children as it starts (no extra message per node, as on every
+%% other side); tree(1) answers 1 at once.
+tree(Parent, 1) ->
+    Parent ! {result, 1};
+tree(Parent, X) ->
+    Self = self(),
+    [spawn_or_fail(fun() -> tree(Self, X - 1) end) || _ <- [1, 2]],
+    R1 = receive {result, A} -> A end,
+    R2 = receive {result, B} -> B end,
+    Parent ! {result, 1 + R1 + R2}.
 
 actor_creation(Pow) ->
     Actors = (1 bsl Pow) - 1,
     Self = self(),
-    RssBefore = current_rss_bytes(),
+    RssBase = rss_baseline(),
     T0 = now_ns(),
-    spawn(fun() -> tree(Self) end) ! {spread, Pow},
+    spawn(fun() -> tree(Self, Pow) end),
     Answer = receive {result, R} -> R end,
     Secs = secs_since(T0),
     Answer =:= Actors orelse fail("actor_creation: root answered ~p, expected ~p",
                                   [Answer, Actors]),
-    Grown = max(0, peak_rss_bytes() - RssBefore),
+    Grown = rss_growth(RssBase),
     figure("actor_creation", [{pow, Pow}], Secs, Actors / Secs, "actors/s",
            [{bytes_per_actor, Grown / Actors}]).
 
@@ -365,32 +450,85 @@ customers() ->
                    end, 1, Rows),
     list_to_tuple(Table).
 
-%% The DB, its readers and its writer are gen_servers of module peer_erlang_db.
-start_server(State) ->
-    {ok, Pid} = gen_server:start(peer_erlang_db, State, []),
-    Pid.
+%% Plain processes (Erlang's figure): a client sends {read, Id, self()} to the DB, which
+%% hands it on to the next reader round robin; the reader answers the client with the row.
+db_loop(Readers, Next) ->
+    receive
+        {read, _, _} = Read ->
+            element(Next + 1, Readers) ! Read,
+            db_loop(Readers, (Next + 1) rem tuple_size(Readers));
+        stop -> ok
+    end.
+
+reader_loop(Table) ->
+    receive
+        {read, Id, From} -> From ! {row, Id, element(Id, Table)}, reader_loop(Table);
+        stop -> ok
+    end.
+
+%% The writer owns the table; the workload is read-only, so it only holds it.
+writer_loop(Table) ->
+    receive stop -> Table end.
 
 reader_db(Reads, Clients, Readers, Outstanding) ->
     Table = customers(),
-    Writer = start_server({writer, Table}),
-    ReaderPids = [start_server({reader, Table}) || _ <- lists:seq(1, Readers)],
-    Db = start_server({db, list_to_tuple(ReaderPids), 0}),
+    Writer = spawn(fun() -> writer_loop(Table) end),
+    ReaderPids = [spawn(fun() -> reader_loop(Table) end) || _ <- lists:seq(1, Readers)],
+    RTuple = list_to_tuple(ReaderPids),
+    Db = spawn(fun() -> db_loop(RTuple, 0) end),
+    drive_clients(fun plain_client/5, Db, [Reads, Clients, Readers, Outstanding], []),
+    [P ! stop || P <- [Db, Writer | ReaderPids]],
+    ok.
+
+%% Starts the clients (Client(Db, First, Share, Outstanding, Sink)), times their reads from
+%% `go` to the last `client_done`, checks the count and prints the figure (with Labels).
+drive_clients(Client, Db, [Reads, Clients, Readers, Outstanding], Labels) ->
     Self = self(),
-    Shares = shares(Reads, Clients),
     {ClientPids, _} =
         lists:mapfoldl(
           fun(Share, First) ->
-                  P = spawn(fun() -> client(Db, First, Share, Outstanding, Self) end),
+                  P = spawn(fun() -> Client(Db, First, Share, Outstanding, Self) end),
                   {P, First + Share}
-          end, 0, Shares),
+          end, 0, shares(Reads, Clients)),
     T0 = now_ns(),
     [C ! go || C <- ClientPids],
     Total = lists:sum([receive {client_done, N} -> N end || _ <- ClientPids]),
     Secs = secs_since(T0),
     Total =:= Reads orelse fail("reader_db: ~p good reads, expected ~p", [Total, Reads]),
     figure("reader_db", [{reads, Reads}, {clients, Clients}, {readers, Readers},
-                         {outstanding, Outstanding}],
-           Secs, Reads / Secs, "reads/s", [{ns_per_read, Secs * 1.0e9 / Reads}]),
+                         {outstanding, Outstanding} | Labels],
+           Secs, Reads / Secs, "reads/s", [{ns_per_read, Secs * 1.0e9 / Reads}]).
+
+plain_client(Db, First, Reads, Outstanding, Sink) ->
+    receive go -> ok end,
+    End = First + Reads,
+    Initial = min(Outstanding, Reads),
+    [Db ! {read, I rem 29 + 1, self()} || I <- lists:seq(First, First + Initial - 1)],
+    Sink ! {client_done, plain_client_loop(Db, First + Initial, End, Reads, 0)}.
+
+plain_client_loop(_, _, _, Reads, Reads) -> Reads;
+plain_client_loop(Db, Next, End, Reads, Good) ->
+    receive
+        {row, Id, #{id := Id}} ->
+            Next < End andalso (Db ! {read, Next rem 29 + 1, self()}),
+            plain_client_loop(Db, Next + 1, End, Reads, Good + 1);
+        {row, Id, Row} ->
+            fail("reader_db: asked for ~p, got ~p", [Id, Row])
+    end.
+
+%% The gen_server row (`variant: gen_server`): the DB, its readers and its writer are
+%% gen_servers of module peer_erlang_db.
+start_server(State) ->
+    {ok, Pid} = gen_server:start(peer_erlang_db, State, []),
+    Pid.
+
+reader_db_gen_server(Reads, Clients, Readers, Outstanding) ->
+    Table = customers(),
+    Writer = start_server({writer, Table}),
+    ReaderPids = [start_server({reader, Table}) || _ <- lists:seq(1, Readers)],
+    Db = start_server({db, list_to_tuple(ReaderPids), 0}),
+    drive_clients(fun client/5, Db, [Reads, Clients, Readers, Outstanding],
+                  [{variant, gen_server}]),
     [gen_server:stop(P) || P <- [Db, Writer | ReaderPids]],
     ok.
 
@@ -432,19 +570,16 @@ client_loop(Db, Next, End, Coll, Good) ->
 member(Group, Driver) ->
     ok = pg:join(Group, self()),
     Driver ! {ready, self()},
-    member_loop().
+    member_loop(Driver).
 
-member_loop() ->
+%% A member knows its driver from the start, so a ping carries no reply address.
+member_loop(Driver) ->
     receive
-        {ping, From} -> From ! ack, member_loop();
+        ping -> Driver ! ack, member_loop(Driver);
         stop -> ok
     end.
 
 registry(Size, Sample) ->
-    case whereis(pg) of
-        undefined -> {ok, _} = pg:start(pg);
-        _ -> ok
-    end,
     Self = self(),
     Prefix = io_lib:format("s~p-k~p-", [Sample, Size]),
     Tab = ets:new(registry, [set, public, {read_concurrency, true}]),
@@ -495,8 +630,7 @@ find_loop(Tab, Names, Members, Size, N) ->
 dispatch_loop(_, 0) -> ok;
 dispatch_loop(Group, N) ->
     Members = pg:get_members(Group),
-    Self = self(),
-    [P ! {ping, Self} || P <- Members],
+    [P ! ping || P <- Members],
     [receive ack -> ok after 30000 -> fail("registry: a dispatch was lost", []) end
      || _ <- Members],
     dispatch_loop(Group, N - 1).

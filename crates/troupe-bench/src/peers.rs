@@ -7,7 +7,8 @@
 //! a missing program is reported as not installed.
 
 use crate::compare::higher_is_better;
-use crate::stats::{fmt_ns, fmt_rate, Figure};
+use crate::stats::{fmt_ns, fmt_rate, interference_extras, undisturbed, Figure};
+use crate::workloads::RunCfg;
 use serde_json::{Map, Value};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -154,7 +155,16 @@ pub fn parse_output(peer: &str, workload: &str, stdout: &str) -> PeerOutcome {
     )
 }
 
-fn figure_of(peer: &str, workload: &str, lines: &[Map<String, Value>]) -> Figure {
+/// One figure from the lines of its samples; like Troupe's figures, from the
+/// undisturbed samples when there are any.
+fn figure_of(peer: &str, workload: &str, all: &[Map<String, Value>]) -> Figure {
+    let num = |l: &Map<String, Value>, k: &str| l.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    let lines: Vec<Map<String, Value>> =
+        undisturbed(all, |l| (num(l, "window_s"), num(l, "other_cpu_s")))
+            .into_iter()
+            .cloned()
+            .collect();
+    let lines = &lines[..];
     let first = &lines[0];
     let unit = first
         .get("unit")
@@ -204,12 +214,19 @@ fn figure_of(peer: &str, workload: &str, lines: &[Map<String, Value>]) -> Figure
         "unit",
         "rss_mb",
         "threads",
+        "other_cpu_s",
+        "window_s",
     ];
-    let extra: Map<String, Value> = mid
+    let mut extra: Map<String, Value> = mid
         .iter()
         .filter(|(k, _)| !known.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    interference_extras(
+        &mut extra,
+        all.iter()
+            .map(|l| (num(l, "seconds"), num(l, "other_cpu_s"))),
+    );
     let compact: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
     Figure {
         framework,
@@ -234,13 +251,13 @@ fn figure_of(peer: &str, workload: &str, lines: &[Map<String, Value>]) -> Figure
 }
 
 /// Runs one peer on a workload.
+/// The peer gets the same threads, warm-up runs and samples as Troupe.
 pub fn run_peer(
     peer: &str,
     root: &Path,
     workload: &str,
     flags: &[String],
-    threads: usize,
-    samples: usize,
+    cfg: &RunCfg,
     timeout: Duration,
 ) -> PeerOutcome {
     let prog = program(peer, root);
@@ -250,9 +267,11 @@ pub fn run_peer(
     let mut args = vec![
         workload.to_string(),
         "--threads".into(),
-        threads.to_string(),
+        cfg.threads.to_string(),
         "--samples".into(),
-        samples.to_string(),
+        cfg.samples.to_string(),
+        "--warmup".into(),
+        cfg.warmup.to_string(),
     ];
     args.extend(flags.iter().cloned());
     match run_with_timeout(&prog, &args, timeout) {
@@ -273,10 +292,16 @@ pub fn ratio_text(troupe: Option<&Figure>, peer: &Figure) -> String {
         return "n/a".into();
     }
     let r = peer.ns_per_op_median / t.ns_per_op_median;
-    if r >= 1.0 {
-        format!("troupe {r:.1}x faster")
+    // Every sample of one side ran beside other load: say so next to the ratio.
+    let flag = if t.disturbed() || peer.disturbed() {
+        " [disturbed]"
     } else {
-        format!("troupe {r:.2}x (slower)")
+        ""
+    };
+    if r >= 1.0 {
+        format!("troupe {r:.1}x faster{flag}")
+    } else {
+        format!("troupe {r:.2}x (slower){flag}")
     }
 }
 

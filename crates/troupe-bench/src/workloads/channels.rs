@@ -3,6 +3,7 @@
 //! scheduled and fired (ns per timer, each phase); an mchain received from a
 //! plain thread (ns per message). Every figure verifies its counts.
 
+use super::Workload;
 use super::{params, verify, RunCfg};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
@@ -13,6 +14,7 @@ use troupe::channel::Channel;
 use troupe::mchain::{MChain, Receive, ReceiveStatus};
 use troupe::timer::send_at;
 use troupe::{Actor, Context, Overflow};
+use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 pub struct Params {
     /// Subscriber counts, one figure each (default 1, 10, 100, 1000).
@@ -23,17 +25,6 @@ pub struct Params {
     pub timers: usize,
     /// Messages per mchain sample.
     pub chain_messages: usize,
-}
-
-impl Default for Params {
-    fn default() -> Self {
-        Params {
-            subscribers: vec![1, 10, 100, 1000],
-            deliveries: 1_000_000,
-            timers: 100_000,
-            chain_messages: 1_000_000,
-        }
-    }
 }
 
 /// A frame-sized message: shared by every subscriber, never copied.
@@ -191,6 +182,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
             "channels",
             format!("channel publish {subs} subs"),
             params(&[
+                ("op", json!("publish")),
                 ("subscribers", json!(subs)),
                 ("messages", json!(messages)),
                 ("payload_bytes", json!(1024)),
@@ -206,7 +198,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         "troupe",
         "channels",
         format!("timer schedule {n}"),
-        params(&[("timers", json!(n))]),
+        params(&[("op", json!("schedule")), ("timers", json!(n))]),
         "timers/s",
         || {
             let (schedule, fire) = timer_sample(n)?;
@@ -221,7 +213,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         "troupe",
         "channels",
         format!("timer fire {n}"),
-        params(&[("timers", json!(n))]),
+        params(&[("op", json!("fire")), ("timers", json!(n))]),
         "timers/s",
         cfg.threads,
         &samples,
@@ -232,12 +224,63 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         "troupe",
         "channels",
         format!("mchain receive {m}"),
-        params(&[("messages", json!(m)), ("capacity", json!(4096))]),
+        params(&[
+            ("op", json!("receive")),
+            ("messages", json!(m)),
+            ("capacity", json!(4096)),
+        ]),
         "msgs/s",
         || chain_sample(m),
     )?);
     Ok(figures)
 }
+
+/// `channels` (Troupe only): publish/subscribe, timers and mchains; no plot.
+pub const WORKLOAD: Workload = Workload {
+    spec: &Spec {
+        name: "channels",
+        about: "channel publish to 1..1000 subscribers, timer schedule and fire, mchain receive",
+        params: &[
+            ParamSpec::list(
+                "subscribers",
+                "channels: subscriber counts, comma-separated",
+                "1,10,100,1000",
+                "1,10,100",
+            ),
+            ParamSpec::count(
+                "deliveries",
+                "channels: deliveries per publish sample",
+                "1000000",
+                "100000",
+            ),
+            ParamSpec::count(
+                "timers",
+                "channels: timers per timer sample",
+                "100000",
+                "10000",
+            ),
+            ParamSpec::count(
+                "chain-messages",
+                "channels: messages per mchain sample",
+                "1000000",
+                "100000",
+            ),
+        ],
+    },
+    peers: false,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                subscribers: a.list("subscribers"),
+                deliveries: a.usize("deliveries"),
+                timers: a.usize("timers"),
+                chain_messages: a.usize("chain-messages"),
+            },
+        )
+    },
+    plot: None,
+};
 
 #[cfg(test)]
 mod tests {
@@ -271,7 +314,8 @@ mod tests {
             warmup: 1,
             samples: 5,
         };
-        for f in run(&cfg, &Params::default()).unwrap() {
+        let args = WORKLOAD.spec.resolve(false, |_| None).unwrap();
+        for f in (WORKLOAD.run)(&cfg, &args).unwrap() {
             println!(
                 "{:<28} median {:>9.1} ns/op  mean {:>9.1}  p99 {:>9.1}  ({:.3e} {})",
                 f.name, f.ns_per_op_median, f.ns_per_op_mean, f.ns_per_op_p99, f.rate, f.unit

@@ -1,32 +1,39 @@
 //! `mailbox_performance` (CAF, seed 004): S sender actors each send M small
-//! messages to one receiver, which stops when it has counted S*M.
+//! messages (the integers 1..=M) to one receiver, which stops when it has
+//! counted S*M and reports the sum of the payloads; the run checks the count
+//! and the sum (S * M(M+1)/2), as every peer does.
 
+use super::Workload;
 use super::{params, verify, RunCfg};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
 use std::time::Instant;
 use troupe::{Actor, ActorRef, Context};
+use troupe_bench_contract::{payload_sum, spec};
 
 pub struct Params {
     pub senders: usize,
     pub messages: u64,
 }
 
+/// Counts and sums the payloads; reports both when it has all of them.
 pub struct Receiver {
     left: u64,
-    done: Sender<u64>,
+    done: Sender<(u64, u64)>,
     count: u64,
+    sum: u64,
 }
 
 impl Actor for Receiver {
     type Msg = u64;
     #[inline]
-    fn handle(&mut self, _msg: u64, ctx: &mut Context<'_, Self>) {
+    fn handle(&mut self, msg: u64, ctx: &mut Context<'_, Self>) {
         self.count += 1;
+        self.sum += msg;
         self.left -= 1;
         if self.left == 0 {
-            let _ = self.done.send(self.count);
+            let _ = self.done.send((self.count, self.sum));
             ctx.stop();
         }
     }
@@ -41,7 +48,7 @@ pub struct SenderActor {
 impl Actor for SenderActor {
     type Msg = ();
     fn handle(&mut self, _: (), ctx: &mut Context<'_, Self>) {
-        for i in 0..self.messages {
+        for i in 1..=self.messages {
             if self.to.tell(i).is_err() {
                 break;
             }
@@ -68,6 +75,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
                 left: total,
                 done: tx,
                 count: 0,
+                sum: 0,
             });
             let senders: Vec<_> = (0..p.senders)
                 .map(|_| {
@@ -81,10 +89,13 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
             for s in &senders {
                 s.tell(()).map_err(|e| e.to_string())?;
             }
-            let counted = rx.recv().map_err(|e| e.to_string())?;
+            let (counted, sum) = rx.recv().map_err(|e| e.to_string())?;
             let seconds = t0.elapsed().as_secs_f64();
-            verify(counted == total, || {
-                format!("mailbox_performance: counted {counted}, expected {total}")
+            let expected_sum = payload_sum(p.senders, p.messages as usize);
+            verify(counted == total && sum == expected_sum, || {
+                format!(
+                    "mailbox_performance: counted {counted} summing {sum}, expected {total} summing {expected_sum}"
+                )
             })?;
             system.shutdown();
             Ok(Sample::new(seconds, total as f64))
@@ -96,3 +107,19 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     )?);
     Ok(figs)
 }
+
+/// `mailbox_performance`: the contract's parameters; no plot.
+pub const WORKLOAD: Workload = Workload {
+    spec: &spec::MAILBOX_PERFORMANCE,
+    peers: true,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                senders: a.usize("senders"),
+                messages: a.u64("messages"),
+            },
+        )
+    },
+    plot: None,
+};

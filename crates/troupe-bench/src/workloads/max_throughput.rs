@@ -16,6 +16,7 @@
 //! thread-safe, on a 2-thread pool (SObjectizer's adv_thread_pool): two
 //! frames are resized at once by the same actor.
 
+use super::Workload;
 use super::{params, verify, RunCfg};
 use crate::estimator::ThroughputEstimator;
 use crate::stats::{Figure, Sample};
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use troupe::parallel::{Fifo, SharedActor, SharedRef};
 use troupe::{Actor, ActorRef, Context};
+use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 pub struct Params {
     pub frames: u64,
@@ -302,6 +304,31 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     )?;
     Ok(vec![one, pool, straight])
 }
+
+/// `max_throughput` (Troupe only): the resizer stage of seed 000; no plot.
+pub const WORKLOAD: Workload = Workload {
+    spec: &Spec {
+        name: "max_throughput",
+        about:
+            "a resizer stage halves 640x480 frames, on one thread and on a 2-thread pool; frames/s",
+        params: &[ParamSpec::count(
+            "frames",
+            "max_throughput: frames sent through the resizer",
+            "1000",
+            "300",
+        )],
+    },
+    peers: false,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                frames: a.u64("frames"),
+            },
+        )
+    },
+    plot: None,
+};
 
 #[cfg(test)]
 mod tests {

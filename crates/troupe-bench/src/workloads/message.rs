@@ -10,6 +10,7 @@
 //!
 //! One figure per micro-benchmark; rate in ops/s, `ns_per_op` as an extra.
 
+use super::Workload;
 use super::{params, verify, RunCfg};
 use crate::stats::{Figure, Sample};
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,7 @@ use std::borrow::Cow;
 use std::hint::black_box;
 use std::time::Instant;
 use troupe::{Actor, Context};
+use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 pub struct Params {
     /// Operations per sample.
@@ -290,6 +292,30 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     )?);
     Ok(figs)
 }
+
+/// `message` (Troupe only): CAF's micro-benchmarks; no plot.
+pub const WORKLOAD: Workload = Workload {
+    spec: &Spec {
+        name: "message",
+        about: "create, dispatch and (de)serialize messages (CAF's micro-benchmarks); ns per op",
+        params: &[ParamSpec::count(
+            "iterations",
+            "message: operations per sample of each micro-benchmark",
+            "10000000",
+            "1000000",
+        )],
+    },
+    peers: false,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                iterations: a.u64("iterations"),
+            },
+        )
+    },
+    plot: None,
+};
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,7 @@
 //! supervisor, which waits for R*K (checked) results and R done messages.
 //! The factorizers run on a blocking pool, the rings on the default pool.
 
+use super::Workload;
 use super::{params, verify, RunCfg};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
@@ -14,6 +15,7 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use troupe::dispatcher::Dispatcher;
 use troupe::{Actor, ActorRef, Context, SpawnOptions};
+use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 pub struct Params {
     pub ring_masters: usize,
@@ -372,6 +374,44 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     )?;
     Ok(vec![fig])
 }
+
+/// `mixed_case` (Troupe only): CAF's shape with R scaled to 2 cores; no plot.
+pub const WORKLOAD: Workload = Workload {
+    spec: &Spec {
+        name: "mixed_case",
+        about:
+            "R masters build rings of S actors, pass a token T laps, K times, and factor a number",
+        params: &[
+            ParamSpec::count("ring-masters", "mixed_case: ring masters (R)", "10", "2"),
+            ParamSpec::count(
+                "ring-size",
+                "mixed_case: actors per ring, master included (S)",
+                "100",
+                "50",
+            ),
+            ParamSpec::count("token", "mixed_case: laps per ring (T)", "1000", "100"),
+            ParamSpec::count(
+                "repetitions",
+                "mixed_case: rings each master builds (K)",
+                "4",
+                "1",
+            ),
+        ],
+    },
+    peers: false,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                ring_masters: a.usize("ring-masters"),
+                ring_size: a.usize("ring-size"),
+                token: a.u64("token"),
+                repetitions: a.usize("repetitions"),
+            },
+        )
+    },
+    plot: None,
+};
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,12 @@
 //! The workloads of `shared/BENCHMARKS.md`, on Troupe, one file each, plus the
 //! plain-Rust baselines they are compared with in the same run.
+//!
+//! Each workload file ends with its [`Workload`] declaration: its parameters
+//! (a [`Spec`]: flags, defaults, quick values; for the workloads the peers run
+//! too, the contract's spec from `troupe-bench-contract`), whether the peers
+//! run it, how to run it from resolved [`Args`], and what `--plot` draws.
+//! [`ALL`] lists them in report order; the command line, the help text and the
+//! flags passed to the peers are all derived from these declarations.
 
 pub mod actor_creation;
 pub mod baseline;
@@ -17,7 +24,83 @@ pub mod spawn_and_await;
 
 use crate::stats::{Figure, Sample};
 use serde_json::{Map, Value};
+use std::path::Path;
 use troupe::ActorSystem;
+use troupe_bench_contract::probe::CpuWindow;
+use troupe_bench_contract::spec::{Args, Spec};
+
+/// One workload of the suite, declared in its own file.
+pub struct Workload {
+    /// Name and parameters.
+    pub spec: &'static Spec,
+    /// Whether the peer programs run it (its spec is the contract's).
+    pub peers: bool,
+    /// Runs it on Troupe (and its baselines) with resolved parameters.
+    pub run: fn(&RunCfg, &Args) -> Result<Vec<Figure>, String>,
+    /// What `--plot DIR` draws for it, if anything.
+    pub plot: Option<PlotFn>,
+}
+
+/// Draws a workload's `--plot` figures.
+pub type PlotFn = fn(&PlotCtx<'_>) -> Result<Plotted, String>;
+
+/// What a plot function gets: where to draw, how the run was measured, the
+/// parameters, and the figures the run gave.
+pub struct PlotCtx<'a> {
+    /// The `--plot` directory.
+    pub dir: &'a Path,
+    /// Threads, warm-up and samples of the run.
+    pub cfg: &'a RunCfg,
+    /// The workload's resolved parameters.
+    pub args: &'a Args,
+    /// The figures of the run.
+    pub figs: &'a [Figure],
+}
+
+/// What a plot function gave: report lines, and figures it had to measure
+/// in addition (e.g. at other thread counts).
+pub type Plotted = (String, Vec<Figure>);
+
+/// A `--plot` bar chart of the figures' rates in hops/s, one bar per figure
+/// that `label` names.
+pub fn rate_bars(
+    c: &PlotCtx<'_>,
+    file: &str,
+    title: &str,
+    label: impl Fn(&Figure) -> Option<String>,
+) -> Result<Plotted, String> {
+    let bars: Vec<(String, f64)> = c
+        .figs
+        .iter()
+        .filter_map(|f| Some((label(f)?, f.rate)))
+        .collect();
+    let (svg, csv) = crate::plot::bar_chart(c.dir, file, title, "hops/s", &bars)?;
+    Ok((
+        format!("plot: {} ({})\n", svg.display(), csv.display()),
+        Vec::new(),
+    ))
+}
+
+/// Every workload, in report order (BENCHMARKS.md's table).
+pub const ALL: &[&Workload] = &[
+    &ring::WORKLOAD,
+    &pingpong::WORKLOAD,
+    &mailbox_performance::WORKLOAD,
+    &actor_creation::WORKLOAD,
+    &mixed_case::WORKLOAD,
+    &spawn_and_await::WORKLOAD,
+    &message::WORKLOAD,
+    &registry::WORKLOAD,
+    &reader_db::WORKLOAD,
+    &max_throughput::WORKLOAD,
+    &schedulers::WORKLOAD,
+    &channels::WORKLOAD,
+];
+
+/// The workload called `name`.
+pub fn find(name: &str) -> Option<&'static Workload> {
+    ALL.iter().copied().find(|w| w.spec.name == name)
+}
 
 /// How to measure: threads, warm-up runs, samples, progress output.
 #[derive(Clone, Debug)]
@@ -45,13 +128,17 @@ impl RunCfg {
         mut f: impl FnMut() -> Result<Sample, String>,
     ) -> Result<Figure, String> {
         for i in 0..self.warmup {
-            crate::progress(&format!("{name}: warm-up {}/{}", i + 1, self.warmup));
+            crate::stats::progress(&format!("{name}: warm-up {}/{}", i + 1, self.warmup));
             f()?;
         }
         let mut samples = Vec::with_capacity(self.samples);
         for i in 0..self.samples {
-            crate::progress(&format!("{name}: sample {}/{}", i + 1, self.samples));
-            samples.push(f()?);
+            crate::stats::progress(&format!("{name}: sample {}/{}", i + 1, self.samples));
+            let window = CpuWindow::open();
+            let mut s = f()?;
+            s.other_cpu_s = window.other_cpu_seconds();
+            s.window_s = window.wall_seconds();
+            samples.push(s);
         }
         Ok(Figure::from_samples(
             framework,
@@ -79,5 +166,34 @@ pub fn verify(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
         Ok(())
     } else {
         Err(what())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use troupe_bench_contract::spec;
+
+    #[test]
+    fn declarations_are_consistent() {
+        for (i, w) in ALL.iter().enumerate() {
+            assert!(
+                ALL[..i].iter().all(|o| o.spec.name != w.spec.name),
+                "{} declared twice",
+                w.spec.name
+            );
+            // The peers run exactly the workloads whose spec is the contract's.
+            assert_eq!(
+                w.peers,
+                spec::contract(w.spec.name).is_some_and(|c| c == w.spec),
+                "{}: peers flag and contract disagree",
+                w.spec.name
+            );
+            // Defaults and quick values are valid values.
+            w.spec.resolve(false, |_| None).unwrap();
+            w.spec.resolve(true, |_| None).unwrap();
+            assert!(find(w.spec.name).is_some());
+        }
+        assert_eq!(ALL.iter().filter(|w| w.peers).count(), spec::CONTRACT.len());
     }
 }

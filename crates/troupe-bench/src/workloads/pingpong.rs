@@ -1,11 +1,13 @@
 //! `pingpong`: two actors bounce an integer K round trips.
 
+use super::Workload;
 use super::{params, verify, RunCfg};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
 use std::time::Instant;
 use troupe::{Actor, ActorRef, Context};
+use troupe_bench_contract::spec;
 
 pub struct Params {
     pub round_trips: u64,
@@ -103,3 +105,18 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     figs.push(super::baseline::thread_pingpong(cfg, k.min(200_000))?);
     Ok(figs)
 }
+
+/// `pingpong`: the contract's parameters; no plot.
+pub const WORKLOAD: Workload = Workload {
+    spec: &spec::PINGPONG,
+    peers: true,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                round_trips: a.u64("round-trips"),
+            },
+        )
+    },
+    plot: None,
+};

@@ -1,16 +1,23 @@
 //! `reader_db` (NorthwindDb, seed 003): a read-only table of 29 customers held
 //! by a DB actor with 1 writer and D reader actors; C client actors read by id
-//! with ask (at most O outstanding each), N reads in all. The same reads as a
+//! with ask (at most O outstanding each), N reads in all. Every read goes
+//! client -> DB actor -> reader -> client, as in NorthwindDb and in every peer:
+//! the client asks the DB actor, which hands the read with the client's reply
+//! address to the next reader, round robin; the reader answers the client.
+//! The row type is the contract's (`Arc<Customer>` with `String` fields, one
+//! `Arc` clone per reply), the same on every side. The same reads as a
 //! straight function call run in the same process for the ratio.
 
-use super::{params, verify, RunCfg};
-use crate::stats::{Figure, Sample};
+use super::{params, verify, PlotCtx, Plotted, RunCfg, Workload};
+use crate::stats::{render_block, summary_lines, Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use troupe::{Actor, ActorRef, AskError, Context, ReplyTo};
+use troupe_bench_contract::customers::{self, Customer};
+use troupe_bench_contract::{shares, spec};
 
 pub struct Params {
     pub reads: u64,
@@ -19,89 +26,31 @@ pub struct Params {
     pub outstanding: usize,
 }
 
-/// A Northwind customer row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Customer {
-    pub id: u32,
-    pub code: &'static str,
-    pub company: &'static str,
-    pub city: &'static str,
-}
+/// A row, as every framework in the comparison holds it.
+pub type Row = Arc<Customer>;
 
-const ROWS: [(&str, &str, &str); 29] = [
-    ("ALFKI", "Alfreds Futterkiste", "Berlin"),
-    ("ANATR", "Ana Trujillo Emparedados y helados", "México D.F."),
-    ("ANTON", "Antonio Moreno Taquería", "México D.F."),
-    ("AROUT", "Around the Horn", "London"),
-    ("BERGS", "Berglunds snabbköp", "Luleå"),
-    ("BLAUS", "Blauer See Delikatessen", "Mannheim"),
-    ("BLONP", "Blondesddsl père et fils", "Strasbourg"),
-    ("BOLID", "Bólido Comidas preparadas", "Madrid"),
-    ("BONAP", "Bon app'", "Marseille"),
-    ("BOTTM", "Bottom-Dollar Markets", "Tsawassen"),
-    ("BSBEV", "B's Beverages", "London"),
-    ("CACTU", "Cactus Comidas para llevar", "Buenos Aires"),
-    ("CENTC", "Centro comercial Moctezuma", "México D.F."),
-    ("CHOPS", "Chop-suey Chinese", "Bern"),
-    ("COMMI", "Comércio Mineiro", "Sao Paulo"),
-    ("CONSH", "Consolidated Holdings", "London"),
-    ("DRACD", "Drachenblut Delikatessen", "Aachen"),
-    ("DUMON", "Du monde entier", "Nantes"),
-    ("EASTC", "Eastern Connection", "London"),
-    ("ERNSH", "Ernst Handel", "Graz"),
-    ("FAMIA", "Familia Arquibaldo", "Sao Paulo"),
-    ("FISSA", "FISSA Fabrica Inter. Salchichas S.A.", "Madrid"),
-    ("FOLIG", "Folies gourmandes", "Lille"),
-    ("FOLKO", "Folk och fä HB", "Bräcke"),
-    ("FRANK", "Frankenversand", "München"),
-    ("FRANR", "France restauration", "Nantes"),
-    ("FRANS", "Franchi S.p.A.", "Torino"),
-    ("FURIB", "Furia Bacalhau e Frutos do Mar", "Lisboa"),
-    ("GALED", "Galería del gastrónomo", "Barcelona"),
-];
+/// The table: `Arc<Vec<Arc<Customer>>>`, ids 1..=29.
+pub type Table = Arc<Vec<Row>>;
 
-/// The table: customers by id (1..=29).
-pub struct Table {
-    rows: Vec<Customer>,
-}
+/// A read: the id, and where the row goes.
+pub type Read = (u32, ReplyTo<Option<Row>>);
 
-impl Table {
-    pub fn northwind() -> Table {
-        Table {
-            rows: ROWS
-                .iter()
-                .enumerate()
-                .map(|(i, &(code, company, city))| Customer {
-                    id: i as u32 + 1,
-                    code,
-                    company,
-                    city,
-                })
-                .collect(),
-        }
-    }
-
-    #[inline]
-    pub fn get(&self, id: u32) -> Option<Customer> {
-        self.rows.get((id as usize).wrapping_sub(1)).copied()
-    }
-}
-
+/// Answers reads from the shared table (one `Arc` clone of the row per read).
 pub struct Reader {
-    table: Arc<Table>,
+    table: Table,
 }
 
 impl Actor for Reader {
-    type Msg = (u32, ReplyTo<Option<Customer>>);
+    type Msg = Read;
     #[inline]
-    fn handle(&mut self, (id, reply): Self::Msg, _ctx: &mut Context<'_, Self>) {
-        reply.reply(self.table.get(id));
+    fn handle(&mut self, (id, reply): Read, _ctx: &mut Context<'_, Self>) {
+        reply.reply(customers::read(&self.table, id));
     }
 }
 
 /// Owns the table in a read-write database; idle in this read-only workload.
 pub struct Writer {
-    _table: Arc<Table>,
+    _table: Table,
 }
 
 impl Actor for Writer {
@@ -109,20 +58,18 @@ impl Actor for Writer {
     fn handle(&mut self, _: (), _ctx: &mut Context<'_, Self>) {}
 }
 
-pub enum DbMsg {
-    Readers(ReplyTo<Vec<ActorRef<Reader>>>),
-}
-
-/// The database actor: spawns its writer and readers; hands out the readers.
+/// The database actor (NorthwindDb): spawns its writer and readers, and hands
+/// each read to the next reader, round robin, with the client's reply address.
 pub struct Db {
-    table: Arc<Table>,
+    table: Table,
     readers: Vec<ActorRef<Reader>>,
     writer: Option<ActorRef<Writer>>,
     n_readers: usize,
+    next: usize,
 }
 
 impl Actor for Db {
-    type Msg = DbMsg;
+    type Msg = Read;
     fn started(&mut self, ctx: &mut Context<'_, Self>) {
         self.writer = Some(ctx.spawn(Writer {
             _table: self.table.clone(),
@@ -135,43 +82,46 @@ impl Actor for Db {
             })
             .collect();
     }
-    fn handle(&mut self, DbMsg::Readers(r): DbMsg, _ctx: &mut Context<'_, Self>) {
-        r.reply(self.readers.clone());
+    #[inline]
+    fn handle(&mut self, read: Read, _ctx: &mut Context<'_, Self>) {
+        let reader = &self.readers[self.next];
+        self.next = (self.next + 1) % self.readers.len();
+        // A reader that is gone drops the reply address: the client gets an error.
+        let _ = reader.tell(read);
     }
 }
 
 pub enum ClientMsg {
     Start,
-    Reply(Result<Option<Customer>, AskError>),
+    Reply(Result<Option<Row>, AskError>),
 }
 
-impl From<Result<Option<Customer>, AskError>> for ClientMsg {
-    fn from(r: Result<Option<Customer>, AskError>) -> Self {
+impl From<Result<Option<Row>, AskError>> for ClientMsg {
+    fn from(r: Result<Option<Row>, AskError>) -> Self {
         ClientMsg::Reply(r)
     }
 }
 
+/// Reads `first..end` (read `i` asks for `customers::id_for(i)`) through the
+/// DB actor, at most `outstanding` at a time.
 pub struct Client {
-    readers: Vec<ActorRef<Reader>>,
-    to_send: u64,
-    sent: u64,
-    received: u64,
-    /// Id of the k-th request is k % 29 + 1; replies come back in order per
-    /// reader but interleave across readers, so check by id range and sum.
+    db: ActorRef<Db>,
+    next: usize,
+    end: usize,
+    /// This client's share of the reads.
+    reads: usize,
+    received: usize,
     id_sum: u64,
-    expected_sum: u64,
     outstanding: usize,
     errors: u64,
-    done: Sender<(u64, u64, bool)>,
+    done: Sender<(usize, u64, u64)>,
 }
 
 impl Client {
     fn send_one(&mut self, ctx: &mut Context<'_, Self>) {
-        let id = (self.sent % 29) as u32 + 1;
-        let reader = &self.readers[(self.sent as usize) % self.readers.len()];
-        self.expected_sum += id as u64;
-        self.sent += 1;
-        if ctx.ask(reader, |r| (id, r)).is_err() {
+        let id = customers::id_for(self.next);
+        self.next += 1;
+        if ctx.ask(&self.db, |r| (id, r)).is_err() {
             self.errors += 1;
         }
     }
@@ -182,21 +132,26 @@ impl Actor for Client {
     fn handle(&mut self, msg: ClientMsg, ctx: &mut Context<'_, Self>) {
         match msg {
             ClientMsg::Start => {
-                while self.sent < self.to_send && (self.sent as usize) < self.outstanding {
-                    self.send_one(ctx);
+                for _ in 0..self.outstanding {
+                    if self.next < self.end {
+                        self.send_one(ctx);
+                    }
+                }
+                if self.reads == 0 {
+                    let _ = self.done.send((0, 0, 0));
+                    ctx.stop();
                 }
             }
             ClientMsg::Reply(r) => {
                 self.received += 1;
                 match r {
-                    Ok(Some(c)) if (1..=29).contains(&c.id) => self.id_sum += c.id as u64,
+                    Ok(Some(c)) => self.id_sum += u64::from(c.id),
                     _ => self.errors += 1,
                 }
-                if self.sent < self.to_send {
+                if self.next < self.end {
                     self.send_one(ctx);
-                } else if self.received == self.to_send {
-                    let ok = self.errors == 0 && self.id_sum == self.expected_sum;
-                    let _ = self.done.send((self.received, self.errors, ok));
+                } else if self.received == self.reads {
+                    let _ = self.done.send((self.received, self.errors, self.id_sum));
                     ctx.stop();
                 }
             }
@@ -204,20 +159,19 @@ impl Actor for Client {
     }
 }
 
-/// The same reads as a straight function call: the floor.
+/// The same reads as a straight function call (the same table, the same
+/// `Arc` clone per read): the floor.
 pub fn straight_call(reads: u64) -> Result<Sample, String> {
-    let table = Table::northwind();
+    let table = customers::table();
     let t0 = Instant::now();
     let mut sum = 0u64;
-    for k in 0..reads {
-        let id = (k % 29) as u32 + 1;
-        if let Some(c) = black_box(&table).get(black_box(id)) {
-            sum += c.id as u64;
+    for k in 0..reads as usize {
+        if let Some(c) = customers::read(black_box(&table), black_box(customers::id_for(k))) {
+            sum += u64::from(c.id);
         }
     }
     let seconds = t0.elapsed().as_secs_f64();
-    let expected: u64 = (0..reads).map(|k| k % 29 + 1).sum();
-    verify(sum == expected, || {
+    verify(sum == customers::id_sum(0, reads as usize), || {
         "reader_db straight call: wrong rows".into()
     })?;
     Ok(Sample::new(seconds, reads as f64).with("ns_per_read", seconds * 1e9 / reads as f64))
@@ -238,54 +192,56 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         "reads/s",
         || {
             let system = cfg.system();
-            let table = Arc::new(Table::northwind());
             let db = system.spawn(Db {
-                table,
+                table: customers::table(),
                 readers: Vec::new(),
                 writer: None,
                 n_readers: p.readers.max(1),
+                next: 0,
             });
-            let readers = db
-                .ask(DbMsg::Readers, Duration::from_secs(10))
-                .map_err(|e| e.to_string())?;
             let (tx, rx) = bounded(p.clients);
-            let per = p.reads / p.clients as u64;
-            let clients: Vec<_> = (0..p.clients)
-                .map(|i| {
-                    let n = if i == 0 {
-                        p.reads - per * (p.clients as u64 - 1)
-                    } else {
-                        per
-                    };
-                    system.spawn(Client {
-                        readers: readers.clone(),
-                        to_send: n,
-                        sent: 0,
+            let mut first = 0;
+            let mut expected_sum = 0;
+            let clients: Vec<_> = shares(p.reads as usize, p.clients)
+                .into_iter()
+                .map(|n| {
+                    expected_sum += customers::id_sum(first, n);
+                    let c = system.spawn(Client {
+                        db: db.clone(),
+                        next: first,
+                        end: first + n,
+                        reads: n,
                         received: 0,
                         id_sum: 0,
-                        expected_sum: 0,
                         outstanding: p.outstanding.max(1),
                         errors: 0,
                         done: tx.clone(),
-                    })
+                    });
+                    first += n;
+                    c
                 })
                 .collect();
             let t0 = Instant::now();
             for c in &clients {
                 c.tell(ClientMsg::Start).map_err(|e| e.to_string())?;
             }
-            let mut total = 0;
+            let (mut total, mut sum) = (0, 0);
             for _ in 0..p.clients {
-                let (received, errors, ok) = rx.recv().map_err(|e| e.to_string())?;
-                verify(ok, || {
-                    format!("reader_db: a client got {errors} errors or wrong rows")
+                let (received, errors, id_sum) = rx.recv().map_err(|e| e.to_string())?;
+                verify(errors == 0, || {
+                    format!("reader_db: a client got {errors} errors")
                 })?;
                 total += received;
+                sum += id_sum;
             }
             let seconds = t0.elapsed().as_secs_f64();
-            verify(total == p.reads, || {
-                format!("reader_db: {total} replies, expected {}", p.reads)
+            verify(total == p.reads as usize && sum == expected_sum, || {
+                format!(
+                    "reader_db: {total} replies with id sum {sum}, expected {} and {expected_sum}",
+                    p.reads
+                )
             })?;
+            drop(clients);
             system.shutdown();
             Ok(Sample::new(seconds, p.reads as f64)
                 .with("ns_per_read", seconds * 1e9 / p.reads as f64))
@@ -305,4 +261,73 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         json!(actor.ns_per_op_median / straight.ns_per_op_median.max(1e-9)),
     );
     Ok(vec![actor, straight])
+}
+
+/// `reader_db`: the contract's parameters; `--plot` draws reads/s at 1, 2
+/// and 4 worker threads (measuring the thread counts the run did not).
+pub const WORKLOAD: Workload = Workload {
+    spec: &spec::READER_DB,
+    peers: true,
+    run: |cfg, a| run(cfg, &params_of(a)),
+    plot: Some(plot),
+};
+
+fn params_of(a: &spec::Args) -> Params {
+    Params {
+        reads: a.u64("reads"),
+        clients: a.usize("clients"),
+        readers: a.usize("readers"),
+        outstanding: a.usize("outstanding"),
+    }
+}
+
+fn plot(c: &PlotCtx<'_>) -> Result<Plotted, String> {
+    let p = params_of(c.args);
+    let mut out = String::new();
+    let mut extra = Vec::new();
+    let mut points = Vec::new();
+    for t in [1usize, 2, 4] {
+        let fig = match c
+            .figs
+            .iter()
+            .find(|f| f.framework == "troupe" && f.threads == t)
+        {
+            Some(f) => f.clone(),
+            None => {
+                let cfg = RunCfg {
+                    threads: t,
+                    ..c.cfg.clone()
+                };
+                let f = run(&cfg, &p)?
+                    .into_iter()
+                    .find(|f| f.framework == "troupe")
+                    .ok_or("reader_db gave no troupe figure")?;
+                extra.push(f.clone());
+                f
+            }
+        };
+        points.push((t as f64, fig.rate));
+    }
+    crate::stats::clear_progress();
+    if !extra.is_empty() {
+        let refs: Vec<&Figure> = extra.iter().collect();
+        out.push_str(&render_block(
+            "== reader_db at other thread counts (--plot)",
+            &refs,
+        ));
+        out.push_str(&summary_lines(&extra));
+    }
+    let (svg, csv) = crate::plot::line_chart(
+        c.dir,
+        "reader_db_threads",
+        &format!(
+            "reader_db: reads/s against worker threads ({} reads)",
+            p.reads
+        ),
+        "threads",
+        "reads/s",
+        &points,
+    )?;
+    out.push_str(&format!("plot: {} ({})\n", svg.display(), csv.display()));
+    Ok((out, extra))
 }

@@ -2,17 +2,18 @@
 //! and put in 10 groups (actor i in group i % 10), as the peers do
 //! (`peers/README.md`). Per size, one figure per operation:
 //!
-//! * `find`: names looked up round robin (~200,000 lookups, at least two
-//!   rounds), each checked to be the expected actor (the same `ActorRef`),
-//!   through a [`troupe::registry::Reader`] re-taken every 1,024 lookups
-//!   (one epoch guard per batch, the reference borrowed);
-//! * baseline `std HashMap find`: the same lookups in a `std` `HashMap` from
-//!   name to index with the same hasher (foldhash), single-threaded and
-//!   unsynchronized: the floor any concurrent registry is measured against
-//!   in the same run;
-//! * `find_owned`: the same through `Registry::find`, which takes its own
-//!   guard and clones the `ActorRef` per call (what ractor's `where_is` and
-//!   kameo's `lookup` return);
+//! * `find_owned` (op `find`, the figure the peers are compared with): names
+//!   looked up round robin (~200,000 lookups, at least two rounds) through
+//!   `Registry::find`, which takes its own guard and clones the `ActorRef`
+//!   per call (what ractor's `where_is` and kameo's `lookup` return), each
+//!   checked to be the expected actor;
+//! * `find (borrowed)` (op `find_borrowed`): the same lookups through a
+//!   [`troupe::registry::Reader`] re-taken every 1,024 lookups (one epoch
+//!   guard per batch, the reference borrowed), a row of its own, compared
+//!   only with the baseline below, not with the peers' owned lookups;
+//! * baseline `std HashMap find (borrowed)`: the same lookups in a `std`
+//!   `HashMap` from name to index with the same hasher (foldhash),
+//!   single-threaded and unsynchronized: the floor for a borrowed lookup;
 //! * `dispatch_group`: one message to every member of group 0, repeated until
 //!   about 100,000 deliveries (10 to 10,000 rounds); every member answers the
 //!   driver, which starts the next round once all have; time per member
@@ -37,6 +38,7 @@
 
 use super::actor_creation::heap_in_use;
 use super::{params, verify, RunCfg};
+use super::{PlotCtx, Plotted, Workload};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
@@ -45,6 +47,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use troupe::registry::Registry;
 use troupe::{Actor, ActorRef, Context};
+use troupe_bench_contract::spec;
 
 pub struct Params {
     pub sizes: Vec<usize>,
@@ -253,8 +256,8 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         figures.push(cfg.measure(
             "troupe",
             "registry",
-            format!("{l} {size} find"),
-            figure_params(size, "find"),
+            format!("{l} {size} find (borrowed)"),
+            figure_params(size, "find_borrowed"),
             "finds/s",
             || {
                 let t0 = Instant::now();
@@ -286,7 +289,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
             "troupe",
             "registry",
             format!("{l} {size} find_owned"),
-            figure_params(size, "find_owned"),
+            figure_params(size, "find"),
             "finds/s",
             || {
                 time_lookups(lookups, size, |j| {
@@ -372,8 +375,8 @@ fn std_map_find(
     cfg.measure(
         "baseline",
         "registry",
-        format!("{l} {size} std HashMap find"),
-        figure_params(size, "find"),
+        format!("{l} {size} std HashMap find (borrowed)"),
+        figure_params(size, "find_borrowed"),
         "finds/s",
         || time_lookups(lookups, size, |j| map.get(names[j].as_str()) == Some(&j)),
     )
@@ -411,4 +414,58 @@ fn time_lookups(
     let secs = t0.elapsed().as_secs_f64();
     verify(wrong == 0, || format!("registry: {wrong} lookups failed"))?;
     Ok(Sample::new(secs, lookups as f64))
+}
+/// `registry`: the contract's sizes; `--plot` draws find, dispatch_group and
+/// memory per entry against the registry size.
+pub const WORKLOAD: Workload = Workload {
+    spec: &spec::REGISTRY,
+    peers: true,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                sizes: a.list("sizes"),
+            },
+        )
+    },
+    plot: Some(plot),
+};
+
+fn plot(c: &PlotCtx<'_>) -> Result<Plotted, String> {
+    let mut out = String::new();
+    for op in ["find", "dispatch_group", "memory"] {
+        let points: Vec<(f64, f64)> = c
+            .figs
+            .iter()
+            .filter(|f| {
+                f.framework == "troupe" && f.params.get("op").and_then(|v| v.as_str()) == Some(op)
+            })
+            .filter_map(|f| {
+                let size = f.params.get("size")?.as_f64()?;
+                let y = if op == "memory" {
+                    f.extra.get("bytes_per_entry")?.as_f64()?
+                } else {
+                    f.ns_per_op_mean
+                };
+                Some((size.log10(), y))
+            })
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        let (svg, csv) = crate::plot::line_chart(
+            c.dir,
+            &format!("registry_{op}"),
+            &format!("registry {op}: cost against registry size"),
+            "log10(registry size)",
+            if op == "memory" {
+                "bytes per entry"
+            } else {
+                "ns per op"
+            },
+            &points,
+        )?;
+        out.push_str(&format!("plot: {} ({})\n", svg.display(), csv.display()));
+    }
+    Ok((out, Vec::new()))
 }

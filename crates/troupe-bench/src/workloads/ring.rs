@@ -3,16 +3,31 @@
 //! concurrently; creation is timed apart.
 
 use super::{params, verify, RunCfg};
+use super::{rate_bars, PlotCtx, Plotted, Workload};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
 use std::time::Instant;
 use troupe::{Actor, ActorRef, Context};
+use troupe_bench_contract::spec;
 
+/// R rings of N actors, L laps (also the shape `schedulers` runs).
+#[derive(Clone, Copy)]
 pub struct Params {
     pub rings: usize,
     pub actors: usize,
     pub laps: usize,
+}
+
+impl Params {
+    /// The values of the `rings`, `actors` and `laps` flags.
+    pub fn from_args(a: &spec::Args) -> Params {
+        Params {
+            rings: a.usize("rings"),
+            actors: a.usize("actors"),
+            laps: a.usize("laps"),
+        }
+    }
 }
 
 pub enum RingMsg {
@@ -126,4 +141,21 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         },
     )?;
     Ok(vec![fig])
+}
+
+/// `ring`: the contract's parameters; `--plot` draws hops/s on the default dispatcher.
+pub const WORKLOAD: Workload = Workload {
+    spec: &spec::RING,
+    peers: true,
+    run: |cfg, a| run(cfg, &Params::from_args(a)),
+    plot: Some(plot),
+};
+
+fn plot(c: &PlotCtx<'_>) -> Result<Plotted, String> {
+    rate_bars(
+        c,
+        "ring_dispatchers",
+        "ring: hops/s on the default dispatcher (`schedulers` plots every kind)",
+        |f| (f.framework == "troupe").then(|| "default work-stealing".to_string()),
+    )
 }

@@ -3,18 +3,14 @@
 //! its schedulers. A dedicated thread per actor cannot host 10,000 actors, so
 //! that row runs a ring of 2 x 16 actors (named in the row).
 
-use super::ring::{sample_with, Params as RingParams};
+use super::ring::{sample_with, Params};
 use super::{params, RunCfg};
+use super::{rate_bars, PlotCtx, Plotted, Workload};
 use crate::stats::Figure;
 use serde_json::json;
 use troupe::dispatcher::Dispatcher;
 use troupe::{ActorSystem, SpawnOptions, SystemHandle};
-
-pub struct Params {
-    pub rings: usize,
-    pub actors: usize,
-    pub laps: usize,
-}
+use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 const DEFAULT: &str = "default work-stealing";
 
@@ -41,11 +37,7 @@ fn kinds() -> Vec<(&'static str, Make)> {
 
 pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     let mut figs = Vec::new();
-    let ring = RingParams {
-        rings: p.rings,
-        actors: p.actors,
-        laps: p.laps,
-    };
+    let ring = *p;
     for (kind, make) in kinds() {
         let fig = cfg.measure(
             "troupe",
@@ -75,7 +67,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         )?;
         figs.push(fig);
     }
-    let small = RingParams {
+    let small = Params {
         rings: 2,
         actors: 16,
         laps: p.laps.min(100),
@@ -102,4 +94,33 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         },
     )?);
     Ok(figs)
+}
+
+/// `schedulers` (Troupe only): the ring on every dispatcher kind; `--plot`
+/// draws hops/s per dispatcher.
+pub const WORKLOAD: Workload = Workload {
+    spec: &Spec {
+        name: "schedulers",
+        about: "the ring (--rings, --actors, --laps) under each dispatcher kind; hops/s",
+        params: &[
+            ParamSpec::count("rings", "ring: rings (R)", "10", "10"),
+            ParamSpec::count("actors", "ring: actors per ring (N)", "1000", "500"),
+            ParamSpec::count("laps", "ring: laps (L)", "100", "20"),
+        ],
+    },
+    peers: false,
+    run: |cfg, a| run(cfg, &Params::from_args(a)),
+    plot: Some(plot),
+};
+
+fn plot(c: &PlotCtx<'_>) -> Result<Plotted, String> {
+    rate_bars(
+        c,
+        "ring_dispatchers_all",
+        "ring: hops/s per dispatcher",
+        |f| {
+            let kind = f.params.get("dispatcher").and_then(|v| v.as_str());
+            Some(kind.unwrap_or("?").to_string())
+        },
+    )
 }

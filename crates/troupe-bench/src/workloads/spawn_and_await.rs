@@ -3,12 +3,14 @@
 //! is done by a driver actor watching each child (a monitor), as an Erlang
 //! process would with spawn_monitor.
 
+use super::Workload;
 use super::{params, verify, RunCfg};
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::json;
 use std::time::Instant;
 use troupe::{Actor, ActorId, Context, StopReason};
+use troupe_bench_contract::spec;
 
 pub struct Params {
     pub count: u64,
@@ -95,3 +97,18 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     )?;
     Ok(vec![fig])
 }
+
+/// `spawn_and_await`: the contract's parameters; no plot.
+pub const WORKLOAD: Workload = Workload {
+    spec: &spec::SPAWN_AND_AWAIT,
+    peers: true,
+    run: |cfg, a| {
+        run(
+            cfg,
+            &Params {
+                count: a.u64("count"),
+            },
+        )
+    },
+    plot: None,
+};

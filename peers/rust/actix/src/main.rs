@@ -4,7 +4,9 @@
 //! threads, as the other peers do, this program starts `--threads` extra `Arbiter`s (one OS
 //! thread and event loop each, actix's own way to run actors on several threads) and spreads
 //! the actors across them with `Actor::start_in_arbiter`, round robin: ring `r` lives on
-//! arbiter `r % threads`; ping and pong on arbiters 0 and 1; the senders of
+//! arbiter `r % threads`; ping and pong on one arbiter (actix's figure: two chatty actors
+//! share an arbiter), and again on arbiters 0 and 1 as a second row labelled
+//! `placement: cross-arbiter`; the senders of
 //! `mailbox_performance` round robin, the receiver on arbiter 0; the subtrees of
 //! `actor_creation` are split across the arbiters near the root, and below that a node starts
 //! its children on its own arbiter with `Actor::start`; the readers and clients of `reader_db`
@@ -14,18 +16,24 @@
 //! Messages are `#[derive(Message)]` structs with one `impl Handler<M>` each; a message whose
 //! answer nobody waits for goes with `do_send` (which ignores the mailbox capacity, as actix
 //! documents), an ask with `send(..)` (a future of the handler's result). In `reader_db` the DB
-//! actor answers with a `ResponseFuture` that awaits the reader it hands the read to; a client
-//! keeps its asks in flight with `ctx.spawn(fut.into_actor(self).map(..))`.
+//! actor's answer is a custom `MessageResponse` that hands the client's reply sender to the next
+//! reader (no future or second request per read), and a client drives its outstanding reads
+//! from one future, a `FuturesUnordered` of `db.send(..)`, spawned on its own context. Ping and
+//! pong know each other's address from the start, so no message carries one.
 //! actix has no name registry (its `Registry`/`SystemRegistry` hold one service actor per
 //! type) and no process groups, so `registry` is reported unsupported.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
-use peer_common::customers::{self, Customer};
-use peer_common::{fail, ring_finish, seconds_since, shares, Cli, Reporter, Workload};
 use tokio::sync::{mpsc, oneshot};
+use troupe_bench_contract::customers::{self, drive_reads, Customer};
+use troupe_bench_contract::{
+    fail, payload_sum, pingpong_finish, ring_finish, seconds_since, shares, Args, Cli, Reporter,
+    Workload,
+};
 
 fn main() {
     let cli = Cli::from_env();
@@ -52,10 +60,10 @@ fn main() {
 }
 
 async fn run(cli: &Cli, rep: &Reporter, arbs: &[ArbiterHandle]) {
-    let w = &cli.workload;
-    for sample in 0..cli.samples {
-        eprintln!("actix {} sample {}", w.name(), sample + 1);
-        match *w {
+    let w = &cli.args;
+    for sample in cli.rounds() {
+        eprintln!("actix {} round {}", w.name(), sample + 1);
+        match cli.workload {
             Workload::Ring {
                 rings,
                 actors,
@@ -95,7 +103,16 @@ macro_rules! stoppable {
     )*};
 }
 
-stoppable!(RingNode, Ping, Pong, Reader, Writer, Db, Client);
+stoppable!(RingNode, Ping, Reader, Writer, Db, Client);
+
+/// Waits until actors that stop by themselves are gone (their mailboxes closed).
+async fn gone<A: Actor>(actors: &[Addr<A>]) {
+    for actor in actors {
+        while actor.connected() {
+            actix::clock::sleep(std::time::Duration::from_micros(100)).await;
+        }
+    }
+}
 
 async fn stop_all<A: Actor<Context = Context<A>> + Handler<Stop>>(actors: &[Addr<A>]) {
     for actor in actors {
@@ -136,6 +153,12 @@ impl Handler<Ready> for RingNode {
     fn handle(&mut self, _: Ready, _: &mut Context<Self>) {}
 }
 
+impl Handler<Ready> for Ping {
+    type Result = ();
+
+    fn handle(&mut self, _: Ready, _: &mut Context<Self>) {}
+}
+
 impl Handler<SetNext> for RingNode {
     type Result = ();
 
@@ -158,7 +181,7 @@ impl Handler<Token> for RingNode {
 
 async fn ring(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     arbs: &[ArbiterHandle],
     rings: usize,
     actors: usize,
@@ -214,7 +237,11 @@ struct Ping {
     done: Option<oneshot::Sender<u64>>,
 }
 
-struct Pong;
+/// Knows its ping from the start (actix's `Actor::create` idiom for two
+/// actors that address each other), so no message carries a reply address.
+struct Pong {
+    ping: Addr<Ping>,
+}
 
 impl Actor for Ping {
     type Context = Context<Self>;
@@ -228,72 +255,74 @@ impl Actor for Pong {
 #[rtype(result = "()")]
 struct Ball(u64);
 
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Serve {
-    n: u64,
-    reply_to: Addr<Ping>,
-}
-
 impl Handler<Ball> for Ping {
     type Result = ();
 
-    fn handle(&mut self, Ball(n): Ball, ctx: &mut Context<Self>) {
+    fn handle(&mut self, Ball(n): Ball, _: &mut Context<Self>) {
         if n >= self.round_trips {
             if let Some(done) = self.done.take() {
                 let _ = done.send(n);
             }
             return;
         }
-        self.pong.do_send(Serve {
-            n: n + 1,
-            reply_to: ctx.address(),
-        });
+        self.pong.do_send(Ball(n + 1));
     }
 }
 
-impl Handler<Serve> for Pong {
+impl Handler<Ball> for Pong {
     type Result = ();
 
-    fn handle(&mut self, msg: Serve, _: &mut Context<Self>) {
-        msg.reply_to.do_send(Ball(msg.n));
+    fn handle(&mut self, ball: Ball, _: &mut Context<Self>) {
+        self.ping.do_send(ball);
     }
 }
 
-async fn pingpong(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], round_trips: usize) {
-    let (done_tx, done_rx) = oneshot::channel();
-    let pong = Pong::start_in_arbiter(&arbs[1 % arbs.len()], |_| Pong);
-    let ping = Ping {
-        pong: pong.clone(),
-        round_trips: round_trips as u64,
-        done: Some(done_tx),
-    };
-    let ping = Ping::start_in_arbiter(&arbs[0], move |_| ping);
-    let start = Instant::now();
-    ping.do_send(Ball(0));
-    let n = done_rx
-        .await
-        .unwrap_or_else(|_| fail("ping never finished"));
-    let secs = seconds_since(start);
-    if n != round_trips as u64 {
-        fail(format!("pingpong: {n} round trips, expected {round_trips}"));
+/// Two rows: ping and pong on one arbiter (actix's default for two chatty
+/// actors, and its figure), then on two arbiters (every hop crosses threads),
+/// labelled `placement: cross-arbiter`.
+async fn pingpong(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], round_trips: usize) {
+    for cross in [false, true] {
+        let (done_tx, done_rx) = oneshot::channel();
+        let pong_arbiter = arbs[usize::from(cross) % arbs.len()].clone();
+        let ping = Ping::start_in_arbiter(&arbs[0], move |ctx| {
+            let me = ctx.address();
+            let pong = if cross {
+                Pong::start_in_arbiter(&pong_arbiter, move |_| Pong { ping: me })
+            } else {
+                // On this arbiter: `start` runs the actor where it is called.
+                Pong { ping: me }.start()
+            };
+            Ping {
+                pong,
+                round_trips: round_trips as u64,
+                done: Some(done_tx),
+            }
+        });
+        // Both are running once ping answers.
+        ping.send(Ready).await.unwrap_or_else(|_| fail("ping died"));
+        let start = Instant::now();
+        ping.do_send(Ball(0));
+        let n = done_rx
+            .await
+            .unwrap_or_else(|_| fail("ping never finished"));
+        let secs = seconds_since(start);
+        let params = if cross {
+            w.params().str("placement", "cross-arbiter")
+        } else {
+            w.params()
+        };
+        pingpong_finish(rep, &params, n, round_trips, secs);
+        // Ping's Stop returns once ping is gone; pong goes with the last
+        // address to it (held by ping).
+        stop_all(&[ping]).await;
     }
-    rep.figure(
-        w.name(),
-        &w.params(),
-        secs,
-        round_trips as f64 / secs,
-        "round-trips/s",
-        &[("ns_per_op", secs * 1e9 / round_trips as f64)],
-    );
-    stop_all(&[ping]).await;
-    stop_all(&[pong]).await;
 }
 
 // ---------------------------------------------------------------- mailbox_performance
 
 struct Receiver {
     count: u64,
+    sum: u64,
     expected: u64,
     done: Option<oneshot::Sender<u64>>,
 }
@@ -310,7 +339,8 @@ impl Actor for Sender {
 
 #[derive(Message)]
 #[rtype(result = "()")]
-struct Inc;
+/// One payload; the receiver sums them.
+struct Inc(u64);
 
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -322,11 +352,12 @@ struct SendAll {
 impl Handler<Inc> for Receiver {
     type Result = ();
 
-    fn handle(&mut self, _: Inc, ctx: &mut Context<Self>) {
+    fn handle(&mut self, Inc(x): Inc, ctx: &mut Context<Self>) {
         self.count += 1;
+        self.sum += x;
         if self.count == self.expected {
             if let Some(done) = self.done.take() {
-                let _ = done.send(self.count);
+                let _ = done.send(self.sum);
             }
             ctx.stop();
         }
@@ -337,8 +368,8 @@ impl Handler<SendAll> for Sender {
     type Result = ();
 
     fn handle(&mut self, msg: SendAll, ctx: &mut Context<Self>) {
-        for _ in 0..msg.messages {
-            msg.to.do_send(Inc);
+        for i in 1..=msg.messages as u64 {
+            msg.to.do_send(Inc(i));
         }
         ctx.stop();
     }
@@ -346,7 +377,7 @@ impl Handler<SendAll> for Sender {
 
 async fn mailbox_performance(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     arbs: &[ArbiterHandle],
     senders: usize,
     messages: usize,
@@ -355,6 +386,7 @@ async fn mailbox_performance(
     let (done_tx, done_rx) = oneshot::channel();
     let receiver = Receiver {
         count: 0,
+        sum: 0,
         expected,
         done: Some(done_tx),
     };
@@ -369,12 +401,15 @@ async fn mailbox_performance(
             messages,
         });
     }
-    let count = done_rx
+    let sum = done_rx
         .await
         .unwrap_or_else(|_| fail("receiver never finished"));
     let secs = seconds_since(start);
-    if count != expected {
-        fail(format!("receiver counted {count}, expected {expected}"));
+    if sum != payload_sum(senders, messages) {
+        fail(format!(
+            "receiver summed {sum}, expected {}",
+            payload_sum(senders, messages)
+        ));
     }
     rep.figure(
         w.name(),
@@ -384,6 +419,9 @@ async fn mailbox_performance(
         "msgs/s",
         &[],
     );
+    // The next round starts once the senders and the receiver are gone.
+    gone(&all).await;
+    gone(&[receiver]).await;
 }
 
 // ---------------------------------------------------------------- actor_creation
@@ -462,9 +500,9 @@ impl Handler<Sum> for Tree {
     }
 }
 
-async fn actor_creation(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], pow: u32) {
+async fn actor_creation(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = peer_common::current_rss_bytes();
+    let rss = troupe_bench_contract::RssBaseline::settle();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = Tree {
@@ -474,7 +512,7 @@ async fn actor_creation(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], po
         sum: 0,
         arbiters: arbs.into(),
     };
-    Tree::start_in_arbiter(&arbs[0], move |_| root);
+    let root = Tree::start_in_arbiter(&arbs[0], move |_| root);
     let answer = rx.await.unwrap_or_else(|_| fail("root never answered"));
     let secs = seconds_since(start);
     if answer != actors {
@@ -482,7 +520,7 @@ async fn actor_creation(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], po
             "actor_creation: root answered {answer}, expected {actors}"
         ));
     }
-    let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = rss.growth();
     rep.figure(
         w.name(),
         &w.params(),
@@ -491,6 +529,8 @@ async fn actor_creation(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], po
         "actors/s",
         &[("bytes_per_actor", grown as f64 / actors as f64)],
     );
+    // The root stops last (it answers once both subtrees have answered and stopped).
+    gone(&[root]).await;
 }
 
 // ---------------------------------------------------------------- spawn_and_await
@@ -514,7 +554,7 @@ impl Actor for Noop {
     }
 }
 
-async fn spawn_and_await(rep: &Reporter, w: &Workload, arbs: &[ArbiterHandle], count: usize) {
+async fn spawn_and_await(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle], count: usize) {
     let (tx, rx) = oneshot::channel();
     let driver = async move {
         let start = Instant::now();
@@ -565,10 +605,8 @@ struct Db {
 
 struct Client {
     db: Addr<Db>,
-    next: usize,
-    end: usize,
+    first: usize,
     reads: usize,
-    good: usize,
     done: Option<oneshot::Sender<Result<usize, String>>>,
 }
 
@@ -588,27 +626,51 @@ impl Actor for Client {
     type Context = Context<Self>;
 }
 
+/// A client's read, asked of the DB actor.
 #[derive(Message)]
 #[rtype(result = "Option<Row>")]
 struct Read(u32);
 
-impl Handler<Read> for Reader {
-    type Result = Option<Row>;
+/// A read the DB actor hands to a reader, with the client's reply sender.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct ReadFor {
+    id: u32,
+    reply: Option<OneshotSender<Option<Row>>>,
+}
 
-    fn handle(&mut self, Read(id): Read, _: &mut Context<Self>) -> Option<Row> {
-        self.table.get((id as usize).wrapping_sub(1)).cloned()
+impl Handler<ReadFor> for Reader {
+    type Result = ();
+
+    fn handle(&mut self, msg: ReadFor, _: &mut Context<Self>) {
+        if let Some(reply) = msg.reply {
+            let _ = reply.send(customers::read(&self.table, msg.id));
+        }
+    }
+}
+
+/// The DB actor's answer to a [`Read`]: not a value but the hand-off of the
+/// asker's reply sender to a reader (actix's `MessageResponse` extension
+/// point), so no future is spawned and no second request is made per read.
+struct Forward {
+    reader: Addr<Reader>,
+    id: u32,
+}
+
+impl MessageResponse<Db, Read> for Forward {
+    fn handle(self, _: &mut Context<Db>, reply: Option<OneshotSender<Option<Row>>>) {
+        self.reader.do_send(ReadFor { id: self.id, reply });
     }
 }
 
 impl Handler<Read> for Db {
-    type Result = ResponseFuture<Option<Row>>;
+    type Result = Forward;
 
-    /// Reads go to the readers round robin; the answer is the reader's.
-    fn handle(&mut self, msg: Read, _: &mut Context<Self>) -> Self::Result {
-        let reader = &self.readers[self.next];
+    /// Reads go to the readers round robin; the reader answers the client.
+    fn handle(&mut self, Read(id): Read, _: &mut Context<Self>) -> Forward {
+        let reader = self.readers[self.next].clone();
         self.next = (self.next + 1) % self.readers.len();
-        let reply = reader.send(msg);
-        Box::pin(async move { reply.await.ok().flatten() })
+        Forward { reader, id }
     }
 }
 
@@ -618,56 +680,28 @@ struct RunClient {
     outstanding: usize,
 }
 
-impl Client {
-    fn finish(&mut self, result: Result<usize, String>) {
-        if let Some(done) = self.done.take() {
-            let _ = done.send(result);
-        }
-    }
-
-    /// Sends the next read; its reply is handled in this actor's context.
-    fn ask_next(&mut self, ctx: &mut Context<Self>) {
-        let id = customers::id_for(self.next);
-        self.next += 1;
-        let reply = self
-            .db
-            .send(Read(id))
-            .into_actor(self)
-            .map(move |reply, act, ctx| {
-                match reply {
-                    Ok(Some(row)) if row.id == id => act.good += 1,
-                    Ok(Some(row)) => {
-                        return act.finish(Err(format!("asked for {id}, got {}", row.id)))
-                    }
-                    _ => return act.finish(Err(format!("read of {id} failed"))),
-                }
-                if act.next < act.end {
-                    act.ask_next(ctx);
-                }
-                if act.good == act.reads {
-                    let good = act.good;
-                    act.finish(Ok(good));
-                }
-            });
-        ctx.spawn(reply);
-    }
-}
-
 impl Handler<RunClient> for Client {
     type Result = ();
 
+    /// One future on the client's context keeps `outstanding` reads in flight
+    /// (`drive_reads`: a `FuturesUnordered` of the DB's answers) and checks every row.
     fn handle(&mut self, msg: RunClient, ctx: &mut Context<Self>) {
-        for _ in 0..msg.outstanding {
-            if self.next < self.end {
-                self.ask_next(ctx);
+        let db = self.db.clone();
+        let (first, end) = (self.first, self.first + self.reads);
+        let reads = async move {
+            drive_reads(first, end - first, msg.outstanding, |id| db.send(Read(id))).await
+        };
+        ctx.spawn(reads.into_actor(self).map(|result, act, _| {
+            if let Some(done) = act.done.take() {
+                let _ = done.send(result);
             }
-        }
+        }));
     }
 }
 
 async fn reader_db(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     arbs: &[ArbiterHandle],
     reads: usize,
     clients: usize,
@@ -698,10 +732,8 @@ async fn reader_db(
         let (tx, rx) = oneshot::channel();
         let client = Client {
             db: db.clone(),
-            next: first,
-            end: first + share,
+            first,
             reads: share,
-            good: 0,
             done: Some(tx),
         };
         client_actors.push(Client::start_in_arbiter(on(i), move |_| client));

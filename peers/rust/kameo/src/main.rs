@@ -14,25 +14,25 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::stream::{FuturesUnordered, StreamExt};
 use kameo::prelude::*;
 use kameo_actors::pubsub::{PubSub, Publish, Subscribe};
 use kameo_actors::DeliveryStrategy;
-use peer_common::customers::{self, Customer};
-use peer_common::{
-    fail, ring_finish, seconds_since, shares, tokio_main, Cli, Params, Reporter, Workload,
-};
 use tokio::sync::{mpsc, oneshot};
+use troupe_bench_contract::customers::{self, drive_reads, Customer};
+use troupe_bench_contract::{
+    fail, payload_sum, pingpong_finish, ring_finish, seconds_since, shares, tokio_main, Args, Cli,
+    Params, Reporter, Workload,
+};
 
 fn main() {
     tokio_main("kameo", run);
 }
 
 async fn run(cli: Cli, rep: Reporter) {
-    let w = &cli.workload;
-    for sample in 0..cli.samples {
-        eprintln!("kameo {} sample {}", w.name(), sample + 1);
-        match *w {
+    let w = &cli.args;
+    for sample in cli.rounds() {
+        eprintln!("kameo {} round {}", w.name(), sample + 1);
+        match cli.workload {
             Workload::Ring {
                 rings,
                 actors,
@@ -103,7 +103,7 @@ impl Message<Token> for RingNode {
     }
 }
 
-async fn ring(rep: &Reporter, w: &Workload, rings: usize, actors: usize, laps: usize) {
+async fn ring(rep: &Reporter, w: &Args, rings: usize, actors: usize, laps: usize) {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let created = Instant::now();
     let mut all = Vec::with_capacity(rings * actors);
@@ -157,53 +157,64 @@ struct Ping {
 }
 
 #[derive(Actor)]
-struct Pong;
+/// Learns its ping once ([`Link`]), before the balls fly, so no ball carries an address.
+struct Pong {
+    ping: Option<ActorRef<Ping>>,
+}
 
 struct Ball(u64);
 
-struct Serve {
-    n: u64,
-    reply_to: ActorRef<Ping>,
-}
+/// Gives pong the address it answers to.
+struct Link(ActorRef<Ping>);
 
 impl Message<Ball> for Ping {
     type Reply = ();
 
-    async fn handle(&mut self, Ball(n): Ball, ctx: &mut Context<Self, ()>) {
+    async fn handle(&mut self, Ball(n): Ball, _: &mut Context<Self, ()>) {
         if n >= self.round_trips {
             if let Some(done) = self.done.take() {
                 let _ = done.send(n);
             }
             return;
         }
-        let serve = Serve {
-            n: n + 1,
-            reply_to: ctx.actor_ref().clone(),
-        };
-        if self.pong.tell(serve).await.is_err() {
+        if self.pong.tell(Ball(n + 1)).await.is_err() {
             fail("pong is gone");
         }
     }
 }
 
-impl Message<Serve> for Pong {
+impl Message<Link> for Pong {
     type Reply = ();
 
-    async fn handle(&mut self, msg: Serve, _: &mut Context<Self, ()>) {
-        if msg.reply_to.tell(Ball(msg.n)).await.is_err() {
+    async fn handle(&mut self, Link(ping): Link, _: &mut Context<Self, ()>) {
+        self.ping = Some(ping);
+    }
+}
+
+impl Message<Ball> for Pong {
+    type Reply = ();
+
+    async fn handle(&mut self, ball: Ball, _: &mut Context<Self, ()>) {
+        let Some(ping) = &self.ping else {
+            fail("pong got a ball before its ping");
+        };
+        if ping.tell(ball).await.is_err() {
             fail("ping is gone");
         }
     }
 }
 
-async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
+async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
     let (done_tx, done_rx) = oneshot::channel();
-    let pong = Pong::spawn(Pong);
+    let pong = Pong::spawn(Pong { ping: None });
     let ping = Ping::spawn(Ping {
         pong: pong.clone(),
         round_trips: round_trips as u64,
         done: Some(done_tx),
     });
+    pong.ask(Link(ping.clone()))
+        .await
+        .unwrap_or_else(|_| fail("pong died"));
     let start = Instant::now();
     ping.tell(Ball(0))
         .await
@@ -212,17 +223,7 @@ async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
         .await
         .unwrap_or_else(|_| fail("ping never finished"));
     let secs = seconds_since(start);
-    if n != round_trips as u64 {
-        fail(format!("pingpong: {n} round trips, expected {round_trips}"));
-    }
-    rep.figure(
-        w.name(),
-        &w.params(),
-        secs,
-        round_trips as f64 / secs,
-        "round-trips/s",
-        &[("ns_per_op", secs * 1e9 / round_trips as f64)],
-    );
+    pingpong_finish(rep, &w.params(), n, round_trips, secs);
     stop_all(&[ping]).await;
     stop_all(&[pong]).await;
 }
@@ -232,6 +233,7 @@ async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
 #[derive(Actor)]
 struct Receiver {
     count: u64,
+    sum: u64,
     expected: u64,
     done: Option<oneshot::Sender<u64>>,
 }
@@ -239,7 +241,8 @@ struct Receiver {
 #[derive(Actor)]
 struct Sender;
 
-struct Inc;
+/// One payload; the receiver sums them.
+struct Inc(u64);
 
 struct SendAll {
     to: ActorRef<Receiver>,
@@ -249,11 +252,12 @@ struct SendAll {
 impl Message<Inc> for Receiver {
     type Reply = ();
 
-    async fn handle(&mut self, _: Inc, ctx: &mut Context<Self, ()>) {
+    async fn handle(&mut self, Inc(x): Inc, ctx: &mut Context<Self, ()>) {
         self.count += 1;
+        self.sum += x;
         if self.count == self.expected {
             if let Some(done) = self.done.take() {
-                let _ = done.send(self.count);
+                let _ = done.send(self.sum);
             }
             ctx.stop();
         }
@@ -264,8 +268,8 @@ impl Message<SendAll> for Sender {
     type Reply = ();
 
     async fn handle(&mut self, msg: SendAll, ctx: &mut Context<Self, ()>) {
-        for _ in 0..msg.messages {
-            if msg.to.tell(Inc).await.is_err() {
+        for i in 1..=msg.messages as u64 {
+            if msg.to.tell(Inc(i)).await.is_err() {
                 fail("receiver is gone");
             }
         }
@@ -273,11 +277,12 @@ impl Message<SendAll> for Sender {
     }
 }
 
-async fn mailbox_performance(rep: &Reporter, w: &Workload, senders: usize, messages: usize) {
+async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages: usize) {
     let expected = (senders * messages) as u64;
     let (done_tx, done_rx) = oneshot::channel();
     let receiver = Receiver::spawn(Receiver {
         count: 0,
+        sum: 0,
         expected,
         done: Some(done_tx),
     });
@@ -292,12 +297,15 @@ async fn mailbox_performance(rep: &Reporter, w: &Workload, senders: usize, messa
             .await
             .unwrap_or_else(|_| fail("sender died"));
     }
-    let count = done_rx
+    let sum = done_rx
         .await
         .unwrap_or_else(|_| fail("receiver never finished"));
     let secs = seconds_since(start);
-    if count != expected {
-        fail(format!("receiver counted {count}, expected {expected}"));
+    if sum != payload_sum(senders, messages) {
+        fail(format!(
+            "receiver summed {sum}, expected {}",
+            payload_sum(senders, messages)
+        ));
     }
     rep.figure(
         w.name(),
@@ -380,9 +388,9 @@ impl Message<Sum> for Tree {
     }
 }
 
-async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
+async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = peer_common::current_rss_bytes();
+    let rss = troupe_bench_contract::RssBaseline::settle();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = Tree::spawn((pow, Parent::Root(tx)));
@@ -394,7 +402,7 @@ async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
         ));
     }
     root.wait_for_shutdown().await;
-    let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = rss.growth();
     rep.figure(
         w.name(),
         &w.params(),
@@ -419,7 +427,7 @@ impl Actor for Noop {
     }
 }
 
-async fn spawn_and_await(rep: &Reporter, w: &Workload, count: usize) {
+async fn spawn_and_await(rep: &Reporter, w: &Args, count: usize) {
     let start = Instant::now();
     for _ in 0..count {
         let actor = Noop::spawn(());
@@ -493,38 +501,17 @@ impl Message<RunClient> for Client {
     type Reply = Result<usize, String>;
 
     async fn handle(&mut self, msg: RunClient, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let ask = |i: usize| {
-            let db = msg.db.clone();
-            let id = customers::id_for(i);
-            async move { (id, db.ask(Read(id)).await) }
-        };
-        let end = msg.first + msg.reads;
-        let mut next = msg.first;
-        let mut inflight = FuturesUnordered::new();
-        while next < end && inflight.len() < msg.outstanding {
-            inflight.push(ask(next));
-            next += 1;
-        }
-        let mut ok = 0;
-        while let Some((id, reply)) = inflight.next().await {
-            match reply {
-                Ok(Some(row)) if row.id == id => ok += 1,
-                Ok(Some(row)) => return Err(format!("asked for {id}, got {}", row.id)),
-                Ok(None) => return Err(format!("no row for {id}")),
-                Err(e) => return Err(format!("read of {id} failed: {e}")),
-            }
-            if next < end {
-                inflight.push(ask(next));
-                next += 1;
-            }
-        }
-        Ok(ok)
+        let db = &msg.db;
+        drive_reads(msg.first, msg.reads, msg.outstanding, |id| async move {
+            db.ask(Read(id)).await
+        })
+        .await
     }
 }
 
 async fn reader_db(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     reads: usize,
     clients: usize,
     readers: usize,

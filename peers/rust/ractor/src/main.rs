@@ -11,15 +11,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::stream::{FuturesUnordered, StreamExt};
-use peer_common::customers::{self, Customer};
-use peer_common::{
-    fail, ring_finish, seconds_since, shares, tokio_main, Cli, Params, Reporter, Workload,
-};
 use ractor::rpc::CallResult;
 use ractor::{pg, registry, Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use troupe_bench_contract::customers::{self, drive_reads, Customer};
+use troupe_bench_contract::{
+    fail, payload_sum, pingpong_finish, ring_finish, seconds_since, shares, tokio_main, Args, Cli,
+    Params, Reporter, Workload,
+};
 
 type Res<T> = Result<T, ActorProcessingErr>;
 
@@ -28,10 +28,10 @@ fn main() {
 }
 
 async fn run(cli: Cli, rep: Reporter) {
-    let w = &cli.workload;
-    for sample in 0..cli.samples {
-        eprintln!("ractor {} sample {}", w.name(), sample + 1);
-        match *w {
+    let w = &cli.args;
+    for sample in cli.rounds() {
+        eprintln!("ractor {} round {}", w.name(), sample + 1);
+        match cli.workload {
             Workload::Ring {
                 rings,
                 actors,
@@ -114,7 +114,7 @@ impl Actor for RingNode {
     }
 }
 
-async fn ring(rep: &Reporter, w: &Workload, rings: usize, actors: usize, laps: usize) {
+async fn ring(rep: &Reporter, w: &Args, rings: usize, actors: usize, laps: usize) {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let created = Instant::now();
     let mut all = Vec::with_capacity(rings * actors);
@@ -165,10 +165,8 @@ enum PingMsg {
     Ball(u64),
 }
 
-struct PongMsg {
-    n: u64,
-    reply_to: ActorRef<PingMsg>,
-}
+/// A ball; pong knows ping from its arguments, so no message carries an address.
+struct PongMsg(u64);
 
 struct PingState {
     pong: Option<ActorRef<PongMsg>>,
@@ -185,13 +183,10 @@ impl Actor for Ping {
         Ok(args)
     }
 
-    async fn handle(&self, me: ActorRef<PingMsg>, msg: PingMsg, st: &mut PingState) -> Res<()> {
+    async fn handle(&self, _: ActorRef<PingMsg>, msg: PingMsg, st: &mut PingState) -> Res<()> {
         match msg {
             PingMsg::Start(pong) => {
-                pong.cast(PongMsg {
-                    n: 1,
-                    reply_to: me.clone(),
-                })?;
+                pong.cast(PongMsg(1))?;
                 st.pong = Some(pong);
             }
             PingMsg::Ball(n) if n >= st.round_trips => {
@@ -201,10 +196,7 @@ impl Actor for Ping {
             }
             PingMsg::Ball(n) => {
                 if let Some(pong) = &st.pong {
-                    pong.cast(PongMsg {
-                        n: n + 1,
-                        reply_to: me.clone(),
-                    })?;
+                    pong.cast(PongMsg(n + 1))?;
                 }
             }
         }
@@ -214,20 +206,29 @@ impl Actor for Ping {
 
 impl Actor for Pong {
     type Msg = PongMsg;
-    type State = ();
-    type Arguments = ();
+    type State = ActorRef<PingMsg>;
+    type Arguments = ActorRef<PingMsg>;
 
-    async fn pre_start(&self, _: ActorRef<PongMsg>, _: ()) -> Res<()> {
-        Ok(())
+    async fn pre_start(
+        &self,
+        _: ActorRef<PongMsg>,
+        ping: ActorRef<PingMsg>,
+    ) -> Res<ActorRef<PingMsg>> {
+        Ok(ping)
     }
 
-    async fn handle(&self, _: ActorRef<PongMsg>, msg: PongMsg, _: &mut ()) -> Res<()> {
-        msg.reply_to.cast(PingMsg::Ball(msg.n))?;
+    async fn handle(
+        &self,
+        _: ActorRef<PongMsg>,
+        PongMsg(n): PongMsg,
+        ping: &mut ActorRef<PingMsg>,
+    ) -> Res<()> {
+        ping.cast(PingMsg::Ball(n))?;
         Ok(())
     }
 }
 
-async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
+async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
     let (done_tx, done_rx) = oneshot::channel();
     let ping = spawn(
         Ping,
@@ -238,7 +239,7 @@ async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
         },
     )
     .await;
-    let pong = spawn(Pong, ()).await;
+    let pong = spawn(Pong, ping.0.clone()).await;
     let start = Instant::now();
     ping.0
         .cast(PingMsg::Start(pong.0.clone()))
@@ -247,17 +248,7 @@ async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
         .await
         .unwrap_or_else(|_| fail("ping never finished"));
     let secs = seconds_since(start);
-    if n != round_trips as u64 {
-        fail(format!("pingpong: {n} round trips, expected {round_trips}"));
-    }
-    rep.figure(
-        w.name(),
-        &w.params(),
-        secs,
-        round_trips as f64 / secs,
-        "round-trips/s",
-        &[("ns_per_op", secs * 1e9 / round_trips as f64)],
-    );
+    pingpong_finish(rep, &w.params(), n, round_trips, secs);
     stop_all(vec![ping]).await;
     stop_all(vec![pong]).await;
 }
@@ -267,10 +258,12 @@ async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
 struct Receiver;
 struct Sender;
 
-struct Inc;
+/// One payload; the receiver sums them.
+struct Inc(u64);
 
 struct ReceiverState {
     count: u64,
+    sum: u64,
     expected: u64,
     done: Option<oneshot::Sender<u64>>,
 }
@@ -284,11 +277,12 @@ impl Actor for Receiver {
         Ok(args)
     }
 
-    async fn handle(&self, me: ActorRef<Inc>, _: Inc, st: &mut ReceiverState) -> Res<()> {
+    async fn handle(&self, me: ActorRef<Inc>, Inc(x): Inc, st: &mut ReceiverState) -> Res<()> {
         st.count += 1;
+        st.sum += x;
         if st.count == st.expected {
             if let Some(done) = st.done.take() {
-                let _ = done.send(st.count);
+                let _ = done.send(st.sum);
             }
             me.stop(None);
         }
@@ -311,21 +305,22 @@ impl Actor for Sender {
     }
 
     async fn handle(&self, me: ActorRef<SendAll>, msg: SendAll, _: &mut ()) -> Res<()> {
-        for _ in 0..msg.messages {
-            msg.to.cast(Inc)?;
+        for i in 1..=msg.messages as u64 {
+            msg.to.cast(Inc(i))?;
         }
         me.stop(None);
         Ok(())
     }
 }
 
-async fn mailbox_performance(rep: &Reporter, w: &Workload, senders: usize, messages: usize) {
+async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages: usize) {
     let expected = (senders * messages) as u64;
     let (done_tx, done_rx) = oneshot::channel();
     let receiver = spawn(
         Receiver,
         ReceiverState {
             count: 0,
+            sum: 0,
             expected,
             done: Some(done_tx),
         },
@@ -344,12 +339,15 @@ async fn mailbox_performance(rep: &Reporter, w: &Workload, senders: usize, messa
             })
             .unwrap_or_else(|_| fail("sender died"));
     }
-    let count = done_rx
+    let sum = done_rx
         .await
         .unwrap_or_else(|_| fail("receiver never finished"));
     let secs = seconds_since(start);
-    if count != expected {
-        fail(format!("receiver counted {count}, expected {expected}"));
+    if sum != payload_sum(senders, messages) {
+        fail(format!(
+            "receiver summed {sum}, expected {}",
+            payload_sum(senders, messages)
+        ));
     }
     rep.figure(
         w.name(),
@@ -433,9 +431,9 @@ impl Actor for Tree {
     }
 }
 
-async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
+async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = peer_common::current_rss_bytes();
+    let rss = troupe_bench_contract::RssBaseline::settle();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = spawn(Tree, (pow, Parent::Root(tx))).await;
@@ -447,7 +445,7 @@ async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
         ));
     }
     let _ = root.1.await;
-    let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = rss.growth();
     rep.figure(
         w.name(),
         &w.params(),
@@ -477,7 +475,7 @@ impl Actor for Noop {
     }
 }
 
-async fn spawn_and_await(rep: &Reporter, w: &Workload, count: usize) {
+async fn spawn_and_await(rep: &Reporter, w: &Args, count: usize) {
     let start = Instant::now();
     for _ in 0..count {
         let (_actor, handle) = spawn(Noop, ()).await;
@@ -579,45 +577,23 @@ impl Actor for Client {
     }
 
     async fn handle(&self, _: ActorRef<RunClient>, msg: RunClient, _: &mut ()) -> Res<()> {
-        let ask = |i: usize| {
-            let db = msg.db.clone();
-            let id = customers::id_for(i);
-            async move { (id, db.call(|port| DbMsg::Read(id, port), None).await) }
-        };
-        let end = msg.first + msg.reads;
-        let mut next = msg.first;
-        let mut inflight = FuturesUnordered::new();
-        while next < end && inflight.len() < msg.outstanding {
-            inflight.push(ask(next));
-            next += 1;
-        }
-        let mut ok = 0;
-        let mut result = Ok(0);
-        while let Some((id, reply)) = inflight.next().await {
-            match reply {
-                Ok(CallResult::Success(row)) if row.id == id => ok += 1,
-                Ok(CallResult::Success(row)) => {
-                    result = Err(format!("asked for {id}, got {}", row.id));
-                    break;
-                }
-                _ => {
-                    result = Err(format!("read of {id} failed"));
-                    break;
-                }
+        let db = &msg.db;
+        let result = drive_reads(msg.first, msg.reads, msg.outstanding, |id| async move {
+            match db.call(|port| DbMsg::Read(id, port), None).await {
+                Ok(CallResult::Success(row)) => Ok(Some(row)),
+                Ok(_) => Err("no answer".to_string()),
+                Err(e) => Err(e.to_string()),
             }
-            if next < end {
-                inflight.push(ask(next));
-                next += 1;
-            }
-        }
-        let _ = msg.done.send(result.map(|_: usize| ok));
+        })
+        .await;
+        let _ = msg.done.send(result);
         Ok(())
     }
 }
 
 async fn reader_db(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     reads: usize,
     clients: usize,
     readers: usize,
@@ -689,20 +665,30 @@ async fn reader_db(
 struct Member;
 
 enum MemberMsg {
-    Ping(mpsc::UnboundedSender<()>),
+    Ping,
 }
 
+/// A member holds the driver's ack sender from its start, so a ping carries nothing.
 impl Actor for Member {
     type Msg = MemberMsg;
-    type State = ();
-    type Arguments = ();
+    type State = mpsc::UnboundedSender<()>;
+    type Arguments = mpsc::UnboundedSender<()>;
 
-    async fn pre_start(&self, _: ActorRef<MemberMsg>, _: ()) -> Res<()> {
-        Ok(())
+    async fn pre_start(
+        &self,
+        _: ActorRef<MemberMsg>,
+        ack: mpsc::UnboundedSender<()>,
+    ) -> Res<mpsc::UnboundedSender<()>> {
+        Ok(ack)
     }
 
-    async fn handle(&self, _: ActorRef<MemberMsg>, msg: MemberMsg, _: &mut ()) -> Res<()> {
-        let MemberMsg::Ping(ack) = msg;
+    async fn handle(
+        &self,
+        _: ActorRef<MemberMsg>,
+        msg: MemberMsg,
+        ack: &mut mpsc::UnboundedSender<()>,
+    ) -> Res<()> {
+        let MemberMsg::Ping = msg;
         let _ = ack.send(());
         Ok(())
     }
@@ -715,8 +701,9 @@ async fn registry_size(rep: &Reporter, sample: usize, size: usize) {
     let names: Vec<String> = (0..size).map(|i| format!("{prefix}-actor-{i}")).collect();
     let groups: Vec<String> = (0..GROUPS).map(|g| format!("{prefix}-group-{g}")).collect();
     let mut members = Vec::with_capacity(size);
+    let (ack_tx, mut ack_rx) = mpsc::unbounded_channel();
     for (i, name) in names.iter().enumerate() {
-        let (actor, handle) = Actor::spawn(Some(name.clone()), Member, ())
+        let (actor, handle) = Actor::spawn(Some(name.clone()), Member, ack_tx.clone())
             .await
             .unwrap_or_else(|e| fail(format!("spawn {name}: {e}")));
         pg::join(groups[i % GROUPS].clone(), vec![actor.get_cell()]);
@@ -728,7 +715,7 @@ async fn registry_size(rep: &Reporter, sample: usize, size: usize) {
     let start = Instant::now();
     for i in 0..lookups {
         let name = &names[i % size];
-        match registry::where_is(name.clone()) {
+        match registry::where_is(name.as_str()) {
             Some(cell) if cell.get_id() == members[i % size].0.get_id() => {}
             _ => fail(format!("registry: find({name}) failed")),
         }
@@ -752,13 +739,12 @@ async fn registry_size(rep: &Reporter, sample: usize, size: usize) {
         ));
     }
     let reps = (100_000 / group_size).clamp(10, 10_000);
-    let (ack_tx, mut ack_rx) = mpsc::unbounded_channel();
     let start = Instant::now();
     for _ in 0..reps {
         let group = pg::get_members(&groups[0]);
         for member in &group {
             member
-                .send_message(MemberMsg::Ping(ack_tx.clone()))
+                .send_message(MemberMsg::Ping)
                 .unwrap_or_else(|_| fail("registry: member died"));
         }
         for _ in 0..group.len() {

@@ -14,9 +14,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use peer_common::customers::{self, Customer};
-use peer_common::{fail, ring_finish, seconds_since, shares, tokio_main, Cli, Reporter, Workload};
 use tokio::sync::{mpsc, oneshot};
+use troupe_bench_contract::customers::{self, drive_reads, Customer};
+use troupe_bench_contract::{
+    fail, payload_sum, pingpong_finish, ring_finish, seconds_since, shares, tokio_main, Args, Cli,
+    Reporter, Workload,
+};
 use xtra::prelude::*;
 use xtra::{Receiver as Reply, WeakAddress};
 
@@ -25,8 +28,8 @@ fn main() {
 }
 
 async fn run(cli: Cli, rep: Reporter) {
-    let w = &cli.workload;
-    if let Workload::Registry { .. } = w {
+    let w = &cli.args;
+    if let Workload::Registry { .. } = cli.workload {
         rep.unsupported(
             "registry",
             "xtra 0.6 has no name registry and no process groups (Address::broadcast only \
@@ -34,9 +37,9 @@ async fn run(cli: Cli, rep: Reporter) {
         );
         return;
     }
-    for sample in 0..cli.samples {
-        eprintln!("xtra {} sample {}", w.name(), sample + 1);
-        match *w {
+    for sample in cli.rounds() {
+        eprintln!("xtra {} round {}", w.name(), sample + 1);
+        match cli.workload {
             Workload::Ring {
                 rings,
                 actors,
@@ -124,7 +127,7 @@ impl Handler<Token> for RingNode {
     }
 }
 
-async fn ring(rep: &Reporter, w: &Workload, rings: usize, actors: usize, laps: usize) {
+async fn ring(rep: &Reporter, w: &Args, rings: usize, actors: usize, laps: usize) {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let created = Instant::now();
     let mut all = Vec::with_capacity(rings * actors);
@@ -174,56 +177,64 @@ struct Ping {
 }
 
 #[derive(xtra::Actor)]
-struct Pong;
+/// Learns its ping once ([`Link`]), before the balls fly, so no ball carries an address.
+struct Pong {
+    ping: Option<Address<Ping>>,
+}
 
 struct Ball(u64);
 
-struct Serve {
-    n: u64,
-    reply_to: Address<Ping>,
-}
+/// Gives pong the address it answers to.
+struct Link(Address<Ping>);
 
 impl Handler<Ball> for Ping {
     type Return = ();
 
-    async fn handle(&mut self, Ball(n): Ball, ctx: &mut Context<Self>) {
+    async fn handle(&mut self, Ball(n): Ball, _: &mut Context<Self>) {
         if n >= self.round_trips {
             if let Some(done) = self.done.take() {
                 let _ = done.send(n);
             }
             return;
         }
-        let Some(me) = ctx.mailbox().address().try_upgrade() else {
-            return;
-        };
-        let serve = Serve {
-            n: n + 1,
-            reply_to: me,
-        };
-        if self.pong.send(serve).detach().await.is_err() {
+        if self.pong.send(Ball(n + 1)).detach().await.is_err() {
             fail("pong is gone");
         }
     }
 }
 
-impl Handler<Serve> for Pong {
+impl Handler<Link> for Pong {
     type Return = ();
 
-    async fn handle(&mut self, msg: Serve, _: &mut Context<Self>) {
-        if msg.reply_to.send(Ball(msg.n)).detach().await.is_err() {
+    async fn handle(&mut self, Link(ping): Link, _: &mut Context<Self>) {
+        self.ping = Some(ping);
+    }
+}
+
+impl Handler<Ball> for Pong {
+    type Return = ();
+
+    async fn handle(&mut self, ball: Ball, _: &mut Context<Self>) {
+        let Some(ping) = &self.ping else {
+            fail("pong got a ball before its ping");
+        };
+        if ping.send(ball).detach().await.is_err() {
             fail("ping is gone");
         }
     }
 }
 
-async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
+async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
     let (done_tx, done_rx) = oneshot::channel();
-    let pong = spawn(Pong);
+    let pong = spawn(Pong { ping: None });
     let ping = spawn(Ping {
         pong: pong.clone(),
         round_trips: round_trips as u64,
         done: Some(done_tx),
     });
+    if pong.send(Link(ping.clone())).await.is_err() {
+        fail("pong died");
+    }
     let start = Instant::now();
     if ping.send(Ball(0)).detach().await.is_err() {
         fail("ping died");
@@ -232,17 +243,7 @@ async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
         .await
         .unwrap_or_else(|_| fail("ping never finished"));
     let secs = seconds_since(start);
-    if n != round_trips as u64 {
-        fail(format!("pingpong: {n} round trips, expected {round_trips}"));
-    }
-    rep.figure(
-        w.name(),
-        &w.params(),
-        secs,
-        round_trips as f64 / secs,
-        "round-trips/s",
-        &[("ns_per_op", secs * 1e9 / round_trips as f64)],
-    );
+    pingpong_finish(rep, &w.params(), n, round_trips, secs);
     stop_all(&[ping]).await;
     stop_all(&[pong]).await;
 }
@@ -252,6 +253,7 @@ async fn pingpong(rep: &Reporter, w: &Workload, round_trips: usize) {
 #[derive(xtra::Actor)]
 struct Receiver {
     count: u64,
+    sum: u64,
     expected: u64,
     done: Option<oneshot::Sender<u64>>,
 }
@@ -259,7 +261,8 @@ struct Receiver {
 #[derive(xtra::Actor)]
 struct Sender;
 
-struct Inc;
+/// One payload; the receiver sums them.
+struct Inc(u64);
 
 struct SendAll {
     to: Address<Receiver>,
@@ -269,11 +272,12 @@ struct SendAll {
 impl Handler<Inc> for Receiver {
     type Return = ();
 
-    async fn handle(&mut self, _: Inc, ctx: &mut Context<Self>) {
+    async fn handle(&mut self, Inc(x): Inc, ctx: &mut Context<Self>) {
         self.count += 1;
+        self.sum += x;
         if self.count == self.expected {
             if let Some(done) = self.done.take() {
-                let _ = done.send(self.count);
+                let _ = done.send(self.sum);
             }
             ctx.stop_self();
         }
@@ -284,8 +288,8 @@ impl Handler<SendAll> for Sender {
     type Return = ();
 
     async fn handle(&mut self, msg: SendAll, ctx: &mut Context<Self>) {
-        for _ in 0..msg.messages {
-            if msg.to.send(Inc).detach().await.is_err() {
+        for i in 1..=msg.messages as u64 {
+            if msg.to.send(Inc(i)).detach().await.is_err() {
                 fail("receiver is gone");
             }
         }
@@ -293,11 +297,12 @@ impl Handler<SendAll> for Sender {
     }
 }
 
-async fn mailbox_performance(rep: &Reporter, w: &Workload, senders: usize, messages: usize) {
+async fn mailbox_performance(rep: &Reporter, w: &Args, senders: usize, messages: usize) {
     let expected = (senders * messages) as u64;
     let (done_tx, done_rx) = oneshot::channel();
     let receiver = spawn(Receiver {
         count: 0,
+        sum: 0,
         expected,
         done: Some(done_tx),
     });
@@ -312,12 +317,15 @@ async fn mailbox_performance(rep: &Reporter, w: &Workload, senders: usize, messa
             fail("sender died");
         }
     }
-    let count = done_rx
+    let sum = done_rx
         .await
         .unwrap_or_else(|_| fail("receiver never finished"));
     let secs = seconds_since(start);
-    if count != expected {
-        fail(format!("receiver counted {count}, expected {expected}"));
+    if sum != payload_sum(senders, messages) {
+        fail(format!(
+            "receiver summed {sum}, expected {}",
+            payload_sum(senders, messages)
+        ));
     }
     rep.figure(
         w.name(),
@@ -340,7 +348,6 @@ enum Parent {
     Root(oneshot::Sender<u64>),
 }
 
-#[derive(xtra::Actor)]
 struct Tree {
     depth: u32,
     parent: Option<Parent>,
@@ -390,36 +397,32 @@ impl Handler<Sum> for Tree {
     }
 }
 
-/// A tree node starts its children as soon as it runs; a leaf answers and stops at once.
-struct Grow;
+/// A tree node starts its children in `started`, as Troupe's and the other peers' do (no
+/// extra message per node); a leaf answers and ends its `started` with `Err`, which stops it.
+impl xtra::Actor for Tree {
+    type Stop = ();
 
-impl Handler<Grow> for Tree {
-    type Return = ();
-
-    async fn handle(&mut self, _: Grow, ctx: &mut Context<Self>) {
+    async fn started(&mut self, mailbox: &xtra::Mailbox<Self>) -> Result<(), ()> {
         if self.depth == 1 {
             self.answer(1).await;
-            ctx.stop_self();
-            return;
+            return Err(());
         }
         for _ in 0..2 {
-            let child = spawn(Tree::new(
-                self.depth - 1,
-                Parent::Actor(ctx.mailbox().address()),
-            ));
-            let _ = child.send(Grow).detach().await;
+            let child = spawn(Tree::new(self.depth - 1, Parent::Actor(mailbox.address())));
             self.children.push(child);
         }
+        Ok(())
     }
+
+    async fn stopped(self) {}
 }
 
-async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
+async fn actor_creation(rep: &Reporter, w: &Args, pow: u32) {
     let actors = (1u64 << pow) - 1;
-    let rss_before = peer_common::current_rss_bytes();
+    let rss = troupe_bench_contract::RssBaseline::settle();
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let root = spawn(Tree::new(pow, Parent::Root(tx)));
-    let _ = root.send(Grow).detach().await;
     let answer = rx.await.unwrap_or_else(|_| fail("root never answered"));
     let secs = seconds_since(start);
     if answer != actors {
@@ -428,7 +431,7 @@ async fn actor_creation(rep: &Reporter, w: &Workload, pow: u32) {
         ));
     }
     root.join().await;
-    let grown = peer_common::peak_rss_bytes().saturating_sub(rss_before);
+    let grown = rss.growth();
     rep.figure(
         w.name(),
         &w.params(),
@@ -454,7 +457,7 @@ impl Actor for Noop {
     async fn stopped(self) {}
 }
 
-async fn spawn_and_await(rep: &Reporter, w: &Workload, count: usize) {
+async fn spawn_and_await(rep: &Reporter, w: &Args, count: usize) {
     let start = Instant::now();
     for _ in 0..count {
         let actor = spawn(Noop);
@@ -528,43 +531,21 @@ impl Handler<RunClient> for Client {
     type Return = Result<usize, String>;
 
     async fn handle(&mut self, msg: RunClient, _: &mut Context<Self>) -> Self::Return {
-        let ask = |i: usize| {
-            let db = msg.db.clone();
-            let id = customers::id_for(i);
-            async move {
-                let row = match db.send(Read(id)).await {
-                    Ok(Ok(reply)) => reply.await.ok().flatten(),
-                    _ => None,
-                };
-                (id, row)
+        let db = &msg.db;
+        drive_reads(msg.first, msg.reads, msg.outstanding, |id| async move {
+            // The DB hands back the reader's reply `Receiver`, which the client awaits.
+            match db.send(Read(id)).await {
+                Ok(Ok(reply)) => reply.await.map_err(|e| e.to_string()),
+                Ok(Err(e)) | Err(e) => Err(e.to_string()),
             }
-        };
-        let end = msg.first + msg.reads;
-        let mut next = msg.first;
-        let mut inflight = FuturesUnordered::new();
-        while next < end && inflight.len() < msg.outstanding {
-            inflight.push(ask(next));
-            next += 1;
-        }
-        let mut ok = 0;
-        while let Some((id, row)) = inflight.next().await {
-            match row {
-                Some(row) if row.id == id => ok += 1,
-                Some(row) => return Err(format!("asked for {id}, got {}", row.id)),
-                None => return Err(format!("read of {id} failed")),
-            }
-            if next < end {
-                inflight.push(ask(next));
-                next += 1;
-            }
-        }
-        Ok(ok)
+        })
+        .await
     }
 }
 
 async fn reader_db(
     rep: &Reporter,
-    w: &Workload,
+    w: &Args,
     reads: usize,
     clients: usize,
     readers: usize,
