@@ -56,6 +56,9 @@ pub enum Workload {
         /// Registry sizes to measure.
         sizes: Vec<usize>,
     },
+    /// A Savina workload of [`crate::savina::PEER_RUN`] (its name, e.g.
+    /// `savina_count`); its parameters are read from [`Cli::args`].
+    Savina(&'static str),
 }
 
 impl Workload {
@@ -89,7 +92,8 @@ impl Workload {
             "registry" => Workload::Registry {
                 sizes: a.list("sizes"),
             },
-            other => unreachable!("`{other}` is not in spec::CONTRACT"),
+            savina if crate::savina::spec(savina).is_some() => Workload::Savina(a.spec().name),
+            other => unreachable!("`{other}` is not in spec::CONTRACT or savina::PEER_RUN"),
         }
     }
 }
@@ -126,7 +130,7 @@ fn usage() -> String {
         "usage: <peer> <workload> [--threads N] [--samples K] [--warmup W] [params]\n\
          workloads and params (defaults):\n",
     );
-    for w in spec::CONTRACT {
+    for w in spec::CONTRACT.iter().chain(crate::savina::PEER_RUN) {
         s.push_str(&w.usage_line());
         s.push('\n');
     }
@@ -153,7 +157,9 @@ impl Cli {
     /// Parses the arguments after the program name.
     pub fn parse(args: &[String]) -> Result<Cli, String> {
         let (name, rest) = args.split_first().ok_or("missing workload")?;
-        let spec = spec::contract(name).ok_or_else(|| format!("unknown workload `{name}`"))?;
+        let spec = spec::contract(name)
+            .or_else(|| crate::savina::spec(name))
+            .ok_or_else(|| format!("unknown workload `{name}`"))?;
         let mut flags: Vec<(String, String)> = Vec::new();
         let mut it = rest.iter();
         while let Some(flag) = it.next() {
@@ -238,6 +244,12 @@ mod tests {
         assert!(Cli::parse(&args("ring --bogus 1")).is_err());
         assert!(Cli::parse(&args("ring --rings 0")).is_err());
         assert!(Cli::parse(&args("nope")).is_err());
+        let cli = Cli::parse(&args("savina_big --pings 5")).unwrap();
+        assert_eq!(cli.workload, Workload::Savina("savina_big"));
+        assert_eq!(
+            (cli.args.usize("actors"), cli.args.usize("pings")),
+            (120, 5)
+        );
         let cli = Cli::parse(&args("registry --sizes 10,100")).unwrap();
         assert_eq!(
             cli.workload,

@@ -10,6 +10,8 @@
 //! - [`probe`]: memory (RSS growth from a settled baseline) and interference
 //!   (other processes' CPU time during a sample), read from `/proc`;
 //! - [`customers`]: the `reader_db` table and its one row type;
+//! - [`savina`]: the Savina micro and concurrency workloads the peers run,
+//!   their protocols, shared random numbers and checks;
 //! - with the `tokio` feature, the tokio-based peers' bootstrap
 //!   ([`tokio_main`]) and the end of a `ring` run ([`ring_finish`]).
 //!
@@ -21,6 +23,7 @@ pub mod cli;
 pub mod customers;
 pub mod output;
 pub mod probe;
+pub mod savina;
 pub mod spec;
 
 pub use cli::{Cli, Workload};

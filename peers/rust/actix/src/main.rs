@@ -82,6 +82,9 @@ async fn run(cli: &Cli, rep: &Reporter, arbs: &[ArbiterHandle]) {
                 outstanding,
             } => reader_db(rep, w, arbs, reads, clients, readers, outstanding).await,
             Workload::Registry { .. } => {}
+            Workload::Savina(name) => {
+                rep.unsupported(name, "Savina is not written for this peer yet")
+            }
         }
     }
 }

@@ -54,6 +54,9 @@ async fn run(cli: Cli, rep: Reporter) {
                     registry_size(&rep, sample, size).await;
                 }
             }
+            Workload::Savina(name) => {
+                rep.unsupported(name, "Savina is not written for this peer yet")
+            }
         }
     }
 }

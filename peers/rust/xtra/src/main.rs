@@ -29,6 +29,13 @@ fn main() {
 
 async fn run(cli: Cli, rep: Reporter) {
     let w = &cli.args;
+    if let Workload::Savina(name) = cli.workload {
+        rep.unsupported(
+            name,
+            "Savina is not ported to xtra: the suite's Savina peers are actix, ractor, kameo, CAF and Erlang",
+        );
+        return;
+    }
     if let Workload::Registry { .. } = cli.workload {
         rep.unsupported(
             "registry",
@@ -58,6 +65,7 @@ async fn run(cli: Cli, rep: Reporter) {
                 outstanding,
             } => reader_db(&rep, w, reads, clients, readers, outstanding).await,
             Workload::Registry { .. } => {}
+            Workload::Savina(_) => {}
         }
     }
 }
