@@ -19,9 +19,11 @@
 %% N schedulers run the processes.
 %%
 %% Usage: peer-erlang <workload> [--threads N] [--samples K] [--warmup W] [params]
-%% (see ../README.md)
+%% (see ../README.md). The Savina workloads (savina_*) are run by peer_savina.
 -module(peer_erlang).
 -export([main/0]).
+%% The reporter and round helpers, shared with the Savina workloads (peer_savina).
+-export([open_round/1, await_processes/1, figure/6]).
 
 -define(GROUPS, 10).
 
@@ -29,6 +31,10 @@
 
 main() ->
     Args = init:get_plain_arguments(),
+    case Args of
+        ["savina_" ++ _ | _] -> peer_savina:main(Args);
+        _ -> ok
+    end,
     {Workload, Threads, Samples, Warmup, Params} = parse(Args),
     put(threads, Threads),
     %% pg outlives the rounds (registry uses it): start it before counting processes.
