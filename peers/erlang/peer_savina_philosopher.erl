@@ -29,35 +29,35 @@ philosopher(I, Meals, M, Arb) ->
     end.
 
 %% Forks: bit f set when fork f is taken.
-%% Counts: {Grants, Meals the philosophers reported, Denials}.
-arbitrator(_, 0, _, Counts, Driver) ->
-    Driver ! {arbitrator_done, Counts};
-arbitrator(N, Left, Forks, {Grants, Meals, Denials} = Counts, Driver) ->
+%% Counts the grants, the meals the philosophers reported and the denials.
+arbitrator(_, 0, _, Grants, Meals, Denials, Driver) ->
+    Driver ! {arbitrator_done, Grants, Meals, Denials};
+arbitrator(N, Left, Forks, Grants, Meals, Denials, Driver) ->
     receive
         {hungry, I, From} ->
             Pair = (1 bsl I) bor (1 bsl ((I + 1) rem N)),
             case Forks band Pair of
                 0 ->
                     From ! eat,
-                    arbitrator(N, Left, Forks bor Pair, {Grants + 1, Meals, Denials}, Driver);
+                    arbitrator(N, Left, Forks bor Pair, Grants + 1, Meals, Denials, Driver);
                 _ ->
                     From ! denied,
-                    arbitrator(N, Left, Forks, {Grants, Meals, Denials + 1}, Driver)
+                    arbitrator(N, Left, Forks, Grants, Meals, Denials + 1, Driver)
             end;
         {done, I} ->
             Pair = (1 bsl I) bor (1 bsl ((I + 1) rem N)),
-            arbitrator(N, Left, Forks band (bnot Pair), Counts, Driver);
+            arbitrator(N, Left, Forks band (bnot Pair), Grants, Meals, Denials, Driver);
         {exit, Ate} ->
-            arbitrator(N, Left - 1, Forks, {Grants, Meals + Ate, Denials}, Driver)
+            arbitrator(N, Left - 1, Forks, Grants, Meals + Ate, Denials, Driver)
     end.
 
 run(#{philosophers := N, rounds := M}) ->
     Self = self(),
-    Arb = spawn(fun() -> arbitrator(N, N, 0, {0, 0, 0}, Self) end),
+    Arb = spawn(fun() -> arbitrator(N, N, 0, 0, 0, 0, Self) end),
     Phils = [spawn(fun() -> philosopher(I, M, Arb) end) || I <- lists:seq(0, N - 1)],
     T0 = peer_savina:now_ns(),
     [P ! go || P <- Phils],
-    {Grants, Meals, Denials} = receive {arbitrator_done, Counts} -> Counts end,
+    {Grants, Meals, Denials} = receive {arbitrator_done, G, Ms, Ds} -> {G, Ms, Ds} end,
     Secs = peer_savina:secs_since(T0),
     {Grants, Meals} =:= {N * M, N * M} orelse
         peer_savina:fail("savina_philosopher: ~p meals granted, ~p eaten, expected ~p",
