@@ -108,7 +108,8 @@ get_p(K, P) -> proplists:get_value(K, P).
         "  mailbox_performance --senders 100 --messages 1000000 | actor_creation --pow 20~n"
         "  spawn_and_await --count 100000~n"
         "  reader_db --reads 3100000 --clients 2 --readers 2 --outstanding 64~n"
-        "  registry --sizes 10,100,1000,10000~n").
+        "  registry --sizes 10,100,1000,10000~n"
+        "  savina_pingpong ... savina_banking: the Savina workloads (peer_savina.erl)~n").
 
 bad_usage(Fmt, Args) ->
     io:format(standard_error, "error: " ++ Fmt ++ "~n" ++ ?USAGE, Args),
