@@ -26,6 +26,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+mod savina;
+
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 use tokio::sync::{mpsc, oneshot};
@@ -82,9 +84,7 @@ async fn run(cli: &Cli, rep: &Reporter, arbs: &[ArbiterHandle]) {
                 outstanding,
             } => reader_db(rep, w, arbs, reads, clients, readers, outstanding).await,
             Workload::Registry { .. } => {}
-            Workload::Savina(name) => {
-                rep.unsupported(name, "Savina is not written for this peer yet")
-            }
+            Workload::Savina(name) => savina::run(name, rep, w, arbs).await,
         }
     }
 }
