@@ -20,6 +20,9 @@
 // troupe-bench-contract does, and the next round starts once every actor of the previous one
 // is gone (`await_all_actors_done`).
 //
+// The Savina workloads (savina_pingpong, ...) live in savina/, one file each, and share the
+// plumbing (plumbing.hpp): /proc probes, rounds, JSON lines.
+//
 // Usage: peer-caf <workload> [--threads N] [--samples K] [--warmup W] [params]  (see ../README.md)
 
 #include <caf/all.hpp>
@@ -38,125 +41,14 @@
 #include <thread>
 #include <vector>
 
+#include "plumbing.hpp"
+#include "savina/savina.hpp"
+
 using namespace caf;
 
 namespace {
 
-// ------------------------------------------------------------------ plumbing
-
-using clk = std::chrono::steady_clock;
-
-double seconds_since(clk::time_point start) {
-  return std::chrono::duration<double>(clk::now() - start).count();
-}
-
-uint64_t status_kb(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  size_t n = strlen(field);
-  while (std::getline(in, line))
-    if (line.compare(0, n, field) == 0)
-      return std::strtoull(line.c_str() + n, nullptr, 10);
-  return 0;
-}
-
-uint64_t peak_rss_bytes() { return status_kb("VmHWM:") * 1024; }
-uint64_t current_rss_bytes() { return status_kb("VmRSS:") * 1024; }
-
-// RSS growth from a settled baseline, read the way troupe-bench-contract's probe does:
-// settle 50 ms, give the allocator's free memory back (malloc_trim), reset the peak
-// (clear_refs 5), take VmRSS; the growth is VmHWM minus that.
-struct rss_baseline {
-  uint64_t bytes;
-  rss_baseline() {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    malloc_trim(0);
-    std::ofstream("/proc/self/clear_refs") << "5";
-    bytes = current_rss_bytes();
-  }
-  uint64_t growth() const {
-    uint64_t peak = peak_rss_bytes();
-    return peak > bytes ? peak - bytes : 0;
-  }
-};
-
-// Interference, as troupe-bench-contract's probe reads it: busy CPU ticks of the machine
-// (/proc/stat, all but idle and iowait) minus this process's (utime + stime).
-uint64_t machine_busy_ticks() {
-  std::ifstream in("/proc/stat");
-  std::string cpu;
-  uint64_t v[8] = {0};
-  in >> cpu;
-  for (auto& x : v)
-    in >> x;
-  uint64_t busy = 0;
-  for (int i = 0; i < 8; ++i)
-    if (i != 3 && i != 4)
-      busy += v[i];
-  return busy;
-}
-
-uint64_t own_ticks() {
-  std::ifstream in("/proc/self/stat");
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto close = all.rfind(')');
-  if (close == std::string::npos)
-    return 0;
-  std::istringstream rest(all.substr(close + 2));
-  std::string field;
-  uint64_t utime = 0, stime = 0;
-  for (int i = 0; i < 13 && rest >> field; ++i) {
-    if (i == 11)
-      utime = std::strtoull(field.c_str(), nullptr, 10);
-    if (i == 12)
-      stime = std::strtoull(field.c_str(), nullptr, 10);
-  }
-  return utime + stime;
-}
-
-// The round in progress: a warm-up round prints nothing; every round opens a CPU window.
-bool warming_up = false;
-uint64_t window_machine = 0, window_own = 0;
-clk::time_point window_start;
-
-void open_round(bool warmup) {
-  warming_up = warmup;
-  window_machine = machine_busy_ticks();
-  window_own = own_ticks();
-  window_start = clk::now();
-}
-
-[[noreturn]] void fail(const std::string& msg) {
-  std::cerr << "FAILED: " << msg << std::endl;
-  std::_Exit(1);
-}
-
-std::string num(double x) {
-  char buf[64];
-  snprintf(buf, sizeof buf, "%.12g", x);
-  return buf;
-}
-
-int threads = 2;
-
-void figure(const std::string& workload, const std::string& params, double secs,
-            double rate, const std::string& unit,
-            const std::vector<std::pair<std::string, double>>& extras = {}) {
-  if (warming_up)
-    return;
-  uint64_t machine = machine_busy_ticks() - window_machine;
-  uint64_t own = own_ticks() - window_own;
-  double other = machine > own ? double(machine - own) / 100.0 : 0.0;
-  std::ostringstream out;
-  out << "{\"framework\":\"caf\",\"workload\":\"" << workload << "\",\"params\":" << params
-      << ",\"seconds\":" << num(secs) << ",\"rate\":" << num(rate) << ",\"unit\":\"" << unit
-      << "\",\"rss_mb\":" << num(peak_rss_bytes() / 1e6) << ",\"threads\":" << threads
-      << ",\"other_cpu_s\":" << num(other) << ",\"window_s\":" << num(seconds_since(window_start));
-  for (auto& kv : extras)
-    out << ",\"" << kv.first << "\":" << num(kv.second);
-  out << "}\n";
-  std::cout << out.str() << std::flush;
-}
+using namespace peer;
 
 // ------------------------------------------------------------------ atoms
 
@@ -697,7 +589,8 @@ const char* usage =
   "  mailbox_performance --senders 100 --messages 1000000 | actor_creation --pow 20\n"
   "  spawn_and_await --count 100000\n"
   "  reader_db --reads 3100000 --clients 2 --readers 2 --outstanding 64\n"
-  "  registry --sizes 10,100,1000,10000\n";
+  "  registry --sizes 10,100,1000,10000\n"
+  "  savina_<name> ... (the Savina workloads: peer-caf savina_ lists them)\n";
 
 [[noreturn]] void bad_usage(const std::string& msg) {
   std::cerr << "error: " << msg << "\n" << usage;
@@ -720,6 +613,9 @@ int main(int argc, char** argv) {
   if (argc < 2)
     bad_usage("missing workload");
   std::string workload = argv[1];
+  // The Savina workloads (savina_*) have their own files and command line: savina/.
+  if (workload.compare(0, 7, "savina_") == 0)
+    return savina::run(argc, argv);
   std::map<std::string, std::string> flags;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
