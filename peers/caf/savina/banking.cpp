@@ -29,6 +29,7 @@ struct account_state {
 
 behavior account(stateful_actor<account_state>* self) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](debit_atom, const actor& dst, int64_t amount) {
       self->state.balance -= amount;
       auto rp = self->make_response_promise();
@@ -68,6 +69,7 @@ behavior teller(stateful_actor<teller_state>* self, std::vector<actor> accounts,
                 uint64_t transfers, actor driver) {
   self->state.accounts = std::move(accounts);
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](go_atom) {
       const auto& accs = self->state.accounts;
       rng random{42};
@@ -105,6 +107,8 @@ void banking(actor_system& sys, const args& a) {
   for (uint64_t i = 0; i < n; ++i)
     accounts.push_back(sys.spawn(account));
   auto t = sys.spawn(teller, accounts, transfers, actor{self});
+  await_started(self, accounts);
+  await_started(self, {t});
   auto start = peer::clk::now();
   anon_send(t, go_atom::value);
   uint64_t replies = 0;

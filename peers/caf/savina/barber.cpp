@@ -26,6 +26,7 @@ using served_atom = atom_constant<atom("served")>;
 
 behavior customer(event_based_actor* self, uint64_t id, actor factory) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](served_atom) { self->send(factory, served_atom::value, id); },
   };
 }
@@ -36,6 +37,7 @@ struct barber_state {
 
 behavior barber_actor(stateful_actor<barber_state>* self, uint64_t haircut_cost, actor room) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](cut_atom, const actor& c, uint64_t id) {
       busy(self->state.random.below(haircut_cost) + 1, id);
       self->send(c, served_atom::value);
@@ -52,6 +54,7 @@ struct room_state {
 
 behavior waiting_room(stateful_actor<room_state>* self, uint64_t seats, actor factory) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](init_atom, const actor& b) { self->state.barber = b; },
     [=](enter_atom, const actor& c, uint64_t id) {
       auto& s = self->state;
@@ -78,6 +81,7 @@ behavior waiting_room(stateful_actor<room_state>* self, uint64_t seats, actor fa
 }
 
 struct factory_state {
+  actor room;
   std::vector<actor> customers;
   std::vector<bool> served;
   uint64_t haircuts = 0;
@@ -87,28 +91,31 @@ struct factory_state {
 
 behavior factory(stateful_actor<factory_state>* self, uint64_t arrival_cost, actor driver) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](init_atom, const actor& room, const std::vector<actor>& customers) {
-      self->state.customers = customers;
-      self->state.served.assign(customers.size(), false);
-      self->become([=](go_atom) {
-        auto& s = self->state;
-        for (uint64_t i = 0; i < s.customers.size(); ++i) {
-          busy(s.random.below(arrival_cost) + 1, i);
-          self->send(room, enter_atom::value, s.customers[i], i);
-        }
-      },
-      [=](full_atom, const actor& c, uint64_t id) {
-        ++self->state.rejections;
-        self->send(room, enter_atom::value, c, id);
-      },
-      [=](served_atom, uint64_t id) {
-        auto& s = self->state;
-        if (s.served[id])
-          peer::fail("savina_barber: customer " + std::to_string(id) + " served twice");
-        s.served[id] = true;
-        if (++s.haircuts == s.customers.size())
-          self->send(driver, done_atom::value, s.haircuts, s.rejections);
-      });
+      auto& s = self->state;
+      s.room = room;
+      s.customers = customers;
+      s.served.assign(customers.size(), false);
+    },
+    [=](go_atom) {
+      auto& s = self->state;
+      for (uint64_t i = 0; i < s.customers.size(); ++i) {
+        busy(s.random.below(arrival_cost) + 1, i);
+        self->send(s.room, enter_atom::value, s.customers[i], i);
+      }
+    },
+    [=](full_atom, const actor& c, uint64_t id) {
+      ++self->state.rejections;
+      self->send(self->state.room, enter_atom::value, c, id);
+    },
+    [=](served_atom, uint64_t id) {
+      auto& s = self->state;
+      if (s.served[id])
+        peer::fail("savina_barber: customer " + std::to_string(id) + " served twice");
+      s.served[id] = true;
+      if (++s.haircuts == s.customers.size())
+        self->send(driver, done_atom::value, s.haircuts, s.rejections);
     },
   };
 }
@@ -130,6 +137,8 @@ void barber(actor_system& sys, const args& a) {
   for (uint64_t i = 0; i < n; ++i)
     customers.push_back(sys.spawn(customer, i, fac));
   anon_send(fac, init_atom::value, room, customers);
+  await_started(self, customers);
+  await_started(self, {fac, room, bar});
   auto start = peer::clk::now();
   anon_send(fac, go_atom::value);
   uint64_t haircuts = 0, rejections = 0;

@@ -1,8 +1,9 @@
-// savina_big (--actors W, --pings N): actor i draws its peers from rng(i + 1): it asks peer
-// below(W) (itself included) with `request(peer, ping).then(..)`, and on the `pong` asks the
-// next one, until N pongs came back; then it reports done to the driver. Every actor answers
-// every `ping` by returning `pong` (the reply to the request), also while its own request is
-// outstanding (`then` does not suspend the actor). Check: W reports, W*N pongs in all.
+// savina_big (--actors W, --pings N), after CAF's savina_07_big: actor i draws its peers from
+// rng(i + 1): it sends `ping` to peer below(W) (itself included; CAF's envelope carries the
+// sender) and on the `pong` pings the next one, until N pongs came back; then it reports done
+// to the driver. Every actor answers every `ping` by returning `pong` from its handler (CAF's
+// answer to the sender, as in savina_pingpong), also while its own ping is out.
+// Check: W reports, W*N pongs in all.
 
 #include "savina.hpp"
 
@@ -18,26 +19,25 @@ struct big_state {
   std::vector<actor> peers;
 };
 
-void ping_next(stateful_actor<big_state>* self, uint64_t n, const actor& sink) {
+void ping_next(stateful_actor<big_state>* self) {
   auto& s = self->state;
-  const auto& peer = s.peers[s.random.below(s.peers.size())];
-  self->request(peer, infinite, ping_atom::value)
-    .then(
-      [=](pong_atom) {
-        if (++self->state.pongs == n)
-          self->send(sink, done_atom::value, self->state.pongs);
-        else
-          ping_next(self, n, sink);
-      },
-      on_error("savina_big: ping"));
+  self->send(s.peers[s.random.below(s.peers.size())], ping_atom::value);
 }
 
 behavior big_actor(stateful_actor<big_state>* self, uint64_t index, uint64_t n, actor sink) {
   self->state.random = rng(index + 1);
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](init_atom, const std::vector<actor>& peers) { self->state.peers = peers; },
-    [=](go_atom) { ping_next(self, n, sink); },
+    [=](go_atom) { ping_next(self); },
+    // The returned value answers whoever sent the ping.
     [](ping_atom) { return pong_atom::value; },
+    [=](pong_atom) {
+      if (++self->state.pongs == n)
+        self->send(sink, done_atom::value, self->state.pongs);
+      else
+        ping_next(self);
+    },
   };
 }
 
@@ -53,6 +53,7 @@ void big(actor_system& sys, const args& a) {
     all.push_back(sys.spawn(big_actor, i, n, actor{self}));
   for (auto& x : all)
     anon_send(x, init_atom::value, all);
+  await_started(self, all);
   auto start = peer::clk::now();
   for (auto& x : all)
     anon_send(x, go_atom::value);

@@ -35,6 +35,7 @@ behavior producer(stateful_actor<producer_state>* self, uint64_t j, uint64_t ite
     self->send(manager, data_atom::value, item, actor_cast<actor>(self));
   };
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](go_atom) { produce(); },
     [=](produce_atom) {
       if (self->state.made == items)
@@ -51,6 +52,7 @@ struct consumer_state {
 
 behavior consumer(stateful_actor<consumer_state>* self, uint64_t cost, actor manager) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](data_atom, uint64_t item) {
       busy(cost, item);
       self->state.sum += item;
@@ -79,6 +81,7 @@ behavior manager(stateful_actor<manager_state>* self, uint64_t capacity, uint64_
     }
   };
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](init_atom, const std::vector<actor>& cs) {
       self->state.idle.assign(cs.begin(), cs.end());
     },
@@ -133,6 +136,9 @@ void bndbuffer(actor_system& sys, const args& a) {
   std::vector<actor> producers;
   for (uint64_t j = 0; j < p; ++j)
     producers.push_back(sys.spawn(producer, j, items, cost, mgr));
+  await_started(self, producers);
+  await_started(self, consumers);
+  await_started(self, {mgr});
   auto start = peer::clk::now();
   for (auto& x : producers)
     anon_send(x, go_atom::value);

@@ -31,6 +31,7 @@ behavior chameneo(stateful_actor<chameneo_state>* self, actor mall, int32_t colo
     self->send(mall, meet_atom::value, self->state.color, actor_cast<actor>(self));
   };
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](go_atom) { meet_mall(); },
     [=](meet_atom, int32_t other, const actor& who) {
       auto& s = self->state;
@@ -59,6 +60,7 @@ struct mall_state {
 behavior mall(stateful_actor<mall_state>* self, uint64_t chameneos, uint64_t meetings,
               actor driver) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](meet_atom, int32_t color, const actor& who) {
       auto& s = self->state;
       if (s.meetings < meetings) {
@@ -98,6 +100,8 @@ void chameneos(actor_system& sys, const args& a) {
   all.reserve(c);
   for (uint64_t i = 0; i < c; ++i)
     all.push_back(sys.spawn(chameneo, m_actor, int32_t(i % 3)));
+  await_started(self, all);
+  await_started(self, {m_actor});
   auto start = peer::clk::now();
   for (auto& x : all)
     anon_send(x, go_atom::value);

@@ -23,6 +23,7 @@ behavior dictionary(stateful_actor<dict_state>* self) {
   for (uint64_t k = 0; k < concdict_keys; ++k)
     self->state.map.emplace(k, k);
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](put_atom, uint64_t key, uint64_t value) {
       self->state.map[key] = value;
       return ok_atom::value;
@@ -73,6 +74,7 @@ behavior worker(stateful_actor<worker_state>* self, uint64_t index, uint64_t m, 
                 actor dict, actor sink) {
   self->state.random = rng(index + 1);
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](go_atom) { next_request(self, m, p, dict, sink); },
   };
 }
@@ -89,6 +91,8 @@ void concdict(actor_system& sys, const args& a) {
   workers.reserve(w);
   for (uint64_t i = 0; i < w; ++i)
     workers.push_back(sys.spawn(worker, i, m, p, dict, actor{self}));
+  await_started(self, workers);
+  await_started(self, {dict});
   auto start = peer::clk::now();
   for (auto& x : workers)
     anon_send(x, go_atom::value);

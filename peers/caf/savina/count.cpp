@@ -18,6 +18,7 @@ struct counter_state {
 
 behavior counter_actor(stateful_actor<counter_state>* self) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](increment_atom) { ++self->state.count; },
     [=](get_atom) { return self->state.count; },
   };
@@ -25,6 +26,7 @@ behavior counter_actor(stateful_actor<counter_state>* self) {
 
 behavior producer_actor(event_based_actor* self, uint64_t n, actor counter, actor sink) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](go_atom) {
       for (uint64_t i = 0; i < n; ++i)
         self->send(counter, increment_atom::value);
@@ -42,6 +44,7 @@ void count(actor_system& sys, const args& a) {
   scoped_actor self{sys};
   auto counter = sys.spawn(counter_actor);
   auto producer = sys.spawn(producer_actor, n, counter, actor{self});
+  await_started(self, {counter, producer});
   auto start = peer::clk::now();
   anon_send(producer, go_atom::value);
   uint64_t total = 0;

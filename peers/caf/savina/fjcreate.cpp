@@ -28,6 +28,7 @@ struct sink_state {
 
 behavior sink_actor(stateful_actor<sink_state>* self, uint64_t n, actor driver) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](done_atom) {
       if (++self->state.reports == n)
         self->send(driver, done_atom::value, self->state.reports);
@@ -41,6 +42,7 @@ void fjcreate(actor_system& sys, const args& a) {
   uint64_t n = a.get("actors");
   scoped_actor self{sys};
   auto sink = sys.spawn(sink_actor, n, actor{self});
+  await_started(self, {sink});
   auto start = peer::clk::now();
   for (uint64_t i = 0; i < n; ++i)
     anon_send(sys.spawn(forked_actor, sink), msg_atom::value);

@@ -19,6 +19,7 @@ struct throughput_state {
 
 behavior throughput_actor(stateful_actor<throughput_state>* self, uint64_t n, actor sink) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](msg_atom) {
       if (++self->state.count == n)
         self->send(sink, done_atom::value);
@@ -37,6 +38,7 @@ void fjthrput(actor_system& sys, const args& a) {
   all.reserve(actors);
   for (uint64_t i = 0; i < actors; ++i)
     all.push_back(sys.spawn(throughput_actor, n, actor{self}));
+  await_started(self, all);
   auto start = peer::clk::now();
   for (uint64_t i = 0; i < n; ++i)
     for (auto& x : all)

@@ -29,6 +29,7 @@ struct arbitrator_state {
 behavior arbitrator(stateful_actor<arbitrator_state>* self, uint64_t n, actor driver) {
   self->state.forks.assign(n, false);
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](hungry_atom, uint64_t i) -> atom_value {
       auto& s = self->state;
       auto left = i, right = (i + 1) % n;
@@ -78,6 +79,7 @@ void get_hungry(stateful_actor<philosopher_state>* self, uint64_t i, uint64_t ro
 behavior philosopher_actor(stateful_actor<philosopher_state>* self, uint64_t i,
                            uint64_t rounds, actor arb) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](go_atom) { get_hungry(self, i, rounds, arb); },
   };
 }
@@ -92,6 +94,8 @@ void philosopher(actor_system& sys, const args& a) {
   std::vector<actor> all;
   for (uint64_t i = 0; i < n; ++i)
     all.push_back(sys.spawn(philosopher_actor, i, m, arb));
+  await_started(self, all);
+  await_started(self, {arb});
   auto start = peer::clk::now();
   for (auto& x : all)
     anon_send(x, go_atom::value);

@@ -12,6 +12,7 @@ namespace {
 
 behavior pong_actor(event_based_actor*) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [](ping_atom) { return pong_atom::value; },
   };
 }
@@ -22,6 +23,7 @@ struct ping_state {
 
 behavior ping_actor(stateful_actor<ping_state>* self, uint64_t n, actor pong, actor sink) {
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](go_atom) { self->send(pong, ping_atom::value); },
     [=](pong_atom) {
       if (++self->state.pongs == n)
@@ -39,6 +41,7 @@ void pingpong(actor_system& sys, const args& a) {
   scoped_actor self{sys};
   auto po = sys.spawn(pong_actor);
   auto pi = sys.spawn(ping_actor, n, po, actor{self});
+  await_started(self, {po, pi});
   auto start = peer::clk::now();
   anon_send(pi, go_atom::value);
   uint64_t pongs = 0;

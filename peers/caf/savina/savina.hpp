@@ -9,8 +9,9 @@
 // as the answer to whoever sent the message, `request(..).then(..)` where the protocol
 // waits for a reply (never a blocking wait on a worker), `make_response_promise` where an
 // answer is given later. The main thread drives each round through a `scoped_actor`:
-// creates the actors, starts the clock, sends the first message and blocks in `receive`
-// for the result (the main thread is not a CAF worker).
+// creates the actors, waits until they have started (`await_started`), starts the clock,
+// sends the first message and blocks in `receive` for the result (the main thread is not a
+// CAF worker).
 //
 // Every figure is `"unit":"ms"`, `"rate"` the wall milliseconds of the measured phase.
 #pragma once
@@ -69,6 +70,17 @@ using done_atom = caf::atom_constant<caf::atom("done")>;
 using exit_atom = caf::atom_constant<caf::atom("exit")>;
 using init_atom = caf::atom_constant<caf::atom("init")>;
 using next_atom = caf::atom_constant<caf::atom("next")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
+
+// Every actor a round makes before its measured phase answers `ready` (a handler returning
+// `ready_atom::value`); CAF runs an actor's initialization on a worker some time after `spawn`
+// returns, so the driver asks each one and waits for the answers before it starts the clock.
+inline void await_started(caf::scoped_actor& self, const std::vector<caf::actor>& xs) {
+  for (auto& x : xs)
+    self->request(x, caf::infinite, ready_atom::value)
+      .receive([](ready_atom) {},
+               [](caf::error& e) { peer::fail("an actor did not start: " + caf::to_string(e)); });
+}
 
 // ------------------------------------------------------------------ a run's parameters
 

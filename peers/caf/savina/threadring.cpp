@@ -22,6 +22,7 @@ struct node_state {
 behavior ring_node(stateful_actor<node_state>* self, uint64_t index, actor next, actor sink) {
   self->state.next = std::move(next);
   return {
+    [](ready_atom) { return ready_atom::value; },
     [=](next_atom, const actor& n) { self->state.next = n; },
     [=](token_atom, uint64_t r) {
       if (r == 0) {
@@ -48,6 +49,7 @@ void threadring(actor_system& sys, const args& a) {
     ring[i] = next;
   }
   anon_send(ring[n - 1], next_atom::value, ring[0]);
+  await_started(self, ring);
   auto start = peer::clk::now();
   anon_send(ring[0], token_atom::value, passes);
   uint64_t last = 0;
