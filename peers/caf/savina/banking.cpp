@@ -11,8 +11,6 @@
 
 #include "savina.hpp"
 
-#include <iostream>
-
 using namespace caf;
 
 namespace savina {
@@ -97,10 +95,8 @@ behavior teller(stateful_actor<teller_state>* self, std::vector<actor> accounts,
 void banking(actor_system& sys, const args& a) {
   uint64_t n = a.get("accounts");
   uint64_t transfers = a.get("transfers");
-  if (n < 2) {
-    std::cerr << "error: savina_banking: a transfer needs two accounts, got --accounts 1\n";
-    std::exit(2);
-  }
+  if (n < 2)
+    peer::fail("savina_banking: needs at least 2 accounts");
   scoped_actor self{sys};
   std::vector<actor> accounts;
   accounts.reserve(n);

@@ -94,6 +94,8 @@ behavior mall(stateful_actor<mall_state>* self, uint64_t chameneos, uint64_t mee
 void chameneos(actor_system& sys, const args& a) {
   uint64_t c = a.get("chameneos");
   uint64_t m = a.get("meetings");
+  if (c < 2)
+    peer::fail("savina_chameneos: needs at least 2 chameneos to meet");
   scoped_actor self{sys};
   auto m_actor = sys.spawn(mall, c, m, actor{self});
   std::vector<actor> all;
