@@ -34,7 +34,11 @@ pub fn higher_is_better(unit: &str) -> bool {
         || unit.starts_with("us/")
         || unit.starts_with("ms/")
         || unit.starts_with("s/")
-        || unit == "s")
+        || unit == "s"
+        || unit == "ms"
+        || unit == "µs"
+        || unit == "us"
+        || unit == "ns")
 }
 
 /// The matching key of a figure.
@@ -210,6 +214,16 @@ mod tests {
         let old = saved_of(&[fig("ractor", "find", 100.0, "ns/op")]);
         assert!(compare(&old, &[fig("ractor", "find", 120.0, "ns/op")], 10.0)[0].regression);
         assert!(!compare(&old, &[fig("ractor", "find", 80.0, "ns/op")], 10.0)[0].regression);
+    }
+
+    #[test]
+    fn milliseconds_are_lower_is_better() {
+        assert!(!higher_is_better("ms"));
+        assert!(!higher_is_better("ns/op"));
+        assert!(higher_is_better("msgs/s"));
+        let old = saved_of(&[fig("troupe", "savina_count", 10.0, "ms")]);
+        assert!(compare(&old, &[fig("troupe", "savina_count", 12.0, "ms")], 10.0)[0].regression);
+        assert!(!compare(&old, &[fig("troupe", "savina_count", 8.0, "ms")], 10.0)[0].regression);
     }
 
     #[test]

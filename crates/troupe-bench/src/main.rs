@@ -60,7 +60,8 @@ fn command() -> Command {
          troupe-bench pingpong --round-trips 100000 --peers\n  \
          troupe-bench mixed_case --ring-masters 10 --ring-size 100 --token 1000 --repetitions 4\n  \
          troupe-bench ring --baseline old.jsonl --threshold 10 --fail-on-regression\n  \
-         troupe-bench reader_db ring --plot plots/",
+         troupe-bench reader_db ring --plot plots/\n  \
+         troupe-bench --quick savina        # the Savina suite (also savina-micro, savina-concurrency, savina-parallel)",
     );
     let mut cmd = Command::new("troupe-bench")
         .about("The Troupe benchmark suite (shared/BENCHMARKS.md)")
@@ -68,7 +69,7 @@ fn command() -> Command {
         .arg(
             Arg::new("workloads")
                 .num_args(0..)
-                .help("`all`, or workload names; none = the quick suite"),
+                .help("`all`, workload names, or Savina groups (savina, savina-micro, savina-concurrency, savina-parallel); none = the quick suite"),
         )
         .arg(flag("quick", "Scale every workload down (the default when no workload is named)"))
         .arg(opt("threads", "N", "Worker threads", "2"))
@@ -83,7 +84,7 @@ fn command() -> Command {
         .arg(opt_none(
             "plot",
             "DIR",
-            "Draw the scaling figures as SVG (+ CSV) into DIR; reader_db then also runs at 1, 2 and 4 threads",
+            "Draw the scaling figures as SVG (+ CSV) into DIR; reader_db and the Savina parallel workloads then also run at 1, 2 and 4 threads",
         ));
     let mut seen: Vec<&str> = Vec::new();
     for w in workloads::ALL {
@@ -210,18 +211,31 @@ fn main() {
     let cli = Cli::parse();
     let every = || workloads::ALL.to_vec();
     let (selected, quick): (Vec<&Workload>, bool) = if cli.workloads.is_empty() {
-        (every(), true)
+        (workloads::quick_suite(), true)
     } else if cli.workloads.iter().any(|w| w == "all") {
         (every(), cli.quick)
     } else {
         let found = cli.workloads.iter().map(|n| {
-            workloads::find(n).ok_or_else(|| {
+            workloads::select(n).ok_or_else(|| {
                 let known: Vec<&str> = workloads::ALL.iter().map(|w| w.spec.name).collect();
-                format!("unknown workload `{n}`; known: all, {}", known.join(", "))
+                format!(
+                    "unknown workload `{n}`; known: all, {}, {}",
+                    workloads::savina::GROUPS.join(", "),
+                    known.join(", ")
+                )
             })
         });
-        match found.collect::<Result<Vec<_>, _>>() {
-            Ok(v) => (v, cli.quick),
+        match found.collect::<Result<Vec<Vec<_>>, _>>() {
+            Ok(v) => {
+                // A workload named twice (alone and in a group) runs once.
+                let mut picked: Vec<&Workload> = Vec::new();
+                for w in v.into_iter().flatten() {
+                    if !picked.iter().any(|p| p.spec.name == w.spec.name) {
+                        picked.push(w);
+                    }
+                }
+                (picked, cli.quick)
+            }
             Err(e) => {
                 eprintln!("troupe-bench: {e}");
                 std::process::exit(2);
@@ -273,6 +287,7 @@ fn main() {
     });
     let root = peers::repo_root();
     let mut all: Vec<Figure> = Vec::new();
+    let mut peer_notes: Vec<workloads::savina::report::Note> = Vec::new();
     let mut failed = false;
     for w in selected {
         let name = w.spec.name;
@@ -340,10 +355,17 @@ fn main() {
                     let troupe: Vec<&Figure> =
                         figs.iter().filter(|f| f.framework == "troupe").collect();
                     print(&peers::render_table(name, &troupe, &outcomes));
-                    for (_, o) in outcomes {
-                        if let peers::PeerOutcome::Figures(pf) = o {
-                            figs.extend(pf);
-                        }
+                    for (peer, o) in outcomes {
+                        let note = match o {
+                            peers::PeerOutcome::Figures(pf) => {
+                                figs.extend(pf);
+                                continue;
+                            }
+                            peers::PeerOutcome::Unsupported(_) => "unsupported",
+                            peers::PeerOutcome::Failed(_) => "failed",
+                            peers::PeerOutcome::NotInstalled(_) => "not inst.",
+                        };
+                        peer_notes.push((name.to_string(), peer, note.to_string()));
                     }
                 }
             }
@@ -362,6 +384,11 @@ fn main() {
     }
     if let Some(mut out) = json_out {
         let _ = out.flush();
+    }
+    if cli.peers {
+        if let Some(text) = workloads::savina::report::summary(&all, &peer_notes) {
+            print(&text);
+        }
     }
     let mut regressed = false;
     if let (Some(saved), Some(path)) = (&saved, &cli.baseline) {

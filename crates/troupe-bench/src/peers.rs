@@ -182,12 +182,13 @@ fn figure_of(peer: &str, workload: &str, all: &[Map<String, Value>]) -> Figure {
         .cloned()
         .unwrap_or_default();
     let rate_of = |l: &Map<String, Value>| l.get("rate").and_then(Value::as_f64).unwrap_or(0.0);
+    let scale = time_unit_ns(&unit);
     let ns_of = |l: &Map<String, Value>| {
         let r = rate_of(l);
         if higher_is_better(&unit) {
             1e9 / r.max(1e-300)
         } else {
-            r
+            r * scale
         }
     };
     let mut ns: Vec<f64> = lines.iter().map(ns_of).collect();
@@ -247,6 +248,18 @@ fn figure_of(peer: &str, workload: &str, all: &[Map<String, Value>]) -> Figure {
         ns_per_op_median: median,
         ns_per_op_p99: p99,
         extra,
+    }
+}
+
+/// Nanoseconds in one of a time unit (`ms` is a Savina figure's time: 1e6;
+/// `ns/op`: 1), so peers' times per operation are in nanoseconds as Troupe's.
+pub fn time_unit_ns(unit: &str) -> f64 {
+    let head = unit.split('/').next().unwrap_or("");
+    match head {
+        "s" => 1e9,
+        "ms" => 1e6,
+        "µs" | "us" => 1e3,
+        _ => 1.0,
     }
 }
 
@@ -496,6 +509,29 @@ mod tests {
         );
         assert_eq!(ratio_text(Some(&t), &p), "troupe 9.0x faster");
         assert_eq!(ratio_text(Some(&t), &other), "n/a");
+    }
+
+    #[test]
+    fn savina_ms_lines_compare_with_troupe() {
+        let line = |fw: &str, ms: f64| {
+            format!("{{\"framework\":\"{fw}\",\"workload\":\"savina_count\",\"params\":{{\"increments\":1000}},\"seconds\":{},\"rate\":{ms},\"unit\":\"ms\"}}", ms / 1e3)
+        };
+        let PeerOutcome::Figures(p) = parse_output("kameo", "savina_count", &line("kameo", 20.0))
+        else {
+            panic!()
+        };
+        assert!((p[0].ns_per_op_median - 20e6).abs() < 1.0);
+        let PeerOutcome::Figures(t) = parse_output("troupe", "savina_count", &line("troupe", 10.0))
+        else {
+            panic!()
+        };
+        assert_eq!(ratio_text(Some(&t[0]), &p[0]), "troupe 2.0x faster");
+        let u =
+            "{\"framework\":\"xtra\",\"workload\":\"savina_count\",\"unsupported\":\"no Savina\"}";
+        assert!(matches!(
+            parse_output("xtra", "savina_count", u),
+            PeerOutcome::Unsupported(_)
+        ));
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod pingpong;
 pub mod reader_db;
 pub mod registry;
 pub mod ring;
+pub mod savina;
 pub mod schedulers;
 pub mod spawn_and_await;
 
@@ -95,7 +96,40 @@ pub const ALL: &[&Workload] = &[
     &max_throughput::WORKLOAD,
     &schedulers::WORKLOAD,
     &channels::WORKLOAD,
+    // Savina (Imam & Sarkar, AGERE 2014): micro, concurrency, parallel.
+    &savina::pingpong::WORKLOAD,
+    &savina::count::WORKLOAD,
+    &savina::fjthrput::WORKLOAD,
+    &savina::fjcreate::WORKLOAD,
+    &savina::threadring::WORKLOAD,
+    &savina::chameneos::WORKLOAD,
+    &savina::big::WORKLOAD,
+    &savina::concdict::WORKLOAD,
+    &savina::bndbuffer::WORKLOAD,
+    &savina::philosopher::WORKLOAD,
+    &savina::barber::WORKLOAD,
+    &savina::banking::WORKLOAD,
+    &savina::trapezoid::WORKLOAD,
+    &savina::recmatmul::WORKLOAD,
+    &savina::quicksort::WORKLOAD,
+    &savina::sieve::WORKLOAD,
+    &savina::nqueenk::WORKLOAD,
 ];
+
+/// The quick suite (no workload named): every workload but Savina's, which
+/// `troupe-bench --quick savina` runs (see README).
+pub fn quick_suite() -> Vec<&'static Workload> {
+    ALL.iter()
+        .copied()
+        .filter(|w| savina::group_of(w.spec.name).is_none())
+        .collect()
+}
+
+/// The workloads a name argument selects: a workload, or a Savina group
+/// (`savina`, `savina-micro`, `savina-concurrency`, `savina-parallel`).
+pub fn select(name: &str) -> Option<Vec<&'static Workload>> {
+    find(name).map(|w| vec![w]).or_else(|| savina::group(name))
+}
 
 /// The workload called `name`.
 pub fn find(name: &str) -> Option<&'static Workload> {
@@ -183,9 +217,11 @@ mod tests {
                 w.spec.name
             );
             // The peers run exactly the workloads whose spec is the contract's.
+            let contract = spec::contract(w.spec.name)
+                .or_else(|| troupe_bench_contract::savina::spec(w.spec.name));
             assert_eq!(
                 w.peers,
-                spec::contract(w.spec.name).is_some_and(|c| c == w.spec),
+                contract.is_some_and(|c| c == w.spec),
                 "{}: peers flag and contract disagree",
                 w.spec.name
             );
@@ -194,6 +230,14 @@ mod tests {
             w.spec.resolve(true, |_| None).unwrap();
             assert!(find(w.spec.name).is_some());
         }
-        assert_eq!(ALL.iter().filter(|w| w.peers).count(), spec::CONTRACT.len());
+        assert_eq!(
+            ALL.iter().filter(|w| w.peers).count(),
+            spec::CONTRACT.len() + troupe_bench_contract::savina::PEER_RUN.len()
+        );
+        // Every Savina workload is in a group, and only there.
+        assert_eq!(select("savina").unwrap().len(), 17);
+        assert!(quick_suite()
+            .iter()
+            .all(|w| !w.spec.name.starts_with("savina")));
     }
 }
