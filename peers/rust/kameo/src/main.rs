@@ -11,6 +11,8 @@
 //! find, and a `kameo_actors::pubsub::PubSub` actor per group (kameo's own utility crate;
 //! kameo has no process groups of its own) for dispatch_group.
 
+mod savina;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -55,9 +57,7 @@ async fn run(cli: Cli, rep: Reporter) {
                     registry_size(&rep, sample, size).await;
                 }
             }
-            Workload::Savina(name) => {
-                rep.unsupported(name, "Savina is not written for this peer yet")
-            }
+            Workload::Savina(name) => savina::run(name, &rep, w).await,
         }
     }
 }
