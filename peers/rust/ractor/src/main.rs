@@ -21,6 +21,8 @@ use troupe_bench_contract::{
     Params, Reporter, Workload,
 };
 
+mod savina;
+
 type Res<T> = Result<T, ActorProcessingErr>;
 
 fn main() {
@@ -54,9 +56,7 @@ async fn run(cli: Cli, rep: Reporter) {
                     registry_size(&rep, sample, size).await;
                 }
             }
-            Workload::Savina(name) => {
-                rep.unsupported(name, "Savina is not written for this peer yet")
-            }
+            Workload::Savina(name) => savina::run(&rep, w, name).await,
         }
     }
 }
