@@ -211,7 +211,7 @@ fn main() {
     let cli = Cli::parse();
     let every = || workloads::ALL.to_vec();
     let (selected, quick): (Vec<&Workload>, bool) = if cli.workloads.is_empty() {
-        (workloads::quick_suite(), true)
+        (every(), true)
     } else if cli.workloads.iter().any(|w| w == "all") {
         (every(), cli.quick)
     } else {

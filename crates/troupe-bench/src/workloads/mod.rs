@@ -116,15 +116,6 @@ pub const ALL: &[&Workload] = &[
     &savina::nqueenk::WORKLOAD,
 ];
 
-/// The quick suite (no workload named): every workload but Savina's, which
-/// `troupe-bench --quick savina` runs (see README).
-pub fn quick_suite() -> Vec<&'static Workload> {
-    ALL.iter()
-        .copied()
-        .filter(|w| savina::group_of(w.spec.name).is_none())
-        .collect()
-}
-
 /// The workloads a name argument selects: a workload, or a Savina group
 /// (`savina`, `savina-micro`, `savina-concurrency`, `savina-parallel`).
 pub fn select(name: &str) -> Option<Vec<&'static Workload>> {
@@ -234,10 +225,13 @@ mod tests {
             ALL.iter().filter(|w| w.peers).count(),
             spec::CONTRACT.len() + troupe_bench_contract::savina::PEER_RUN.len()
         );
-        // Every Savina workload is in a group, and only there.
-        assert_eq!(select("savina").unwrap().len(), 17);
-        assert!(quick_suite()
+        // Every Savina workload is in ALL and in its group.
+        let savina = select("savina").unwrap();
+        assert_eq!(savina.len(), 17);
+        assert!(savina
             .iter()
-            .all(|w| !w.spec.name.starts_with("savina")));
+            .all(|s| ALL.iter().any(|w| w.spec.name == s.spec.name)));
+        assert_eq!(select("ring").map(|v| v.len()), Some(1));
+        assert!(select("savina-nothing").is_none());
     }
 }

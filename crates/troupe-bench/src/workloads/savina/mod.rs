@@ -9,7 +9,8 @@
 //! Every figure is Savina's: the wall time of the measured phase in
 //! milliseconds (`unit: "ms"`, `rate` = milliseconds, lower is better). The
 //! samples are recorded with one operation each, so the report's `average`
-//! and `median` columns are that time too.
+//! and `median` columns are that time too. Each figure's JSON line also
+//! carries `savina_group` (`micro`, `concurrency` or `parallel`).
 
 pub mod banking;
 pub mod barber;
@@ -156,6 +157,9 @@ pub fn measure(
         s
     })?;
     fig.rate = fig.seconds * 1e3;
+    if let Some(g) = group_of(name) {
+        fig.extra.insert("savina_group".into(), Value::from(g));
+    }
     Ok(vec![fig])
 }
 
