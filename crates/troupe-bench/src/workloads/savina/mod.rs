@@ -188,7 +188,11 @@ pub fn plot_threads(c: &PlotCtx<'_>) -> Result<Plotted, String> {
                     threads,
                     ..c.cfg.clone()
                 };
-                let figs = (w.run)(&cfg, c.args)?;
+                let mut figs = (w.run)(&cfg, c.args)?;
+                // Named apart from the run's own figure (`--baseline` keys).
+                for f in &mut figs {
+                    f.name = format!("{} at {threads} threads", f.name);
+                }
                 extra.extend(figs.iter().cloned());
                 figs
             }
