@@ -1,6 +1,7 @@
-//! `savina_barber` on actix: the customer factory (arbiter 0), the barber (arbiter 1) and the
-//! waiting room (arbiter 2, modulo `--threads`), and N customer actors round robin, all
-//! messages `do_send`. The factory sends one customer per `ctx.notify(Arrive)` (after its
+//! `savina_barber` on actix: the customer factory on arbiter 0, the barber and the waiting
+//! room on arbiter 1 (modulo `--threads`: the barber asks the room for the next customer after
+//! every haircut, the chattiest pair, so they share a thread, and the two busy actors, factory
+//! and barber, get a thread each), and N customer actors round robin, all messages `do_send`. The factory sends one customer per `ctx.notify(Arrive)` (after its
 //! busy work), so customers the full room sends back are handled between arrivals and sent
 //! again at once. The room hands the first waiting customer to a sleeping barber; the barber
 //! cuts, tells the customer, and tells the room it is ready for the next; each customer tells
@@ -219,7 +220,7 @@ pub async fn run(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle]) {
     let seats = w.usize("seats");
     let arrival_cost = w.u64("arrival-cost");
     let haircut_cost = w.u64("haircut-cost");
-    let room = Room::start_in_arbiter(on(arbs, 2), move |_| Room {
+    let room = Room::start_in_arbiter(on(arbs, 1), move |_| Room {
         seats,
         waiting: VecDeque::new(),
         barber_asleep: true,
