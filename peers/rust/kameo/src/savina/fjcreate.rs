@@ -1,13 +1,14 @@
 //! `savina_fjcreate` on kameo: N times the driver `spawn`s an actor and `tell`s it one
 //! message; the actor reports to the sink (the driver's channel) when it handles it and stops
-//! itself (`Context::stop`). Creation is timed.
+//! itself (`Context::stop`). Creation is timed. The driver keeps only a `WeakActorRef` of each
+//! (to wait for its shutdown before the next round), so a stopped actor's mailbox is freed.
 
 use kameo::prelude::*;
 use std::time::Instant;
 use tokio::sync::mpsc;
 use troupe_bench_contract::{fail, seconds_since, Args, Reporter};
 
-use super::{gone, report, sent};
+use super::{report, sent};
 
 #[derive(Actor)]
 struct Leaf {
@@ -35,7 +36,7 @@ pub async fn run(rep: &Reporter, w: &Args) {
             sink: sink_tx.clone(),
         });
         sent(leaf.tell(Hello).await, "savina_fjcreate");
-        leaves.push(leaf);
+        leaves.push(leaf.downgrade());
     }
     for _ in 0..actors {
         sink_rx
@@ -45,5 +46,7 @@ pub async fn run(rep: &Reporter, w: &Args) {
     }
     let secs = seconds_since(start);
     report(rep, w, secs, &[]);
-    gone(&leaves).await;
+    for leaf in &leaves {
+        leaf.wait_for_shutdown().await;
+    }
 }
