@@ -7,7 +7,6 @@
 //! `--json` run, `--plot DIR` draws the scaling figures as SVG + CSV.
 
 mod compare;
-mod estimator;
 mod peers;
 mod plot;
 mod stats;

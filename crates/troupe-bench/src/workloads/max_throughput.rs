@@ -9,7 +9,7 @@
 //! test sending one decoded frame many times. Output frames go over a
 //! crossbeam channel to a plain thread (the frequency calculator), which
 //! checks each frame's size and checksum against a straight-line resize of the
-//! same input and feeds a [`ThroughputEstimator`](crate::estimator).
+//! same input and feeds a [`ThroughputEstimator`] (the library's, `troupe::observability`).
 //!
 //! Variants, as in seed 000: the resizer as one actor (frames handled one at
 //! a time), and the resizer as a [`SharedActor`] whose frame handler is
@@ -18,12 +18,12 @@
 
 use super::Workload;
 use super::{params, verify, RunCfg};
-use crate::estimator::ThroughputEstimator;
 use crate::stats::{Figure, Sample};
 use crossbeam_channel::{unbounded, Sender};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use troupe::observability::ThroughputEstimator;
 use troupe::parallel::{Fifo, SharedActor, SharedRef};
 use troupe::{Actor, ActorRef, Context};
 use troupe_bench_contract::spec::{ParamSpec, Spec};
@@ -343,6 +343,21 @@ mod tests {
             assert_eq!(out.len(), OW * OH);
             assert_eq!(out, resize_reference(&src));
         }
+    }
+
+    #[test]
+    fn the_library_estimator_counts_every_frame() {
+        let cfg = RunCfg {
+            threads: 2,
+            warmup: 0,
+            samples: 1,
+        };
+        let s = sample(&cfg, &inputs(), 20, 0).unwrap();
+        assert_eq!(s.ops, 20.0);
+        // The partial window is flushed at the last frame: at least one
+        // window, and a positive mean rate.
+        assert!(s.extra["windows"].as_u64().unwrap() >= 1);
+        assert!(s.extra["estimated_fps"].as_f64().unwrap() > 0.0);
     }
 
     #[test]

@@ -11,9 +11,11 @@
 pub mod actor_creation;
 pub mod baseline;
 pub mod channels;
+pub mod chaos;
 pub mod mailbox_performance;
 pub mod max_throughput;
 pub mod message;
+pub mod metrics_overhead;
 pub mod mixed_case;
 pub mod pingpong;
 pub mod reader_db;
@@ -22,6 +24,14 @@ pub mod ring;
 pub mod savina;
 pub mod schedulers;
 pub mod spawn_and_await;
+pub mod stress;
+
+/// The runtime's chaos soak and stress count, shared with its `chaos` and
+/// `stress` examples and `tests/chaos.rs` (the same file, not a copy; its
+/// lints are the runtime crate's business, which lints it as an example).
+#[allow(clippy::manual_is_multiple_of)]
+#[path = "../../../troupe/examples/soak/mod.rs"]
+mod soak;
 
 use crate::stats::{Figure, Sample};
 use serde_json::{Map, Value};
@@ -96,6 +106,9 @@ pub const ALL: &[&Workload] = &[
     &max_throughput::WORKLOAD,
     &schedulers::WORKLOAD,
     &channels::WORKLOAD,
+    &metrics_overhead::WORKLOAD,
+    &chaos::WORKLOAD,
+    &stress::WORKLOAD,
     // Savina (Imam & Sarkar, AGERE 2014): micro, concurrency, parallel.
     &savina::pingpong::WORKLOAD,
     &savina::count::WORKLOAD,

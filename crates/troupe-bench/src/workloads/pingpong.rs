@@ -72,6 +72,35 @@ impl Actor for Pinger {
     }
 }
 
+/// One sample on `system`: `k` round trips between a pinger and a ponger
+/// spawned with `options()`.
+pub fn sample_with(
+    system: &troupe::SystemHandle,
+    k: u64,
+    options: &dyn Fn() -> troupe::SpawnOptions,
+) -> Result<Sample, String> {
+    let (tx, rx) = bounded(1);
+    let ponger = system.spawn_with(Ponger { peer: None }, options());
+    let pinger = system.spawn_with(
+        Pinger {
+            peer: None,
+            target: k,
+            done: tx,
+        },
+        options(),
+    );
+    let t0 = Instant::now();
+    pinger
+        .tell(PingMsg::Start(ponger))
+        .map_err(|e| e.to_string())?;
+    let n = rx.recv().map_err(|e| e.to_string())?;
+    let seconds = t0.elapsed().as_secs_f64();
+    verify(n == k, || {
+        format!("pingpong: finished at {n}, expected {k}")
+    })?;
+    Ok(Sample::new(seconds, k as f64).with("ns_per_op", seconds * 1e9 / k as f64))
+}
+
 pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     let k = p.round_trips;
     let mut figs = vec![cfg.measure(
@@ -82,24 +111,9 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         "round-trips/s",
         || {
             let system = cfg.system();
-            let (tx, rx) = bounded(1);
-            let ponger = system.spawn(Ponger { peer: None });
-            let pinger = system.spawn(Pinger {
-                peer: None,
-                target: k,
-                done: tx,
-            });
-            let t0 = Instant::now();
-            pinger
-                .tell(PingMsg::Start(ponger))
-                .map_err(|e| e.to_string())?;
-            let n = rx.recv().map_err(|e| e.to_string())?;
-            let seconds = t0.elapsed().as_secs_f64();
-            verify(n == k, || {
-                format!("pingpong: finished at {n}, expected {k}")
-            })?;
+            let s = sample_with(&system, k, &troupe::SpawnOptions::new);
             system.shutdown();
-            Ok(Sample::new(seconds, k as f64).with("ns_per_op", seconds * 1e9 / k as f64))
+            s
         },
     )?];
     figs.push(super::baseline::thread_pingpong(cfg, k.min(200_000))?);
