@@ -1,6 +1,6 @@
 //! Who is alive: the peer table fed by heartbeats.
 //!
-//! Protocol: every node publishes a [`Heartbeat`](crate::wire::Heartbeat)
+//! Protocol: every node publishes a `Heartbeat` (`wire.rs`)
 //! every `heartbeat` interval on `troupe.<cluster>.hb.<node>` and listens to
 //! `troupe.<cluster>.hb.*`. A peer is declared down when it has been silent
 //! for `down_after` of *its own* announced intervals (default 1.75, so a
@@ -13,9 +13,9 @@
 //! - a node never declares peers down while its own connection is down
 //!   (it cannot tell their death from its own isolation); when it
 //!   reconnects, every peer gets a fresh `down_after` of grace
-//!   ([`Peers::grace`]), so a server restart fires no Down by itself;
-//! - a peer is reported down once per incarnation: [`Peers::expired`] and
-//!   [`Peers::remove`] take it out of the table.
+//!   (`Peers::grace`), so a server restart fires no Down by itself;
+//! - a peer is reported down once per incarnation: `Peers::expired` and
+//!   `Peers::remove` take it out of the table.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

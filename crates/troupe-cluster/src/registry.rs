@@ -8,7 +8,7 @@
 //!   key keeps its revision and an update older than what the cache holds is
 //!   ignored, so the overlap of snapshot and watch is harmless;
 //! - a node declared down is taken out of the cache at once
-//!   ([`Cache::drop_node`]) and its keys are deleted from the bucket by every
+//!   (`drop_node`) and its keys are deleted from the bucket by every
 //!   survivor, each delete conditional on the revision the survivor saw (a
 //!   restarted node's fresh entry is never deleted); the bucket's `max_age`
 //!   is the backstop, and owners re-put their entries every third of it.
