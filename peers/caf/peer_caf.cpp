@@ -617,25 +617,13 @@ int main(int argc, char** argv) {
   if (workload.compare(0, 7, "savina_") == 0)
     return savina::run(argc, argv);
   std::map<std::string, std::string> flags;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.compare(0, 2, "--") != 0)
-      bad_usage("unexpected argument `" + a + "`");
-    a = a.substr(2);
-    std::string v;
-    auto eq = a.find('=');
-    if (eq != std::string::npos) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    } else if (i + 1 < argc) {
-      v = argv[++i];
-    } else {
-      bad_usage("flag `--" + a + "` needs a value");
-    }
-    for (auto& c : a)
-      if (c == '_')
-        c = '-';
-    flags[a] = v;
+  {
+    std::vector<std::pair<std::string, std::string>> given;
+    std::string why;
+    if (!peer::parse_flags(argc, argv, given, why))
+      bad_usage(why);
+    for (auto& kv : given)
+      flags[kv.first] = kv.second;  // the last value of a repeated flag wins
   }
   auto take = [&](const std::string& k, uint64_t dflt) {
     auto it = flags.find(k);

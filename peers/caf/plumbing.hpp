@@ -23,6 +23,39 @@ namespace peer {
 
 using clk = std::chrono::steady_clock;
 
+// The flags after the workload name (argv[2..]): `--key value` or
+// `--key=value`, `_` in a key read as `-`, in the order given (a caller that
+// keeps the last value of a repeated flag gets the contract's rule). Returns
+// false, with `why` set, on a malformed command line.
+inline bool parse_flags(int argc, char** argv,
+                        std::vector<std::pair<std::string, std::string>>& out,
+                        std::string& why) {
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.compare(0, 2, "--") != 0) {
+      why = "unexpected argument `" + a + "`";
+      return false;
+    }
+    a = a.substr(2);
+    std::string v;
+    auto eq = a.find('=');
+    if (eq != std::string::npos) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    } else if (i + 1 < argc) {
+      v = argv[++i];
+    } else {
+      why = "flag `--" + a + "` needs a value";
+      return false;
+    }
+    for (auto& c : a)
+      if (c == '_')
+        c = '-';
+    out.emplace_back(a, v);
+  }
+  return true;
+}
+
 inline double seconds_since(clk::time_point start) {
   return std::chrono::duration<double>(clk::now() - start).count();
 }

@@ -122,25 +122,10 @@ int run(int argc, char** argv) {
   if (w == nullptr)
     bad_usage("unknown workload `" + name + "`");
   std::vector<std::pair<std::string, std::string>> flags;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.compare(0, 2, "--") != 0)
-      bad_usage("unexpected argument `" + a + "`");
-    a = a.substr(2);
-    std::string v;
-    auto eq = a.find('=');
-    if (eq != std::string::npos) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    } else if (i + 1 < argc) {
-      v = argv[++i];
-    } else {
-      bad_usage("flag `--" + a + "` needs a value");
-    }
-    for (auto& c : a)
-      if (c == '_')
-        c = '-';
-    flags.emplace_back(a, v);
+  {
+    std::string why;
+    if (!peer::parse_flags(argc, argv, flags, why))
+      bad_usage(why);
   }
   // The last value given for a flag wins; taking a flag removes every mention of it.
   auto take = [&](const std::string& key, std::string& out) {
