@@ -189,13 +189,15 @@ fn kill_with_half_written_slot(drain: unsafe fn(&Unbounded<u32>) -> Option<u32>)
 
 #[test]
 fn kill_drains_half_written_slots() {
-    // SAFETY (of the fn pointer's use): called only by the task holder.
+    // SAFETY: the model calls the drain only from the task holder's thread.
     kill_with_half_written_slot(|q| unsafe { q.pop_final() });
 }
 
 #[test]
 #[should_panic(expected = "stranded")]
 fn mutation_drain_that_stops_at_a_half_written_slot_is_caught() {
+    // SAFETY: as above, only the task holder pops; the mutation is which
+    // pop the drain uses, not who calls it.
     kill_with_half_written_slot(|q| unsafe { q.pop() });
 }
 

@@ -41,10 +41,10 @@ pub(crate) fn current_for<'a>(pool_id: usize) -> Option<&'a WorkerLocal> {
     if w.is_null() {
         return None;
     }
-    // SAFETY: `CURRENT` is non-null only while `WorkerLocal::run` (or a
-    // manual pool's `run_one`) executes on this thread, with `w` pointing at
-    // its borrowed `self`, which cannot move or drop during the call; any
-    // code calling us runs inside that call, so `*w` is alive.
+    // `CURRENT` is non-null only while `WorkerLocal::run` (or a manual
+    // pool's `run_one`) executes on this thread, with `w` pointing at its
+    // borrowed `self`, which cannot move or drop during the call.
+    // SAFETY: any code calling us runs inside that call, so `*w` is alive.
     let w = unsafe { &*w };
     (w.pool.id == pool_id).then_some(w)
 }
