@@ -389,6 +389,56 @@ pub fn complement(own: u8, other: u8) -> u8 {
     }
 }
 
+/// `savina_philosopher`'s forks as the arbitrator holds them: fork `i` lies
+/// between philosopher `i` and philosopher `i + 1` (mod N), so philosopher
+/// `i` eats with forks `i` and `(i + 1) % N`.
+///
+/// ```
+/// let mut f = troupe_bench_contract::savina::Forks::new(3);
+/// assert!(f.try_take(0));
+/// assert!(!f.try_take(1)); // fork 1 is in use
+/// f.put_back(0);
+/// assert!(f.try_take(1));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Forks(Vec<bool>);
+
+impl Forks {
+    /// `n` free forks for `n` philosophers.
+    pub fn new(n: usize) -> Forks {
+        Forks(vec![false; n])
+    }
+
+    /// The number of forks (and philosophers).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no forks.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Takes philosopher `i`'s two forks if both are free: `true` means eat,
+    /// `false` a denial (nothing taken).
+    pub fn try_take(&mut self, i: usize) -> bool {
+        let (l, r) = (i, (i + 1) % self.0.len());
+        if self.0[l] || self.0[r] {
+            return false;
+        }
+        self.0[l] = true;
+        self.0[r] = true;
+        true
+    }
+
+    /// Puts philosopher `i`'s two forks back.
+    pub fn put_back(&mut self, i: usize) {
+        let n = self.0.len();
+        self.0[i] = false;
+        self.0[(i + 1) % n] = false;
+    }
+}
+
 /// The sum `savina_bndbuffer`'s consumers must count: items `0..producers * items`.
 pub fn bndbuffer_sum(producers: u64, items: u64) -> u64 {
     let n = producers * items;

@@ -17,7 +17,7 @@ use troupe::{Actor, ActorRef, Context};
 use troupe_bench_contract::savina;
 
 pub struct Arbitrator {
-    forks: Vec<bool>,
+    forks: savina::Forks,
     philosophers: Vec<ActorRef<Philosopher>>,
     exited: usize,
     meals: u64,
@@ -40,20 +40,14 @@ impl Actor for Arbitrator {
         let n = self.forks.len();
         match msg {
             ArbMsg::Hungry(i) => {
-                let (l, r) = (i as usize, (i as usize + 1) % n);
-                let answer = if !self.forks[l] && !self.forks[r] {
-                    self.forks[l] = true;
-                    self.forks[r] = true;
+                let answer = if self.forks.try_take(i as usize) {
                     PhilMsg::Eat
                 } else {
                     PhilMsg::Denied
                 };
                 let _ = self.philosophers[i as usize].tell(answer);
             }
-            ArbMsg::Done(i) => {
-                self.forks[i as usize] = false;
-                self.forks[(i as usize + 1) % n] = false;
-            }
+            ArbMsg::Done(i) => self.forks.put_back(i as usize),
             ArbMsg::Exit(meals, denials) => {
                 self.meals += meals;
                 self.denials += denials;
@@ -114,7 +108,7 @@ pub const WORKLOAD: Workload = Workload {
             })?;
             let (tx, rx) = bounded(1);
             let arb = system.spawn(Arbitrator {
-                forks: vec![false; n],
+                forks: savina::Forks::new(n),
                 philosophers: Vec::new(),
                 exited: 0,
                 meals: 0,

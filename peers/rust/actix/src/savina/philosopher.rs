@@ -7,12 +7,13 @@
 use actix::prelude::*;
 use std::time::Instant;
 use tokio::sync::oneshot;
+use troupe_bench_contract::savina::Forks;
 use troupe_bench_contract::{fail, seconds_since, Args, Reporter};
 
 use super::{gone, lifecycle, on, ready, report, stop_all};
 
 struct Arbitrator {
-    forks: Vec<bool>,
+    forks: Forks,
     meals: u64,
     denials: u64,
     exited: usize,
@@ -52,25 +53,16 @@ struct Exit;
 #[rtype(result = "()")]
 struct Start;
 
-impl Arbitrator {
-    fn forks(&self, i: usize) -> (usize, usize) {
-        (i, (i + 1) % self.forks.len())
-    }
-}
-
 impl Handler<Hungry> for Arbitrator {
     type Result = bool;
 
     fn handle(&mut self, Hungry(i): Hungry, _: &mut Context<Self>) -> bool {
-        let (left, right) = self.forks(i);
-        if self.forks[left] || self.forks[right] {
-            self.denials += 1;
-            false
-        } else {
-            self.forks[left] = true;
-            self.forks[right] = true;
+        if self.forks.try_take(i) {
             self.meals += 1;
             true
+        } else {
+            self.denials += 1;
+            false
         }
     }
 }
@@ -79,9 +71,7 @@ impl Handler<Done> for Arbitrator {
     type Result = ();
 
     fn handle(&mut self, Done(i): Done, _: &mut Context<Self>) {
-        let (left, right) = self.forks(i);
-        self.forks[left] = false;
-        self.forks[right] = false;
+        self.forks.put_back(i);
     }
 }
 
@@ -136,7 +126,7 @@ pub async fn run(rep: &Reporter, w: &Args, arbs: &[ArbiterHandle]) {
     }
     let (done_tx, done_rx) = oneshot::channel();
     let arbitrator = Arbitrator {
-        forks: vec![false; philosophers],
+        forks: Forks::new(philosophers),
         meals: 0,
         denials: 0,
         exited: 0,

@@ -7,13 +7,14 @@
 use kameo::prelude::*;
 use std::time::Instant;
 use tokio::sync::oneshot;
+use troupe_bench_contract::savina::Forks;
 use troupe_bench_contract::{fail, seconds_since, Args, Reporter};
 
 use super::{gone, report, sent, started, stop_all};
 
 #[derive(Actor)]
 struct Arbitrator {
-    forks: Vec<bool>,
+    forks: Forks,
     meals: u64,
     denials: u64,
     exited: usize,
@@ -35,25 +36,16 @@ struct Start;
 
 const WHAT: &str = "savina_philosopher";
 
-impl Arbitrator {
-    fn forks(&self, i: usize) -> (usize, usize) {
-        (i, (i + 1) % self.forks.len())
-    }
-}
-
 impl Message<Hungry> for Arbitrator {
     type Reply = bool;
 
     async fn handle(&mut self, Hungry(i): Hungry, _: &mut Context<Self, bool>) -> bool {
-        let (left, right) = self.forks(i);
-        if self.forks[left] || self.forks[right] {
-            self.denials += 1;
-            false
-        } else {
-            self.forks[left] = true;
-            self.forks[right] = true;
+        if self.forks.try_take(i) {
             self.meals += 1;
             true
+        } else {
+            self.denials += 1;
+            false
         }
     }
 }
@@ -62,9 +54,7 @@ impl Message<Done> for Arbitrator {
     type Reply = ();
 
     async fn handle(&mut self, Done(i): Done, _: &mut Context<Self, ()>) {
-        let (left, right) = self.forks(i);
-        self.forks[left] = false;
-        self.forks[right] = false;
+        self.forks.put_back(i);
     }
 }
 
@@ -105,7 +95,7 @@ pub async fn run(rep: &Reporter, w: &Args) {
     }
     let (done_tx, done_rx) = oneshot::channel();
     let arbitrator = Arbitrator::spawn(Arbitrator {
-        forks: vec![false; philosophers],
+        forks: Forks::new(philosophers),
         meals: 0,
         denials: 0,
         exited: 0,

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use ractor::{Actor, ActorRef};
 use tokio::sync::oneshot;
+use troupe_bench_contract::savina::Forks;
 use troupe_bench_contract::{fail, seconds_since, Args, Reporter};
 
 use super::{finished, report};
@@ -29,7 +30,7 @@ enum PhilosopherMsg {
 }
 
 struct ArbitratorState {
-    forks: Vec<bool>,
+    forks: Forks,
     exited: usize,
     meals: u64,
     denials: u64,
@@ -58,19 +59,13 @@ impl Actor for Arbitrator {
         let n = st.forks.len();
         match msg {
             ArbitratorMsg::Hungry(i, philosopher) => {
-                let (left, right) = (i, (i + 1) % n);
-                if st.forks[left] || st.forks[right] {
-                    philosopher.cast(PhilosopherMsg::Denied)?;
-                } else {
-                    st.forks[left] = true;
-                    st.forks[right] = true;
+                if st.forks.try_take(i) {
                     philosopher.cast(PhilosopherMsg::Eat)?;
+                } else {
+                    philosopher.cast(PhilosopherMsg::Denied)?;
                 }
             }
-            ArbitratorMsg::Done(i) => {
-                st.forks[i] = false;
-                st.forks[(i + 1) % n] = false;
-            }
+            ArbitratorMsg::Done(i) => st.forks.put_back(i),
             ArbitratorMsg::Exit { meals, denials } => {
                 st.exited += 1;
                 st.meals += meals;
@@ -143,7 +138,7 @@ pub async fn run(rep: &Reporter, w: &Args) {
     let arbitrator = spawn(
         Arbitrator,
         ArbitratorState {
-            forks: vec![false; philosophers],
+            forks: Forks::new(philosophers),
             exited: 0,
             meals: 0,
             denials: 0,
