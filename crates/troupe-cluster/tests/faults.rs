@@ -355,17 +355,47 @@ fn server_restart_reconnects_resyncs_and_reports_losses() {
         && b.find::<Job>("w").is_some()));
     assert!(b.stats().resyncs >= 2, "{:?}", b.stats());
     // Traffic flows again.
-    let before = jobs.try_iter().count() as u64;
+    let mut delivered = jobs.try_iter().count() as u64;
+    let mut again = 0u64;
     assert!(wait_until(Duration::from_secs(5), || {
-        job.tell(Job(9999)).is_ok() && jobs.recv_timeout(Duration::from_millis(100)) == Ok(9999)
+        if job.tell(Job(9999)).is_ok() {
+            again += 1;
+        }
+        match jobs.recv_timeout(Duration::from_millis(100)) {
+            Ok(n) => {
+                delivered += 1;
+                n == 9999
+            }
+            Err(_) => false,
+        }
     }));
-    let lost_counted = b.node().stats().frames_lost;
-    let delivered = before;
+    // Every tell b accepted is accounted on b once a's acks are in:
+    // confirmed (a's actor took it), refused by a, or reported lost.
+    assert!(
+        b.node().settle(Duration::from_secs(10)),
+        "{:?}",
+        b.node().stats()
+    );
+    let s = b.node().stats();
+    assert!(wait_until(Duration::from_secs(5), || {
+        delivered += jobs.try_iter().count() as u64;
+        delivered >= s.tells_confirmed
+    }));
+    let accepted_all = accepted + again;
+    let silently_lost =
+        accepted_all as i64 - (delivered + s.frames_lost + s.tells_refused_by_peer) as i64;
     eprintln!(
-        "restart: tells accepted {accepted}, refused (handed back) {refused}, delivered {delivered}, counted lost {lost_counted}, silently lost {}; ask in flight: {ask:?}",
-        accepted.saturating_sub(delivered + lost_counted)
+        "restart: tells accepted {accepted} (+{again} after the restart), refused (handed back) {refused}, delivered {delivered}, reported lost {}, refused by the peer {}, silently lost {silently_lost}; ask in flight: {ask:?}",
+        s.frames_lost, s.tells_refused_by_peer
     );
     assert!(accepted + refused == 2000 && refused > 0);
+    assert_eq!(
+        s.tells_confirmed + s.tells_refused_by_peer + s.frames_lost,
+        accepted_all,
+        "{s:?}"
+    );
+    assert_eq!(s.tells_confirmed, delivered, "{s:?}");
+    assert_eq!(silently_lost, 0, "{s:?}");
     // No false Down from the outage: the server restart is not a node death.
     assert!(
         downs.try_recv().is_err(),

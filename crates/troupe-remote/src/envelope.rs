@@ -3,21 +3,46 @@
 //!
 //! ```text
 //! offset size field
-//!  0      1   version      FORMAT_VERSION (1); anything else: the frame is refused
-//!  1      1   kind         1 tell, 2 ask, 3 reply, 4 ping
+//!  0      1   version      FORMAT_VERSION (2); anything else: the frame is refused
+//!  1      1   kind         1 tell, 2 ask, 3 reply, 4 ping, 5 link, 6 ack
 //!  2      1   status       replies: Status as u8; 0 elsewhere
 //!  3      1   reserved     0 (ignored on read, so it can carry flags later)
 //!  4      4   body length  u32 little-endian, bytes following the header
-//!  8      8   type id      u64 LE: RemoteMessage::TYPE_ID of the body
-//! 16      8   target id    u64 LE: type_id(exposed actor name)
-//! 24      8   correlation  u64 LE: asks and their replies; 0 for tells
+//!  8      8   type id      u64 LE: RemoteMessage::TYPE_ID of the body;
+//!                          link and ack: the sending node's epoch
+//! 16      8   target id    u64 LE: type_id(exposed actor name); 0 for link and ack
+//! 24      8   correlation  u64 LE: asks and their replies; link: the sequence
+//!                          number of the batch's first tell; ack: `upto`;
+//!                          0 for tells
 //! 32      n   body         postcard encoding of the message (n = body length)
 //! ```
+//!
+//! # Links: sequence numbers and acknowledgements
+//!
+//! Tells from node A to node B travel on a *link* (A's outbox for B). A
+//! numbers its tells 1, 2, 3... per link, in the order `tell` accepted them,
+//! which is the order they go on the wire. Every batch A publishes starts
+//! with a **link frame** (kind 5): type id = A's *epoch* (a random u64
+//! chosen each time A connects, so a restarted process under the same name
+//! starts a new link), correlation = the sequence number of the batch's first
+//! tell, body = A's node name (postcard string). The tells of one batch have
+//! consecutive numbers, so a tell frame carries none. A batch holding only a
+//! link frame is a *probe*: its "first" is the next number A will use, which
+//! tells B how far A has counted even when the tells before it were lost.
+//!
+//! B keeps, per sender name, `{epoch, base, upto, received, dropped}` (see
+//! `node.rs`) and periodically sends A an **ack frame** (kind 6) as a plain
+//! publish to A's inbox: type id = the epoch acknowledged, correlation =
+//! `upto` (the highest number B has seen on the link), body = postcard of
+//! `(receiver name, base, received, dropped)` ([`LinkAck`]). From it A
+//! accounts every number in `base..=upto`: delivered, refused by B, or lost
+//! (the numbers B never saw); see `outbox.rs`.
 //!
 //! Invariants:
 //! - A NATS message on a node's subject carries one or more whole frames;
 //!   an ask (a NATS request) carries exactly one ask frame, its reply exactly
-//!   one reply frame.
+//!   one reply frame. A batch of tells starts with exactly one link frame; an
+//!   ack travels alone.
 //! - The decoder never trusts a length: a frame whose body would run past the
 //!   end of the message is `Truncated`, one longer than the limit is
 //!   `Oversized`; after either the rest of the message cannot be re-framed
@@ -31,7 +56,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 /// The format version written in every frame's first byte.
-pub const FORMAT_VERSION: u8 = 1;
+pub const FORMAT_VERSION: u8 = 2;
 /// The header's size in bytes.
 pub const HEADER_LEN: usize = 32;
 
@@ -47,6 +72,11 @@ pub enum Kind {
     Reply = 3,
     /// A liveness probe to a node (answered with an empty OK reply).
     Ping = 4,
+    /// Opens every batch of tells: the sender's epoch and name and the
+    /// sequence number of the batch's first tell (see the module docs).
+    Link = 5,
+    /// A receiver's account of one link, sent back to the sender's inbox.
+    Ack = 6,
 }
 
 impl Kind {
@@ -56,6 +86,8 @@ impl Kind {
             2 => Kind::Ask,
             3 => Kind::Reply,
             4 => Kind::Ping,
+            5 => Kind::Link,
+            6 => Kind::Ack,
             _ => return None,
         })
     }
@@ -344,6 +376,80 @@ pub fn encode_frame<T: Serialize + ?Sized>(
     Ok(out.len() - start)
 }
 
+/// The bytes a link frame for node `name` takes: its header and its body.
+pub fn link_frame_len(name: &str) -> usize {
+    // postcard writes a string as a varint length (7 bits a byte), then its bytes.
+    let len_bytes = (usize::BITS - (name.len() | 1).leading_zeros()).div_ceil(7) as usize;
+    HEADER_LEN + len_bytes + name.len()
+}
+
+/// Appends the link frame that opens a batch: `epoch` of the sending node
+/// `name`, `first` = the sequence number of the batch's first tell (or, for
+/// a probe, the next one). Writes straight into `out`; allocates nothing
+/// beyond `out`'s growth.
+pub fn encode_link(out: &mut Vec<u8>, epoch: u64, first: u64, name: &str) -> usize {
+    let h = Header::new(Kind::Link, epoch, 0, first);
+    // A string always serializes, and the limit is not checked here: the
+    // node bounds its name's length by the server's max payload.
+    encode_frame(out, h, name, usize::MAX).unwrap_or(0)
+}
+
+/// The sender's name borrowed from a link frame's body (no allocation).
+pub fn decode_link_name(body: &[u8]) -> Result<&str, postcard::Error> {
+    let (name, rest) = postcard::take_from_bytes::<&str>(body)?;
+    if rest.is_empty() {
+        Ok(name)
+    } else {
+        Err(postcard::Error::DeserializeUnexpectedEnd)
+    }
+}
+
+/// What an ack frame says about one link (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkAck {
+    /// The sender's epoch this account is for (header type id).
+    pub epoch: u64,
+    /// The highest sequence number the receiver has seen (header correlation).
+    pub upto: u64,
+    /// The receiving node's name.
+    pub receiver: String,
+    /// The first sequence number the receiver's state for this link saw.
+    pub base: u64,
+    /// Tell frames that arrived on the link since `base`.
+    pub received: u64,
+    /// Of those, the ones not delivered (refused, unknown target or type,
+    /// undecodable).
+    pub dropped: u64,
+}
+
+impl LinkAck {
+    /// Appends this ack as one frame.
+    pub fn encode(&self, out: &mut Vec<u8>) -> usize {
+        let h = Header::new(Kind::Ack, self.epoch, 0, self.upto);
+        let body = (
+            self.receiver.as_str(),
+            self.base,
+            self.received,
+            self.dropped,
+        );
+        encode_frame(out, h, &body, usize::MAX).unwrap_or(0)
+    }
+
+    /// Reads an ack from its frame.
+    pub fn decode(frame: &Frame<'_>) -> Result<LinkAck, postcard::Error> {
+        let (receiver, base, received, dropped) =
+            decode_body::<(String, u64, u64, u64)>(frame.body)?;
+        Ok(LinkAck {
+            epoch: frame.type_id,
+            upto: frame.correlation,
+            receiver,
+            base,
+            received,
+            dropped,
+        })
+    }
+}
+
 /// Decodes a body to `T`, refusing trailing bytes.
 pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, postcard::Error> {
     let (value, rest) = postcard::take_from_bytes::<T>(body)?;
@@ -369,7 +475,7 @@ mod tests {
         );
         let n = encode_frame(&mut out, header, &(7u8, 300u16), 1 << 20).unwrap();
         assert_eq!(n, out.len());
-        assert_eq!(&out[..4], &[1, 2, 0, 0]);
+        assert_eq!(&out[..4], &[2, 2, 0, 0]);
         assert_eq!(&out[4..8], &3u32.to_le_bytes()); // 7, varint(300) = 2 bytes
         assert_eq!(&out[8..16], &0x0102030405060708u64.to_le_bytes());
         assert_eq!(&out[16..24], &0x1112131415161718u64.to_le_bytes());
@@ -406,6 +512,44 @@ mod tests {
         let err = encode_frame(&mut out, h, &vec![0u8; 100], 50).unwrap_err();
         assert!(matches!(err, EncodeError::TooLarge(101)));
         assert_eq!(out, vec![9u8; 5]);
+    }
+
+    #[test]
+    fn link_frame_layout_is_as_documented() {
+        let mut out = vec![9u8];
+        let n = encode_link(&mut out, 0xE90C, 77, "node-a");
+        assert_eq!(n, link_frame_len("node-a"));
+        assert_eq!(n, HEADER_LEN + 1 + 6);
+        let f = &out[1..];
+        assert_eq!(&f[..4], &[FORMAT_VERSION, 5, 0, 0]);
+        assert_eq!(&f[4..8], &7u32.to_le_bytes());
+        assert_eq!(&f[8..16], &0xE90Cu64.to_le_bytes()); // epoch
+        assert_eq!(&f[16..24], &0u64.to_le_bytes()); // no target
+        assert_eq!(&f[24..32], &77u64.to_le_bytes()); // first sequence number
+        assert_eq!(&f[32..], b"\x06node-a");
+        let (frame, rest) = decode_frame(f, 100).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(frame.kind, Kind::Link);
+        assert_eq!(decode_link_name(frame.body), Ok("node-a"));
+    }
+
+    #[test]
+    fn an_ack_round_trips() {
+        let ack = LinkAck {
+            epoch: 5,
+            upto: 1000,
+            receiver: "b".into(),
+            base: 3,
+            received: 990,
+            dropped: 4,
+        };
+        let mut out = Vec::new();
+        ack.encode(&mut out);
+        assert_eq!(out[1], Kind::Ack as u8);
+        assert_eq!(&out[24..32], &1000u64.to_le_bytes());
+        let (frame, rest) = decode_frame(&out, 100).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(LinkAck::decode(&frame).unwrap(), ack);
     }
 
     #[test]

@@ -34,6 +34,24 @@
 //!   [`NodeStats`] and bad ones are logged with `tracing`.
 //! - Dropping the node flushes what tells have queued (for at most
 //!   [`NodeBuilder::shutdown_grace`]) before closing the connection.
+//!
+//! # Links: the receiver's half
+//!
+//! Every batch of tells starts with a link frame (sender epoch, sender name,
+//! first sequence number; see [`envelope`](crate::envelope)). The inbox loop
+//! keeps, per sender name, `{epoch, base, upto, received, dropped, dirty}`:
+//! a new epoch (the sender restarted) or a first sight starts fresh state
+//! with `base` = the batch's first number. A batch with first `F` and `k`
+//! tells sets `upto = max(upto, F + k - 1)`, adds `k` to `received` and its
+//! undelivered tells to `dropped`, counts `F - (upto + 1)` missed numbers if
+//! it skips ahead, and marks the state dirty (a probe, `k = 0`, too, so an
+//! ack lost on the way is sent again). One small *link task* per node runs
+//! every [`NodeBuilder::link_sync`]: it publishes an ack for each dirty
+//! state to the sender's inbox, and asks each of this node's outboxes
+//! whether its link wants a probe (see `outbox.rs`). Acks arriving here are
+//! handed to the outbox of the peer that sent them, if it is this epoch's.
+//! The loop takes the link table's lock once per NATS message and
+//! allocates only at a sender's first sight.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -51,12 +69,13 @@ use tokio::runtime::{Handle, Runtime};
 use tokio::task::JoinHandle;
 
 use crate::envelope::{
-    decode_body, decode_frame, encode_frame, Frame, Frames, Header, Kind, Status, HEADER_LEN,
+    decode_body, decode_frame, decode_link_name, encode_frame, link_frame_len, Frame, Frames,
+    Header, Kind, LinkAck, Status, HEADER_LEN,
 };
 use crate::error::ask_error_of;
 use crate::message::{type_id, RemoteMessage, TypeEntry, TypeRegistry};
 use crate::outbox::Outbox;
-use crate::stats::{bump, bump_and_log, Counters, NodeStats};
+use crate::stats::{add_and_log, bump, bump_and_log, Counters, NodeStats};
 use crate::{NodeError, RemoteRef};
 
 /// What a local actor said to a tell.
@@ -82,10 +101,50 @@ pub(crate) struct Target {
     pub by_type: HashMap<u64, Handlers>,
 }
 
+/// The receiver's state of one link (tells from one sender node); see the
+/// module docs.
+pub(crate) struct LinkIn {
+    /// The sender's inbox, where acks go.
+    subject: Subject,
+    epoch: u64,
+    base: u64,
+    upto: u64,
+    received: u64,
+    dropped: u64,
+    /// Changed since the last ack was sent.
+    dirty: bool,
+}
+
+impl LinkIn {
+    fn fresh(&mut self, epoch: u64, first: u64) {
+        self.epoch = epoch;
+        self.base = first;
+        self.upto = first - 1;
+        self.received = 0;
+        self.dropped = 0;
+    }
+}
+
+/// The link a run of tells in one NATS message belongs to.
+struct LinkRun<'a> {
+    sender: &'a str,
+    epoch: u64,
+    first: u64,
+    tells: u64,
+    dropped: u64,
+}
+
 /// What the node's tasks and its references share.
 pub(crate) struct Shared {
     pub cluster: String,
     pub name: String,
+    /// This connection's epoch: a random number written in every link frame,
+    /// so a restarted process under the same name starts new links.
+    pub epoch: u64,
+    /// `name` again, shared by the outboxes' link frames.
+    pub name_arc: Arc<str>,
+    /// Receiver state per sender node name.
+    pub links: Mutex<HashMap<String, LinkIn>>,
     pub client: Client,
     pub handle: Handle,
     pub types: Mutex<TypeRegistry>,
@@ -95,7 +154,11 @@ pub(crate) struct Shared {
     pub counters: Arc<Counters>,
     pub connected: Arc<AtomicBool>,
     pub closed: AtomicBool,
-    /// The largest body a frame may have: the server's max payload less a header.
+    /// The largest body a received frame may have: the server's max payload
+    /// less a header.
+    pub max_frame_body: usize,
+    /// The largest body of a tell or ask sent from here: room is also left
+    /// for the link frame that opens a batch.
     pub max_body: usize,
     pub batch_bytes: usize,
     pub queue_bytes: usize,
@@ -146,6 +209,7 @@ pub struct NodeBuilder {
     serve_timeout: Duration,
     ask_spin: Duration,
     shutdown_grace: Duration,
+    link_sync: Duration,
 }
 
 impl NodeBuilder {
@@ -217,6 +281,17 @@ impl NodeBuilder {
     /// CPU per served ask while the actor has not replied.
     pub fn ask_spin(mut self, t: Duration) -> Self {
         self.ask_spin = t;
+        self
+    }
+
+    /// The period of the node's link task (default 100 ms): how often it
+    /// acknowledges the tells it received to their senders, and how often a
+    /// sender may probe a quiet link whose tells are not all confirmed (an
+    /// unanswered probe doubles the gap, up to 32 periods). The sender's
+    /// `tells_unconfirmed` drains within about two periods of a link going
+    /// quiet.
+    pub fn link_sync(mut self, period: Duration) -> Self {
+        self.link_sync = period.max(Duration::from_millis(1));
         self
     }
 
@@ -338,9 +413,20 @@ async fn start(
         .subscribe(subject.clone())
         .await
         .map_err(|e| NodeError::Subscribe(e.to_string()))?;
+    // Once `connect` returns, the server must have the subscription: a peer
+    // that publishes right after would otherwise find no one there (its
+    // tells lost, and counted lost by its link accounting).
+    client
+        .flush()
+        .await
+        .map_err(|e| NodeError::Subscribe(e.to_string()))?;
+    let link_len = link_frame_len(&b.name);
     let shared = Arc::new(Shared {
         cluster: b.cluster,
+        epoch: new_epoch(),
+        name_arc: b.name.as_str().into(),
         name: b.name,
+        links: Mutex::new(HashMap::new()),
         client,
         handle: handle.clone(),
         types: Mutex::new(types),
@@ -350,7 +436,8 @@ async fn start(
         counters: Arc::new(Counters::default()),
         connected,
         closed: AtomicBool::new(false),
-        max_body: max_payload - HEADER_LEN,
+        max_frame_body: max_payload - HEADER_LEN,
+        max_body: max_payload.saturating_sub(HEADER_LEN + link_len),
         batch_bytes: b.batch_bytes.min(max_payload),
         queue_bytes: b.queue_bytes,
         serve_timeout: b.serve_timeout,
@@ -366,7 +453,42 @@ async fn start(
             shared.on_message(msg);
         }
     });
+    let weak = Arc::downgrade(&shared);
+    handle.spawn(async move {
+        let mut tick = tokio::time::interval(b.link_sync);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(shared) = weak.upgrade() else { break };
+            if shared.closed.load(Ordering::Acquire) {
+                break;
+            }
+            shared.link_tick().await;
+        }
+    });
     Ok(shared)
+}
+
+/// A random epoch (never 0): the std hasher's random keys over the clock
+/// and the process id.
+fn new_epoch() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    h.write_u128(now);
+    h.write_u32(std::process::id());
+    h.finish() | 1
+}
+
+/// Whether a sender's name from the wire is a valid node name (it becomes
+/// part of the ack's subject).
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Runs `fut` on the node's runtime and waits for it on this thread (which
@@ -401,55 +523,208 @@ impl Shared {
 
     fn on_batch(&self, payload: &[u8]) {
         let targets = self.targets.read();
-        for frame in Frames::new(payload, self.max_body) {
+        let mut run: Option<LinkRun<'_>> = None;
+        for frame in Frames::new(payload, self.max_frame_body) {
             let frame = match frame {
                 Ok(f) => f,
                 Err(e) => {
                     self.bad_frame(&e, payload.len());
-                    return;
+                    break;
                 }
             };
             bump(&self.counters.frames_received);
-            if frame.kind != Kind::Tell {
-                self.bad_frame(
-                    &format_args!("a {:?} frame outside a request", frame.kind),
-                    payload.len(),
-                );
-                continue;
+            match frame.kind {
+                Kind::Tell => {}
+                Kind::Link => {
+                    bump(&self.counters.link_frames);
+                    if let Some(r) = run.take() {
+                        self.end_run(r);
+                    }
+                    match decode_link_name(frame.body) {
+                        Ok(sender) if is_token(sender) && frame.correlation > 0 => {
+                            run = Some(LinkRun {
+                                sender,
+                                epoch: frame.type_id,
+                                first: frame.correlation,
+                                tells: 0,
+                                dropped: 0,
+                            })
+                        }
+                        _ => {
+                            self.bad_frame(&"a link frame with a bad name or number", payload.len())
+                        }
+                    }
+                    continue;
+                }
+                Kind::Ack => {
+                    bump(&self.counters.link_frames);
+                    self.on_ack(&frame, payload.len());
+                    continue;
+                }
+                _ => {
+                    self.bad_frame(
+                        &format_args!("a {:?} frame outside a request", frame.kind),
+                        payload.len(),
+                    );
+                    continue;
+                }
             }
-            let Some(target) = targets.get(&frame.target) else {
-                if bump_and_log(&self.counters.unknown_target) {
-                    tracing::warn!(node = %self.name, target = format_args!("{:#018x}", frame.target), "tell for an actor not exposed here");
+            let delivered = self.deliver(&targets, &frame);
+            match run.as_mut() {
+                Some(r) => {
+                    r.tells += 1;
+                    r.dropped += u64::from(!delivered);
                 }
-                continue;
+                None => bump(&self.counters.unlinked),
+            }
+        }
+        drop(targets);
+        if let Some(r) = run {
+            self.end_run(r);
+        }
+    }
+
+    /// Hands one tell to its actor; says whether it was delivered.
+    fn deliver(&self, targets: &HashMap<u64, Target>, frame: &Frame<'_>) -> bool {
+        let Some(target) = targets.get(&frame.target) else {
+            if bump_and_log(&self.counters.unknown_target) {
+                tracing::warn!(node = %self.name, target = format_args!("{:#018x}", frame.target), "tell for an actor not exposed here");
+            }
+            return false;
+        };
+        let Some(tell) = target
+            .by_type
+            .get(&frame.type_id)
+            .and_then(|h| h.tell.as_ref())
+        else {
+            if bump_and_log(&self.counters.unknown_type) {
+                tracing::warn!(node = %self.name, actor = %target.name, type_id = format_args!("{:#018x}", frame.type_id), "tell of a type the actor does not take remotely");
+            }
+            return false;
+        };
+        match tell(frame.body) {
+            Outcome::Delivered => {
+                bump(&self.counters.delivered);
+                true
+            }
+            Outcome::Refused => {
+                bump(&self.counters.refused);
+                tracing::debug!(node = %self.name, actor = %target.name, "the actor refused a remote tell (full or stopped)");
+                false
+            }
+            Outcome::Undecodable => {
+                if bump_and_log(&self.counters.undecodable) {
+                    tracing::warn!(node = %self.name, actor = %target.name, "a remote tell's body did not decode to its type");
+                }
+                false
+            }
+        }
+    }
+
+    /// Accounts a run of tells in the sender's link state.
+    fn end_run(&self, r: LinkRun<'_>) {
+        let mut links = self.links.lock();
+        if !links.contains_key(r.sender) {
+            let subject = Subject::from(node_subject(&self.cluster, r.sender));
+            let mut fresh = LinkIn {
+                subject,
+                epoch: 0,
+                base: 0,
+                upto: 0,
+                received: 0,
+                dropped: 0,
+                dirty: false,
             };
-            let Some(tell) = target
-                .by_type
-                .get(&frame.type_id)
-                .and_then(|h| h.tell.as_ref())
-            else {
-                if bump_and_log(&self.counters.unknown_type) {
-                    tracing::warn!(node = %self.name, actor = %target.name, type_id = format_args!("{:#018x}", frame.type_id), "tell of a type the actor does not take remotely");
-                }
-                continue;
-            };
-            match tell(frame.body) {
-                Outcome::Delivered => bump(&self.counters.delivered),
-                Outcome::Refused => {
-                    bump(&self.counters.refused);
-                    tracing::debug!(node = %self.name, actor = %target.name, "the actor refused a remote tell (full or stopped)");
-                }
-                Outcome::Undecodable => {
-                    if bump_and_log(&self.counters.undecodable) {
-                        tracing::warn!(node = %self.name, actor = %target.name, "a remote tell's body did not decode to its type");
+            fresh.fresh(r.epoch, r.first);
+            links.insert(r.sender.to_string(), fresh);
+        }
+        let Some(st) = links.get_mut(r.sender) else {
+            return;
+        };
+        if st.epoch != r.epoch {
+            st.fresh(r.epoch, r.first);
+        }
+        let expected = st.upto.saturating_add(1);
+        if r.first > expected {
+            let missed = r.first - expected;
+            if add_and_log(&self.counters.frames_missed, missed) {
+                let total = self.counters.frames_missed.load(Ordering::Relaxed);
+                tracing::warn!(node = %self.name, sender = %r.sender, missed, total, "tells from this sender never arrived");
+            }
+        }
+        st.upto = st.upto.max(r.first.saturating_add(r.tells) - 1);
+        st.received += r.tells;
+        st.dropped += r.dropped;
+        st.dirty = true;
+    }
+
+    /// Hands a peer's ack to the outbox for that peer.
+    fn on_ack(&self, frame: &Frame<'_>, len: usize) {
+        let ack = match LinkAck::decode(frame) {
+            Ok(a) => a,
+            Err(e) => return self.bad_frame(&format_args!("an ack that did not decode: {e}"), len),
+        };
+        if ack.epoch != self.epoch {
+            tracing::debug!(node = %self.name, peer = %ack.receiver, "an ack for an earlier connection of this node");
+            return;
+        }
+        let outbox = self.peers.lock().get(ack.receiver.as_str()).cloned();
+        match outbox {
+            Some(o) => o.on_ack(&ack, &self.counters),
+            None => {
+                tracing::debug!(node = %self.name, peer = %ack.receiver, "an ack from a node this one never sent to")
+            }
+        }
+    }
+
+    /// The link task's work: acks for dirty receiver states, probes for quiet
+    /// outboxes with unconfirmed tells.
+    async fn link_tick(&self) {
+        if !self.connected.load(Ordering::Acquire) {
+            return;
+        }
+        let acks: Vec<(String, Subject, Vec<u8>)> = {
+            let mut links = self.links.lock();
+            links
+                .iter_mut()
+                .filter(|(_, l)| l.dirty)
+                .map(|(sender, l)| {
+                    l.dirty = false;
+                    let ack = LinkAck {
+                        epoch: l.epoch,
+                        upto: l.upto,
+                        receiver: self.name.clone(),
+                        base: l.base,
+                        received: l.received,
+                        dropped: l.dropped,
+                    };
+                    let mut out = Vec::with_capacity(2 * HEADER_LEN + self.name.len());
+                    ack.encode(&mut out);
+                    (sender.clone(), l.subject.clone(), out)
+                })
+                .collect()
+        };
+        for (sender, subject, bytes) in acks {
+            match self.client.publish(subject, bytes.into()).await {
+                Ok(()) => bump(&self.counters.acks_sent),
+                Err(e) => {
+                    tracing::debug!(node = %self.name, sender = %sender, error = %e, "could not send an ack; will again");
+                    if let Some(l) = self.links.lock().get_mut(&sender) {
+                        l.dirty = true;
                     }
                 }
+            }
+        }
+        let outboxes: Vec<Arc<Outbox>> = self.peers.lock().values().cloned().collect();
+        for o in outboxes {
+            if o.wants_probe() {
+                o.push_probe();
             }
         }
     }
 
     fn on_request(self: &Arc<Self>, payload: &[u8], reply: Subject) {
-        let frame = match decode_frame(payload, self.max_body) {
+        let frame = match decode_frame(payload, self.max_frame_body) {
             Ok((frame, [])) => frame,
             Ok(_) => {
                 self.bad_frame(&"a request holding more than one frame", payload.len());
@@ -485,7 +760,7 @@ impl Shared {
                         bump(&self.counters.unknown_type);
                         Err(Status::UnknownType)
                     }
-                    Some(ask) => ask(&frame, self.max_body),
+                    Some(ask) => ask(&frame, self.max_frame_body),
                 },
             }
         };
@@ -534,6 +809,8 @@ impl Shared {
         }
         let outbox = Arc::new(Outbox::new(
             Subject::from(node_subject(&self.cluster, node)),
+            self.epoch,
+            self.name_arc.clone(),
             self.batch_bytes,
             self.queue_bytes,
         ));
@@ -572,7 +849,7 @@ impl Shared {
             }
             troupe::AskError::NoReply
         };
-        match decode_frame(&msg.payload, self.max_body.max(msg.payload.len())) {
+        match decode_frame(&msg.payload, self.max_frame_body.max(msg.payload.len())) {
             Ok((f, rest))
                 if rest.is_empty() && f.kind == Kind::Reply && f.correlation == correlation =>
             {
@@ -750,6 +1027,7 @@ impl Node {
             serve_timeout: Duration::from_secs(60),
             ask_spin: Duration::from_micros(40),
             shutdown_grace: Duration::from_secs(2),
+            link_sync: Duration::from_millis(100),
         }
     }
 
@@ -768,14 +1046,39 @@ impl Node {
         node_subject(&self.shared.cluster, &self.shared.name)
     }
 
-    /// The server's max payload less a frame header: the largest message body.
+    /// The largest message body this node sends: the server's max payload
+    /// less a frame header and the link frame that opens every batch.
     pub fn max_body(&self) -> usize {
         self.shared.max_body
     }
 
-    /// Counters of traffic and bad input.
+    /// Counters of traffic and bad input, and the gauge of tells not yet
+    /// accounted (`tells_unconfirmed`, summed over this node's outboxes).
     pub fn stats(&self) -> NodeStats {
-        self.shared.counters.snapshot()
+        let mut s = self.shared.counters.snapshot();
+        let outboxes: Vec<Arc<Outbox>> = self.shared.peers.lock().values().cloned().collect();
+        s.tells_unconfirmed = outboxes.iter().map(|o| o.unconfirmed()).sum();
+        s
+    }
+
+    /// Waits, blocking this thread, until every tell this node accepted is
+    /// accounted on this side (`stats().tells_unconfirmed == 0`: confirmed,
+    /// refused by the peer, or counted lost), at most `timeout`; says
+    /// whether it got there. Unlike [`flush`](Self::flush), which returns
+    /// once the server has the tells, this waits for the peers' acks (about
+    /// one to two [`NodeBuilder::link_sync`] periods on a healthy link). It
+    /// cannot succeed while a peer is absent: its tells stay unconfirmed.
+    pub fn settle(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if self.stats().tells_unconfirmed == 0 {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// Whether the connection to the server is up.

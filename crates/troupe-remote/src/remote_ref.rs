@@ -6,6 +6,9 @@
 //! - `tell` either accepts the message (it is encoded into the peer's outbox
 //!   and will be published in order) or hands it back inside a
 //!   [`troupe::SendError`]; it never blocks.
+//! - An accepted tell gets the link's next sequence number; the peer's acks
+//!   then account for it on this node (confirmed, refused by the peer, or
+//!   lost; until then unconfirmed), so no accepted tell is lost silently.
 //! - `ask` sends one frame as a NATS request with its own reply inbox and a
 //!   fresh correlation id; the reply must echo that id.
 //! - Asks do not wait behind queued tells: an ask may overtake tells sent
@@ -84,9 +87,10 @@ impl<M: RemoteMessage> RemoteRef<M> {
     /// - `Closed`: the node is shut down or its connection to the server is
     ///   down (nothing would carry the message now; it may come back).
     ///
-    /// A tell accepted here can still be lost if the connection drops before
-    /// the server has it (counted in the node's `frames_lost` where the
-    /// client reports it); NATS core gives at-most-once delivery.
+    /// A tell accepted here can still be lost (NATS core gives at-most-once
+    /// delivery), but never silently: the peer's acks account for it on
+    /// this node as confirmed, refused by the peer, or lost (see
+    /// [`NodeStats`](crate::NodeStats) and [`Node::settle`](crate::Node::settle)).
     pub fn tell(&self, msg: M) -> Result<(), SendError<M>> {
         if !self.shared.connected.load(Ordering::Acquire)
             || self.shared.closed.load(Ordering::Acquire)

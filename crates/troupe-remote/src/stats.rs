@@ -1,13 +1,48 @@
 //! Counters a node keeps about its traffic, bad input included.
 //!
+//! # As a receiver
+//!
 //! Every frame a node receives ends in exactly one of: `delivered`,
 //! `asks_served`, `refused` (the local actor was full or stopped),
-//! `unknown_target`, `unknown_type`, `undecodable`, or, for frames that could
+//! `unknown_target`, `unknown_type`, `undecodable`, `link_frames` (the link
+//! and ack frames of the delivery accounting), or, for frames that could
 //! not even be framed, `bad_frames` (once per NATS message, since nothing after
-//! a bad length can be re-framed). The counters only grow; they are relaxed
+//! a bad length can be re-framed). Beside them, per link (sender node):
+//! `frames_missed` counts the sequence numbers that never arrived (a gap
+//! before a batch's first number), and `unlinked` the tells that came in a
+//! message without a link frame (delivered all the same, but no sender can
+//! account for them).
+//!
+//! # As a sender
+//!
+//! Every tell that `tell` accepted ends, on the sending node, in exactly one
+//! of four buckets:
+//!
+//! ```text
+//! accepted = tells_confirmed + tells_refused_by_peer + frames_lost + tells_unconfirmed
+//! ```
+//!
+//! - `tells_confirmed`: the peer's acks say its actor took it;
+//! - `tells_refused_by_peer`: the peer received it and did not deliver it
+//!   (the actor was full or stopped, or the target or type is unknown there,
+//!   or the body did not decode): the peer's own `refused`,
+//!   `unknown_target`, `unknown_type` and `undecodable` tells from us;
+//! - `frames_lost`: known not delivered: its publish failed here, or the
+//!   peer's acks show it never arrived (a gap in the numbers, or numbers
+//!   before a peer's new link state began: a peer that restarted may have
+//!   taken some of those before it died, but never confirmed them);
+//! - `tells_unconfirmed` (a gauge, not a counter): not yet accounted. It
+//!   drains to 0 within a few link-sync intervals once the link is quiet and
+//!   connected and the peer is alive; it stays up while the peer is absent.
+//!
+//! The sum holds at any instant up to the skew of relaxed reads (a tell is
+//! counted in `frames_lost` a moment before its link's gauge drops).
+//!
+//! The counters only grow; they are relaxed
 //! atomics, read as a snapshot that is consistent per field, not across fields.
 //! Bad input is logged (`tracing::warn!`) at its 1st, 2nd, 4th, 8th...
-//! occurrence per counter, so a flood of garbage cannot flood the log.
+//! occurrence per counter, so a flood of garbage cannot flood the log; so are
+//! the receiver's missed numbers. A sender logs every ack that reveals loss.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -25,6 +60,13 @@ pub(crate) struct Counters {
     pub undecodable: AtomicU64,
     pub bad_frames: AtomicU64,
     pub bad_replies: AtomicU64,
+    pub tells_confirmed: AtomicU64,
+    pub tells_refused_by_peer: AtomicU64,
+    pub probes_sent: AtomicU64,
+    pub acks_sent: AtomicU64,
+    pub link_frames: AtomicU64,
+    pub frames_missed: AtomicU64,
+    pub unlinked: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64) {
@@ -38,6 +80,13 @@ pub(crate) fn bump_and_log(c: &AtomicU64) -> bool {
     (c.fetch_add(1, Relaxed) + 1).is_power_of_two()
 }
 
+/// Adds `n` and says whether to log: when the total passes a power of two.
+pub(crate) fn add_and_log(c: &AtomicU64, n: u64) -> bool {
+    let before = c.fetch_add(n, Relaxed);
+    let after = before + n;
+    n > 0 && (before == 0 || after.ilog2() > before.ilog2())
+}
+
 /// A snapshot of a node's counters; see the module docs for what each counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NodeStats {
@@ -46,11 +95,32 @@ pub struct NodeStats {
     /// NATS messages those frames travelled in (`frames_sent / batches_sent`
     /// is the coalescing factor).
     pub batches_sent: u64,
-    /// Frames whose publish failed after `tell` accepted them (connection
-    /// closed under them); logged.
+    /// Tells accepted and known not delivered: their publish failed (the
+    /// connection closed under them), or the peer's acks show they never
+    /// arrived; logged.
     pub frames_lost: u64,
+    /// Tells the peer's acks confirm its actor took.
+    pub tells_confirmed: u64,
+    /// Tells the peer received and did not deliver (refused, unknown target
+    /// or type, undecodable there).
+    pub tells_refused_by_peer: u64,
+    /// Gauge: tells accepted and not yet in one of `tells_confirmed`,
+    /// `tells_refused_by_peer`, `frames_lost` (see the module docs).
+    pub tells_unconfirmed: u64,
+    /// Probes sent: batches holding only a link frame, sent on a quiet link
+    /// with unconfirmed tells.
+    pub probes_sent: u64,
+    /// Acks this node sent to its senders.
+    pub acks_sent: u64,
     /// Frames received that could be framed.
     pub frames_received: u64,
+    /// Link and ack frames received.
+    pub link_frames: u64,
+    /// Sequence numbers of senders' tells that never arrived here (gaps).
+    pub frames_missed: u64,
+    /// Tells received in a message without a link frame (delivered, but
+    /// outside any sender's accounting).
+    pub unlinked: u64,
     /// Tells handed to a local actor.
     pub delivered: u64,
     /// Asks handed to a local actor.
@@ -84,6 +154,14 @@ impl Counters {
             undecodable: self.undecodable.load(Relaxed),
             bad_frames: self.bad_frames.load(Relaxed),
             bad_replies: self.bad_replies.load(Relaxed),
+            tells_confirmed: self.tells_confirmed.load(Relaxed),
+            tells_refused_by_peer: self.tells_refused_by_peer.load(Relaxed),
+            tells_unconfirmed: 0,
+            probes_sent: self.probes_sent.load(Relaxed),
+            acks_sent: self.acks_sent.load(Relaxed),
+            link_frames: self.link_frames.load(Relaxed),
+            frames_missed: self.frames_missed.load(Relaxed),
+            unlinked: self.unlinked.load(Relaxed),
         }
     }
 }

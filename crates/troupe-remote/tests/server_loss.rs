@@ -2,10 +2,13 @@
 //! streams numbered tells, the server is killed (SIGKILL) mid-stream, then
 //! restarted on the same port. Every message ends in exactly one of:
 //! delivered, handed back by `tell` (reported), counted lost by the sender's
-//! node (`frames_lost`, reported), or lost silently (accepted, never
-//! arrived). The test prints the counts (run with `--nocapture`), checks that
-//! they add up, that nothing arrives twice or out of order, and that traffic
-//! flows again after the restart.
+//! node (`frames_lost`: its publish failed, or the receiver's acks show it
+//! never arrived; reported), or lost silently (accepted, never arrived, never
+//! reported). Once the sender's `tells_unconfirmed` gauge has drained, the
+//! test checks that nothing was lost silently, that the sender's accounting
+//! matches what the receiver's actor saw and the gaps the receiver counted,
+//! that nothing arrives twice or out of order, and that traffic flows again
+//! after the restart. It prints the counts (run with `--nocapture`).
 
 mod common;
 
@@ -90,21 +93,59 @@ fn kill_mid_stream(paced: bool) {
         assert!(Instant::now() < deadline, "the nodes did not reconnect");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // Give the sender's queued bytes time to go out (they may, after reconnect).
+    // Give the sender's queued bytes time to go out (they may, after
+    // reconnect), then wait for the receiver's acks to account for every
+    // accepted tell (probes reveal a tail lost in the outage).
     a.flush(Duration::from_secs(5));
-    std::thread::sleep(Duration::from_millis(300));
+    let settle = Instant::now();
+    assert!(
+        a.settle(Duration::from_secs(10)),
+        "tells still unconfirmed: {:?}",
+        a.stats()
+    );
+    let settled_in = settle.elapsed();
+    // Confirmed tells were handed to the actor's mailbox; let it count them.
+    let confirmed = a.stats().tells_confirmed;
+    assert!(wait_until(Duration::from_secs(5), || seen
+        .load(Ordering::Relaxed)
+        >= confirmed));
     let delivered_phase1 = seen.load(Ordering::Relaxed);
-    let lost_counted = a.stats().frames_lost;
-    let silently_lost = accepted.saturating_sub(delivered_phase1 + lost_counted);
+    let s = a.stats();
+    let r = b.stats();
+    let reported_lost = s.frames_lost;
+    let silently_lost =
+        accepted as i64 - (delivered_phase1 + reported_lost + s.tells_refused_by_peer) as i64;
     eprintln!(
         "server_loss ({}): sent {sent_phase1}, accepted {accepted} (of which {} before the kill), \
-         delivered {delivered_phase1}, handed back by tell {handed_back}, counted lost {lost_counted}, \
-         lost silently {silently_lost}, gaps seen by the receiver {}",
+         delivered {delivered_phase1}, handed back by tell {handed_back}, reported lost {reported_lost} \
+         (frames_lost; the receiver counted {} missed), refused by the peer {}, lost silently {silently_lost}, \
+         jumps in the actor's sequence {}; settled {settled_in:?} after the flush ({} probes, {} acks)",
         if paced { "paced" } else { "flat out" },
         killed_at,
-        disorder.load(Ordering::Relaxed)
+        r.frames_missed,
+        s.tells_refused_by_peer,
+        disorder.load(Ordering::Relaxed),
+        s.probes_sent,
+        r.acks_sent,
     );
     assert_eq!(accepted + handed_back, sent_phase1);
+    // Every accepted tell is in exactly one bucket on the sender.
+    assert_eq!(s.tells_unconfirmed, 0);
+    assert_eq!(
+        s.tells_confirmed + s.tells_refused_by_peer + s.frames_lost,
+        accepted,
+        "{s:?}"
+    );
+    assert_eq!(silently_lost, 0, "{s:?}");
+    assert_eq!(s.tells_confirmed, delivered_phase1, "{s:?}");
+    assert_eq!(s.tells_refused_by_peer, 0, "{s:?}");
+    // The receiver saw the same holes the sender reports (its link state
+    // began with the first batch, and what failed to publish is a hole too).
+    assert_eq!(
+        r.frames_missed, s.frames_lost,
+        "sender {s:?}\nreceiver {r:?}"
+    );
+    assert_eq!(r.unlinked, 0);
     assert!(
         delivered_phase1 <= accepted,
         "more arrived than was accepted: duplicates"
