@@ -624,23 +624,27 @@ impl Shared {
     /// Accounts a run of tells in the sender's link state.
     fn end_run(&self, r: LinkRun<'_>) {
         let mut links = self.links.lock();
-        if !links.contains_key(r.sender) {
-            let subject = Subject::from(node_subject(&self.cluster, r.sender));
-            let mut fresh = LinkIn {
-                subject,
-                epoch: 0,
-                base: 0,
-                upto: 0,
-                received: 0,
-                dropped: 0,
-                dirty: false,
-            };
-            fresh.fresh(r.epoch, r.first);
-            links.insert(r.sender.to_string(), fresh);
+        match links.get_mut(r.sender) {
+            Some(st) => self.account_run(st, &r),
+            None => {
+                // A sender's first sight: the one allocation of its link.
+                let mut st = LinkIn {
+                    subject: Subject::from(node_subject(&self.cluster, r.sender)),
+                    epoch: r.epoch,
+                    base: 0,
+                    upto: 0,
+                    received: 0,
+                    dropped: 0,
+                    dirty: false,
+                };
+                st.fresh(r.epoch, r.first);
+                self.account_run(&mut st, &r);
+                links.insert(r.sender.to_string(), st);
+            }
         }
-        let Some(st) = links.get_mut(r.sender) else {
-            return;
-        };
+    }
+
+    fn account_run(&self, st: &mut LinkIn, r: &LinkRun<'_>) {
         if st.epoch != r.epoch {
             st.fresh(r.epoch, r.first);
         }
