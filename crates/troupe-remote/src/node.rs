@@ -32,8 +32,9 @@
 //!   async code; use the `_async` forms there.
 //! - The inbox loop never panics on input: every frame ends in one counter of
 //!   [`NodeStats`] and bad ones are logged with `tracing`.
-//! - Dropping the node flushes what tells have queued (for at most
-//!   [`NodeBuilder::shutdown_grace`]) before closing the connection.
+//! - Dropping the node flushes what tells have queued and acks what it
+//!   received (for at most [`NodeBuilder::shutdown_grace`]) before closing
+//!   the connection.
 //!
 //! # Links: the receiver's half
 //!
@@ -687,6 +688,18 @@ impl Shared {
         if !self.connected.load(Ordering::Acquire) {
             return;
         }
+        self.send_acks().await;
+        let outboxes: Vec<Arc<Outbox>> = self.peers.lock().values().cloned().collect();
+        for o in outboxes {
+            if o.wants_probe() {
+                o.push_probe();
+            }
+        }
+    }
+
+    /// Publishes an ack for every receiver link state that changed since its
+    /// last one.
+    async fn send_acks(&self) {
         let acks: Vec<(String, Subject, Vec<u8>)> = {
             let mut links = self.links.lock();
             links
@@ -717,12 +730,6 @@ impl Shared {
                         l.dirty = true;
                     }
                 }
-            }
-        }
-        let outboxes: Vec<Arc<Outbox>> = self.peers.lock().values().cloned().collect();
-        for o in outboxes {
-            if o.wants_probe() {
-                o.push_probe();
             }
         }
     }
@@ -1191,12 +1198,17 @@ impl Drop for Node {
         }
         let flushers: Vec<_> = std::mem::take(&mut *self.shared.flushers.lock());
         let client = self.shared.client.clone();
+        let shared = self.shared.clone();
         let grace = self.grace;
         let flush = async move {
             let _ = tokio::time::timeout(grace, async {
                 for f in flushers {
                     let _ = f.await;
                 }
+                // A last account to the senders, so that what this node took
+                // is confirmed rather than counted lost when a process under
+                // its name starts again.
+                shared.send_acks().await;
                 // Unsubscribes, sends what the client holds, and closes the
                 // connection (references still held now get `Closed`).
                 let _ = client.drain().await;

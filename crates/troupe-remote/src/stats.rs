@@ -165,3 +165,20 @@ impl Counters {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adding_logs_when_the_total_passes_a_power_of_two() {
+        let c = AtomicU64::new(0);
+        let logged: Vec<bool> = [1, 1, 1, 5, 0, 100, 2]
+            .iter()
+            .map(|&n| add_and_log(&c, n))
+            .collect();
+        // totals 1, 2, 3, 8, 8, 108, 110
+        assert_eq!(logged, [true, true, false, true, false, true, false]);
+        assert_eq!(c.load(Relaxed), 110);
+    }
+}

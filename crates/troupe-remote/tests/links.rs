@@ -286,3 +286,29 @@ fn a_tail_lost_in_transit_is_revealed_by_a_probe() {
 fn a_subject() -> String {
     troupe_remote::node_subject("default", "a")
 }
+
+#[test]
+fn a_peer_that_leaves_acks_what_it_took() {
+    let server = NatsServer::start().unwrap();
+    let system = ActorSystem::builder().threads(2).build();
+    let seen = Arc::new(AtomicU64::new(0));
+    let counter = system.spawn(Counter::new(seen.clone()));
+    // Its link task acks only at start (nothing yet) and when it leaves.
+    let b = Node::builder(&server.url(), "b")
+        .link_sync(Duration::from_secs(600))
+        .connect()
+        .unwrap();
+    b.expose("counter", &counter).tell::<Add>().serve().unwrap();
+    let a = node(&server, "a");
+    let add = a.lookup::<Add>("counter@b").unwrap();
+    for i in 1..=50 {
+        add.tell(Add(i)).unwrap();
+    }
+    assert!(wait_until(T, || seen.load(Ordering::Relaxed) == 50));
+    assert_eq!(a.stats().tells_unconfirmed, 50);
+    drop(b);
+    assert!(a.settle(T), "{:?}", a.stats());
+    let s = a.stats();
+    assert_eq!((s.tells_confirmed, s.frames_lost), (50, 0), "{s:?}");
+    system.shutdown();
+}
