@@ -30,7 +30,7 @@ use super::context::Context;
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{guard, reason_from_bits, ExitRecord, StopRequest, Stoppable};
-use super::metrics::{sample_mask, ActorMetrics, MailboxProbe, MetricsRef, ARMED, PENDING, TRACE};
+use super::metrics::{sample_mask, ActorMetrics, MailboxProbe, MetricsRef, PENDING, TRACE};
 use super::runtime::{Admission, Runtime, SpawnOptions};
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
@@ -206,29 +206,72 @@ impl<A: Actor> ActorCell<A> {
     }
 
     /// As `send`; a `Block` mailbox waits for room only if `may_block`.
+    ///
+    /// The unbounded mailbox (the default) takes the short path here: its
+    /// push can only be accepted (perhaps owing the actor's task) or refused
+    /// as closed, so nothing bounded-only (eviction, a stranded push) is
+    /// tested per message. The bounded flavour goes out of line.
     #[inline]
     pub(crate) fn send_with(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
+        let Mailbox::Unbounded(q) = &self.mailbox else {
+            return self.send_bounded(msg, may_block);
+        };
+        match q.push(msg) {
+            Ok(schedule) => {
+                self.accepted(schedule);
+                Ok(())
+            }
+            Err(m) => Err(self.refused_stopped(m)),
+        }
+    }
+
+    /// A send refused because the actor stopped: counted (metrics on),
+    /// the message handed back.
+    #[cold]
+    #[inline(never)]
+    fn refused_stopped(&self, m: A::Msg) -> SendError<A::Msg> {
+        self.count_refused(true);
+        SendError::Stopped(m)
+    }
+
+    /// What every accepted push does: take a metrics sample if one is
+    /// armed (never, with metrics off), and schedule the actor if the push
+    /// found it idle.
+    #[inline(always)]
+    fn accepted(&self, schedule: bool) {
+        if self.metrics.armed() {
+            self.sample_send();
+        }
+        if schedule {
+            // We took the SCHEDULED bit: the task is ours to hand over.
+            self.pool().schedule(Task::new(self));
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn sample_send(&self) {
+        if let Some((m, _)) = self.metrics.get() {
+            m.sample_send(&self.metrics, self);
+        }
+    }
+
+    /// `send_with` for a bounded mailbox.
+    #[inline(never)]
+    fn send_bounded(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
         match self.mailbox.push(msg, may_block) {
             Ok(Pushed {
                 schedule,
                 evicted,
                 stranded,
             }) => {
-                if let Some((m, flags)) = self.metrics.get() {
-                    if flags & ARMED != 0 {
-                        m.sample_send(&self.metrics, self);
-                    }
-                }
                 if let Some(old) = evicted {
                     self.drop_undelivered(old, AskError::MailboxFull);
                 }
                 if stranded {
                     self.drop_stranded();
                 }
-                if schedule {
-                    // We took the SCHEDULED bit: the task is ours to hand over.
-                    self.pool().schedule(Task::new(self));
-                }
+                self.accepted(schedule);
                 Ok(())
             }
             Err(PushError::Full(m)) => {

@@ -251,6 +251,14 @@ impl MetricsRef {
         MetricsRef(AtomicUsize::new(ptr | trace | shift))
     }
 
+    /// Whether a sender should sample its send: one load and one bit test,
+    /// the whole cost of metrics on the send path when they are off (the
+    /// bit is never set then).
+    #[inline(always)]
+    pub(crate) fn armed(&self) -> bool {
+        self.0.load(Ordering::Relaxed) & ARMED != 0
+    }
+
     /// The metrics and the flags, if on.
     #[inline]
     pub(crate) fn get(&self) -> Option<(&ActorMetrics, usize)> {
