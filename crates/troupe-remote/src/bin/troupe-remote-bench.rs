@@ -17,7 +17,11 @@
 //!   N plain publishes to a plain subscriber in a child process.
 //! - `remote_ask`: K sequential asks of a `u64` to an echo actor in a child
 //!   process; p50/p99 round trip. Beside it `nats-raw`: K plain requests
-//!   to a plain responder.
+//!   to a plain responder, and the floors with Troupe's thread hops: the
+//!   responder handing each request to another thread (as a node hands an
+//!   ask to an actor's worker), and that asked from a plain thread through
+//!   a runtime driven by its own thread (as a blocking `ask` goes through
+//!   the node's I/O thread).
 //! - `remote_serialize`: encode and decode of a frame (header + postcard
 //!   body) per message shape and size, in-process, ns per op; with `--caf`,
 //!   CAF 0.17's binary serializer on the same shapes (`peers/caf`).
@@ -270,6 +274,46 @@ fn child(role: &str, args: &[String]) {
                 }
             });
         }
+        "raw-echo-hop" => {
+            // The raw responder, but each request is answered by another OS
+            // thread, as an actor on a worker thread answers a node's ask:
+            // the floor for any runtime whose actors do not run on its I/O
+            // thread. The worker blocks between requests (as an idle worker
+            // parks); the I/O thread spins for the answer (as `ask_spin`).
+            let (to_worker, requests) = std::sync::mpsc::channel::<bytes::Bytes>();
+            let (to_io, answers) = std::sync::mpsc::channel::<bytes::Bytes>();
+            std::thread::spawn(move || {
+                while let Ok(b) = requests.recv() {
+                    if to_io.send(b).is_err() {
+                        break;
+                    }
+                }
+            });
+            let rt = rt();
+            let client = raw_client(&rt, &url);
+            rt.block_on(async {
+                let mut sub = client
+                    .subscribe("bench.raw.ask-hop")
+                    .await
+                    .expect("subscribe");
+                client.flush().await.expect("flush");
+                println!("ready");
+                let _ = std::io::stdout().flush();
+                while let Some(m) = sub.next().await {
+                    if let Some(reply) = m.reply {
+                        to_worker.send(m.payload).expect("worker");
+                        let answer = loop {
+                            match answers.try_recv() {
+                                Ok(b) => break b,
+                                Err(std::sync::mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+                                Err(e) => panic!("worker: {e}"),
+                            }
+                        };
+                        client.publish(reply, answer).await.expect("publish");
+                    }
+                }
+            });
+        }
         other => panic!("unknown role {other}"),
     }
     system.shutdown();
@@ -457,6 +501,11 @@ struct AskRun {
     same_runtime: Vec<Duration>,
     ping: Vec<Duration>,
     raw: Vec<Duration>,
+    /// Raw requests to a responder that hands each to another thread.
+    raw_hop: Vec<Duration>,
+    /// The same, asked from a plain thread through a runtime driven by its
+    /// own thread (as a blocking `ask` goes through the node's I/O thread).
+    raw_hop_thread: Vec<Duration>,
 }
 
 fn ask_run(url: &str, k: u64, rounds: u64, spin_us: Option<String>) -> AskRun {
@@ -466,6 +515,19 @@ fn ask_run(url: &str, k: u64, rounds: u64, spin_us: Option<String>) -> AskRun {
     };
     let _echo = ChildRole::start("echo", url, &extra);
     let _raw_echo = ChildRole::start("raw-echo", url, &[]);
+    let _raw_echo_hop = ChildRole::start("raw-echo-hop", url, &[]);
+    // A raw client on a runtime driven by its own thread, like a node's I/O.
+    let io_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let io_client = io_rt.block_on(async {
+        async_nats::ConnectOptions::new()
+            .connect(url)
+            .await
+            .expect("connect")
+    });
     let node = Node::builder(url, "asker").connect().expect("node");
     let echo = node.lookup::<Echo>("echo@echo").expect("lookup");
     let rt = rt();
@@ -480,6 +542,8 @@ fn ask_run(url: &str, k: u64, rounds: u64, spin_us: Option<String>) -> AskRun {
         same_runtime: Vec::new(),
         ping: Vec::new(),
         raw: Vec::new(),
+        raw_hop: Vec::new(),
+        raw_hop_thread: Vec::new(),
     };
     let per = (k / rounds).max(1);
     // Round 0 is the warm-up.
@@ -533,7 +597,35 @@ fn ask_run(url: &str, k: u64, rounds: u64, spin_us: Option<String>) -> AskRun {
                     run.raw.push(start.elapsed());
                 }
             }
+            for i in 0..per {
+                let start = Instant::now();
+                let m = client
+                    .request("bench.raw.ask-hop", i.to_le_bytes().to_vec().into())
+                    .await
+                    .expect("reply");
+                assert_eq!(m.payload.as_ref(), i.to_le_bytes());
+                if keep {
+                    run.raw_hop.push(start.elapsed());
+                }
+            }
         });
+        for i in 0..per {
+            let start = Instant::now();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let c = io_client.clone();
+            io_rt.spawn(async move {
+                let m = c
+                    .request("bench.raw.ask-hop", i.to_le_bytes().to_vec().into())
+                    .await
+                    .expect("reply");
+                let _ = tx.send(m.payload);
+            });
+            let payload = rx.recv().expect("reply");
+            assert_eq!(payload.as_ref(), i.to_le_bytes());
+            if keep {
+                run.raw_hop_thread.push(start.elapsed());
+            }
+        }
     }
     run
 }
@@ -874,6 +966,8 @@ fn main() {
         let same_rt = percentiles(run.same_runtime);
         let ping = percentiles(run.ping);
         let raw = percentiles(run.raw);
+        let raw_hop = percentiles(run.raw_hop);
+        let raw_hop_thread = percentiles(run.raw_hop_thread);
         let local = local_ask(k);
         figs.push(ask_figure(
             "troupe",
@@ -896,6 +990,18 @@ fn main() {
         figs.push(ask_figure("troupe", "troupe node ping (no actor)", k, ping));
         figs.push(ask_figure("nats-raw", "raw nats request/reply", k, raw));
         figs.push(ask_figure(
+            "nats-raw",
+            "raw nats req/reply, thread hop",
+            k,
+            raw_hop,
+        ));
+        figs.push(ask_figure(
+            "nats-raw",
+            "raw nats req/reply, 3 thread hops",
+            k,
+            raw_hop_thread,
+        ));
+        figs.push(ask_figure(
             "troupe",
             "troupe local ask (in-process)",
             k,
@@ -904,7 +1010,10 @@ fn main() {
 
         ask_summary = Some(format!(
         "remote_ask p50: raw nats {:.1} us; troupe blocking {:.1} us ({:.2}x), async from another thread {:.1} us ({:.2}x), \
-         async on the node's runtime {:.1} us ({:.2}x) (target <= 1.2x); node ping without an actor {:.1} us ({:.2}x)",
+         async on the node's runtime {:.1} us ({:.2}x) (target <= 1.2x); node ping without an actor {:.1} us ({:.2}x)\n\
+         floors with the same thread hops as Troupe: raw with the responder's hop to a worker thread {:.1} us ({:.2}x raw; \
+         troupe async on the node's runtime is {:.2}x of it), and asked from a plain thread via an I/O thread too {:.1} us \
+         ({:.2}x raw; troupe blocking is {:.2}x of it)",
         raw.0,
         ours.0,
         ours.0 / raw.0,
@@ -913,7 +1022,13 @@ fn main() {
         same_rt.0,
         same_rt.0 / raw.0,
         ping.0,
-        ping.0 / raw.0
+        ping.0 / raw.0,
+        raw_hop.0,
+        raw_hop.0 / raw.0,
+        same_rt.0 / raw_hop.0,
+        raw_hop_thread.0,
+        raw_hop_thread.0 / raw.0,
+        ours.0 / raw_hop_thread.0
     ));
     }
 
