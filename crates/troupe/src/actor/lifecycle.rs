@@ -157,7 +157,7 @@ pub(crate) type Watcher = Box<dyn FnOnce(ActorId, &StopReason) + Send>;
 /// A listener and the token it is told.
 type Listening = (Arc<dyn StopListener>, u64);
 
-/// A watcher beyond the first listener.
+/// Someone told when the actor stops.
 enum Extra {
     Listener(Listening),
     Once(WatchId, Watcher),
@@ -165,12 +165,54 @@ enum Extra {
     Joiner(oneshot::Sender<StopReason>),
 }
 
-/// Who is told when the actor stops.
+/// Who is told when the actor stops, in registration order.
 #[derive(Default)]
 struct Watchers {
-    /// The first listener, inline (a registry entry costs nothing here).
-    listener: Option<Listening>,
+    /// The first, inline: most actors get at most one watcher (a monitor, a
+    /// registry entry, a supervisor's link), which then costs no allocation.
+    first: Option<Extra>,
     rest: Vec<Extra>,
+}
+
+impl Watchers {
+    fn push(&mut self, x: Extra) {
+        if self.first.is_none() {
+            self.first = Some(x);
+        } else {
+            self.rest.push(x);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Extra> {
+        self.first.iter().chain(&self.rest)
+    }
+
+    /// Takes out the first entry that `hit` matches.
+    fn remove(&mut self, hit: impl Fn(&Extra) -> bool) -> Option<Extra> {
+        if self.first.as_ref().is_some_and(&hit) {
+            let x = self.first.take();
+            // Keep `first` filled while entries remain, so `is_empty` holds.
+            if !self.rest.is_empty() {
+                self.first = Some(self.rest.remove(0));
+            }
+            return x;
+        }
+        let at = self.rest.iter().position(hit)?;
+        Some(self.rest.remove(at))
+    }
+}
+
+impl IntoIterator for Watchers {
+    type Item = Extra;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<Extra>, std::vec::IntoIter<Extra>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.rest)
+    }
 }
 
 enum Exit {
@@ -218,14 +260,7 @@ impl ExitRecord {
         let watch = WatchId::next();
         let mut exit = self.exit.lock();
         match &mut *exit {
-            Exit::Running { watchers, .. } => {
-                // Most actors get one watcher (a monitor): don't let the
-                // first push reserve room for four.
-                if watchers.rest.capacity() == 0 {
-                    watchers.rest.reserve_exact(1);
-                }
-                watchers.rest.push(Extra::Once(watch, w))
-            }
+            Exit::Running { watchers, .. } => watchers.push(Extra::Once(watch, w)),
             Exit::Stopped { reason, .. } => {
                 let reason = reason.clone();
                 drop(exit);
@@ -242,14 +277,10 @@ impl ExitRecord {
             let Exit::Running { watchers, .. } = &mut *exit else {
                 return false;
             };
-            let Some(at) = watchers
-                .rest
-                .iter()
-                .position(|x| matches!(x, Extra::Once(k, _) if *k == watch))
-            else {
+            let Some(x) = watchers.remove(|x| matches!(x, Extra::Once(k, _) if *k == watch)) else {
                 return false;
             };
-            watchers.rest.swap_remove(at)
+            x
         };
         // Dropped outside the lock: it is user code.
         drop(removed);
@@ -263,11 +294,7 @@ impl ExitRecord {
         let Exit::Running { watchers, .. } = &mut *exit else {
             return false;
         };
-        if watchers.listener.is_none() {
-            watchers.listener = Some((listener, token));
-        } else {
-            watchers.rest.push(Extra::Listener((listener, token)));
-        }
+        watchers.push(Extra::Listener((listener, token)));
         true
     }
 
@@ -277,41 +304,23 @@ impl ExitRecord {
         let Exit::Running { watchers, .. } = &*exit else {
             return None;
         };
-        let rest = watchers.rest.iter().filter_map(|x| match x {
-            Extra::Listener(l) => Some(l),
+        let token = watchers.iter().find_map(|x| match x {
+            Extra::Listener((l, t)) if same_listener(l, listener) => Some(*t),
             _ => None,
         });
-        watchers
-            .listener
-            .iter()
-            .chain(rest)
-            .find(|(l, _)| same_listener(l, listener))
-            .map(|(_, t)| *t)
+        token
     }
 
     /// Stops telling `listener`; `false` if it was not listening (or the
     /// actor has stopped and it is being told).
     pub(crate) fn remove_listener(&self, listener: &Arc<dyn StopListener>) -> bool {
-        let removed =
-            {
-                let mut exit = self.exit.lock();
-                let Exit::Running { watchers, .. } = &mut *exit else {
-                    return false;
-                };
-                if watchers
-                    .listener
-                    .as_ref()
-                    .is_some_and(|(l, _)| same_listener(l, listener))
-                {
-                    watchers.listener.take().map(Extra::Listener)
-                } else if let Some(at) = watchers.rest.iter().position(
-                    |x| matches!(x, Extra::Listener((l, _)) if same_listener(l, listener)),
-                ) {
-                    Some(watchers.rest.swap_remove(at))
-                } else {
-                    None
-                }
+        let removed = {
+            let mut exit = self.exit.lock();
+            let Exit::Running { watchers, .. } = &mut *exit else {
+                return false;
             };
+            watchers.remove(|x| matches!(x, Extra::Listener((l, _)) if same_listener(l, listener)))
+        };
         // Dropped outside the lock: it may be the listener's last reference.
         removed.is_some()
     }
@@ -320,9 +329,7 @@ impl ExitRecord {
     #[cfg(test)]
     pub(crate) fn watcher_count(&self) -> usize {
         match &*self.exit.lock() {
-            Exit::Running { watchers, .. } => {
-                watchers.listener.iter().count() + watchers.rest.len()
-            }
+            Exit::Running { watchers, .. } => watchers.iter().count(),
             Exit::Stopped { .. } => 0,
         }
     }
@@ -380,7 +387,7 @@ impl ExitRecord {
             }
             Exit::Running { watchers, .. } => {
                 let (tx, rx) = oneshot::channel();
-                watchers.rest.push(Extra::Joiner(tx));
+                watchers.push(Extra::Joiner(tx));
                 JoinFuture(JoinState::Waiting(rx.into_future()))
             }
         }
@@ -399,7 +406,7 @@ impl ExitRecord {
             };
             // With no watcher to run (most actors), joiners may go at once:
             // one lock, not two.
-            let told = watchers.listener.is_none() && watchers.rest.is_empty();
+            let told = watchers.is_empty();
             *exit = Exit::Stopped {
                 reason: reason.clone(),
                 told,
@@ -421,10 +428,7 @@ impl ExitRecord {
                 log_watcher_panic(reason);
             }
         };
-        if let Some((l, token)) = watchers.listener {
-            tally(guard(|| l.actor_stopped(id, token, &reason)));
-        }
-        for x in watchers.rest {
+        for x in watchers {
             match x {
                 Extra::Listener((l, token)) => tally(guard(|| l.actor_stopped(id, token, &reason))),
                 Extra::Once(_, w) => tally(guard(|| w(id, &reason))),
