@@ -11,7 +11,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 use troupe::{Actor, ActorSystem, Context, MailboxConfig, Overflow, SpawnOptions};
 use troupe_remote::nats_server::NatsServer;
-use troupe_remote::{Node, NodeStats};
+use troupe_remote::{Node, NodeStats, RemoteRef};
 
 const SYNC: Duration = Duration::from_millis(20);
 const T: Duration = Duration::from_secs(10);
@@ -23,6 +23,21 @@ fn node(server: &NatsServer, name: &str) -> Node {
         .unwrap()
 }
 
+/// A counter exposed as `counter@b`, node `a`, and a's reference to it;
+/// `seen` sums what the counter received.
+fn counter_pair(
+    server: &NatsServer,
+    system: &ActorSystem,
+) -> (Arc<AtomicU64>, Node, Node, RemoteRef<Add>) {
+    let seen = Arc::new(AtomicU64::new(0));
+    let counter = system.spawn(Counter::new(seen.clone()));
+    let b = node(server, "b");
+    b.expose("counter", &counter).tell::<Add>().serve().unwrap();
+    let a = node(server, "a");
+    let add = a.lookup::<Add>("counter@b").unwrap();
+    (seen, b, a, add)
+}
+
 fn buckets(s: &NodeStats) -> u64 {
     s.tells_confirmed + s.tells_refused_by_peer + s.frames_lost + s.tells_unconfirmed
 }
@@ -31,12 +46,7 @@ fn buckets(s: &NodeStats) -> u64 {
 fn tells_the_peer_does_not_deliver_are_reported_as_refused() {
     let server = NatsServer::start().unwrap();
     let system = ActorSystem::builder().threads(2).build();
-    let seen = Arc::new(AtomicU64::new(0));
-    let counter = system.spawn(Counter::new(seen.clone()));
-    let b = node(&server, "b");
-    b.expose("counter", &counter).tell::<Add>().serve().unwrap();
-    let a = node(&server, "a");
-    let add = a.lookup::<Add>("counter@b").unwrap();
+    let (seen, b, a, add) = counter_pair(&server, &system);
     let nobody = a.lookup::<Add>("nobody@b").unwrap();
     let blob = a.lookup::<Blob>("counter@b").unwrap(); // not exposed for Blob
     for i in 1..=100 {
@@ -106,12 +116,7 @@ fn a_full_mailbox_on_the_peer_shows_as_refused_by_the_peer() {
 fn a_peer_restarted_under_the_same_name_makes_the_unconfirmed_hole_lost() {
     let server = NatsServer::start().unwrap();
     let system = ActorSystem::builder().threads(2).build();
-    let seen = Arc::new(AtomicU64::new(0));
-    let counter = system.spawn(Counter::new(seen.clone()));
-    let b = node(&server, "b");
-    b.expose("counter", &counter).tell::<Add>().serve().unwrap();
-    let a = node(&server, "a");
-    let add = a.lookup::<Add>("counter@b").unwrap();
+    let (seen, b, a, add) = counter_pair(&server, &system);
     for i in 1..=100 {
         add.tell(Add(i)).unwrap();
     }
