@@ -116,7 +116,7 @@ fn a_full_mailbox_on_the_peer_shows_as_refused_by_the_peer() {
 fn a_peer_restarted_under_the_same_name_makes_the_unconfirmed_hole_lost() {
     let server = NatsServer::start().unwrap();
     let system = ActorSystem::builder().threads(2).build();
-    let (seen, b, a, add) = counter_pair(&server, &system);
+    let (_seen, b, a, add) = counter_pair(&server, &system);
     for i in 1..=100 {
         add.tell(Add(i)).unwrap();
     }
