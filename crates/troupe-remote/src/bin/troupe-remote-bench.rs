@@ -586,26 +586,20 @@ fn ask_run(url: &str, k: u64, rounds: u64, spin_us: Option<String>) -> AskRun {
             }
         }
         rt.block_on(async {
-            for i in 0..per {
-                let start = Instant::now();
-                let m = client
-                    .request("bench.raw.ask", i.to_le_bytes().to_vec().into())
-                    .await
-                    .expect("reply");
-                assert_eq!(m.payload.as_ref(), i.to_le_bytes());
-                if keep {
-                    run.raw.push(start.elapsed());
-                }
-            }
-            for i in 0..per {
-                let start = Instant::now();
-                let m = client
-                    .request("bench.raw.ask-hop", i.to_le_bytes().to_vec().into())
-                    .await
-                    .expect("reply");
-                assert_eq!(m.payload.as_ref(), i.to_le_bytes());
-                if keep {
-                    run.raw_hop.push(start.elapsed());
+            for (subject, into) in [
+                ("bench.raw.ask", &mut run.raw),
+                ("bench.raw.ask-hop", &mut run.raw_hop),
+            ] {
+                for i in 0..per {
+                    let start = Instant::now();
+                    let m = client
+                        .request(subject, i.to_le_bytes().to_vec().into())
+                        .await
+                        .expect("reply");
+                    assert_eq!(m.payload.as_ref(), i.to_le_bytes());
+                    if keep {
+                        into.push(start.elapsed());
+                    }
                 }
             }
         });
