@@ -167,8 +167,21 @@ fn hundred_thousand_pending_timers_cost_bounded_memory_and_fire_in_order() {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) % 400)
         .collect();
     let recipient: troupe::Recipient<u32> = out.recipient();
+    // How far ahead to put the deadlines so that all N are scheduled before
+    // the first fires (memory is measured then): 600 ms, or more where
+    // scheduling is slow (a sanitizer, a loaded machine), from the time
+    // 1,000 already-due timers take to schedule here.
+    let probe: MChain<u32> = MChain::unbounded();
+    let probe_to: troupe::Recipient<u32> = probe.recipient();
+    let t0 = Instant::now();
+    for i in 0..1_000 {
+        send_at(&probe_to, Instant::now(), i).detach();
+    }
+    let lead = Duration::from_millis(600).max(t0.elapsed() * (N / 1_000) * 4);
+    let r = probe.receive(Receive::new().handle_n(1_000).total_time(T), |_| {});
+    assert_eq!(r.status, ReceiveStatus::HandledLimit);
     let before = LIVE.load(Ordering::Relaxed);
-    let base = Instant::now() + Duration::from_millis(600);
+    let base = Instant::now() + lead;
     let handles: Vec<_> = (0..N)
         .map(|i| {
             send_at(
