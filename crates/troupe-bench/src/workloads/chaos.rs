@@ -13,7 +13,6 @@ use super::{params, soak, RunCfg, Workload};
 use crate::stats::{Figure, Sample};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use troupe_bench_contract::probe::CpuWindow;
 use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 pub struct Params {
@@ -51,32 +50,31 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         "chaos: {} s, {} drivers, {} threads",
         p.seconds, soak_cfg.drivers, soak_cfg.threads
     ));
-    let window = CpuWindow::open();
-    let t0 = Instant::now();
-    let r = quiet_chaos(&soak_cfg).map_err(|e| format!("chaos: invariant broken: {e}"))?;
-    let mut s = Sample::new(t0.elapsed().as_secs_f64(), r.accepted as f64)
-        .with("actors_spawned", r.spawned)
-        .with("tells_accepted", r.accepted)
-        .with("tells_refused", r.refused)
-        .with("handled", r.handled)
-        .with("dropped", r.dropped)
-        .with("runtime_dropped", r.runtime_dropped)
-        .with("asks", r.asks)
-        .with("asks_resolved", r.asks_ok + r.asks_failed)
-        .with("asks_failed_fast", r.asks_failed)
-        // `soak::chaos` fails while any ask is pending, any actor is left
-        // or any worker is lost, so an `Ok` means these are 0.
-        .with("asks_pending", 0)
-        .with("panics_injected", r.panics_injected)
-        .with("panics_caught", r.panics_caught)
-        .with("kills", r.kills)
-        .with("stops", r.stops)
-        .with("registry_ops", r.registry_ops)
-        .with("supervisor_restarts", r.supervisor_restarts)
-        .with("actors_left", 0)
-        .with("workers_lost", 0);
-    s.other_cpu_s = window.other_cpu_seconds();
-    s.window_s = window.wall_seconds();
+    let s = super::windowed(|| {
+        let t0 = Instant::now();
+        let r = quiet_chaos(&soak_cfg).map_err(|e| format!("chaos: invariant broken: {e}"))?;
+        Ok(Sample::new(t0.elapsed().as_secs_f64(), r.accepted as f64)
+            .with("actors_spawned", r.spawned)
+            .with("tells_accepted", r.accepted)
+            .with("tells_refused", r.refused)
+            .with("handled", r.handled)
+            .with("dropped", r.dropped)
+            .with("runtime_dropped", r.runtime_dropped)
+            .with("asks", r.asks)
+            .with("asks_resolved", r.asks_ok + r.asks_failed)
+            .with("asks_failed_fast", r.asks_failed)
+            // `soak::chaos` fails while any ask is pending, any actor is left
+            // or any worker is lost, so an `Ok` means these are 0.
+            .with("asks_pending", 0)
+            .with("panics_injected", r.panics_injected)
+            .with("panics_caught", r.panics_caught)
+            .with("kills", r.kills)
+            .with("stops", r.stops)
+            .with("registry_ops", r.registry_ops)
+            .with("supervisor_restarts", r.supervisor_restarts)
+            .with("actors_left", 0)
+            .with("workers_lost", 0))
+    })?;
     Ok(vec![Figure::from_samples(
         "troupe",
         "chaos",

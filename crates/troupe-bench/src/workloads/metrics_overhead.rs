@@ -13,7 +13,6 @@ use super::{params, pingpong, verify, RunCfg, Workload};
 use crate::stats::{Figure, Sample};
 use serde_json::{json, Map, Value};
 use troupe::SpawnOptions;
-use troupe_bench_contract::probe::CpuWindow;
 use troupe_bench_contract::spec::{Args, ParamSpec, Spec};
 
 pub struct Params {
@@ -50,11 +49,7 @@ fn measure_off_on(
     for i in 0..cfg.samples {
         crate::stats::progress(&format!("{name}: sample {}/{}", i + 1, cfg.samples));
         for (metrics, into) in [(false, &mut off), (true, &mut on)] {
-            let window = CpuWindow::open();
-            let mut s = f(metrics)?;
-            s.other_cpu_s = window.other_cpu_seconds();
-            s.window_s = window.wall_seconds();
-            into.push(s);
+            into.push(super::windowed(|| f(metrics))?);
         }
     }
     let figure = |metrics: bool, samples: &[Sample]| {

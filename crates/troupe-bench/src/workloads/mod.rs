@@ -172,11 +172,7 @@ impl RunCfg {
         let mut samples = Vec::with_capacity(self.samples);
         for i in 0..self.samples {
             crate::stats::progress(&format!("{name}: sample {}/{}", i + 1, self.samples));
-            let window = CpuWindow::open();
-            let mut s = f()?;
-            s.other_cpu_s = window.other_cpu_seconds();
-            s.window_s = window.wall_seconds();
-            samples.push(s);
+            samples.push(windowed(&mut f)?);
         }
         Ok(Figure::from_samples(
             framework,
@@ -188,6 +184,16 @@ impl RunCfg {
             &samples,
         ))
     }
+}
+
+/// Runs one recorded sample, noting the CPU other processes used meanwhile
+/// (`other_cpu_s` over `window_s`: the interference fields of every sample).
+pub fn windowed(f: impl FnOnce() -> Result<Sample, String>) -> Result<Sample, String> {
+    let window = CpuWindow::open();
+    let mut s = f()?;
+    s.other_cpu_s = window.other_cpu_seconds();
+    s.window_s = window.wall_seconds();
+    Ok(s)
 }
 
 /// Builds a params map from (name, value) pairs.

@@ -9,7 +9,6 @@
 use super::{params, soak, verify, RunCfg, Workload};
 use crate::stats::{Figure, Sample};
 use serde_json::json;
-use troupe_bench_contract::probe::CpuWindow;
 use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 pub struct Params {
@@ -32,15 +31,14 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     let per = (p.messages / senders).max(1);
     let total = per * senders;
     crate::stats::progress(&format!("stress: {total} messages from {senders} threads"));
-    let window = CpuWindow::open();
-    let (received, lost, duplicated, secs) = soak::stress(senders as usize, per, cfg.threads);
-    let mut s = Sample::new(secs.max(1e-9), total as f64)
-        .with("received", received)
-        .with("lost", lost)
-        .with("duplicated", duplicated);
-    s.other_cpu_s = window.other_cpu_seconds();
-    s.window_s = window.wall_seconds();
-    check(total, received, lost, duplicated)?;
+    let s = super::windowed(|| {
+        let (received, lost, duplicated, secs) = soak::stress(senders as usize, per, cfg.threads);
+        check(total, received, lost, duplicated)?;
+        Ok(Sample::new(secs.max(1e-9), total as f64)
+            .with("received", received)
+            .with("lost", lost)
+            .with("duplicated", duplicated))
+    })?;
     Ok(vec![Figure::from_samples(
         "troupe",
         "stress",
