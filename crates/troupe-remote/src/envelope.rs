@@ -52,8 +52,7 @@
 
 use std::fmt;
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The format version written in every frame's first byte.
 pub const FORMAT_VERSION: u8 = 2;
@@ -394,16 +393,6 @@ pub fn encode_link(out: &mut Vec<u8>, epoch: u64, first: u64, name: &str) -> usi
     encode_frame(out, h, name, usize::MAX).unwrap_or(0)
 }
 
-/// The sender's name borrowed from a link frame's body (no allocation).
-pub fn decode_link_name(body: &[u8]) -> Result<&str, postcard::Error> {
-    let (name, rest) = postcard::take_from_bytes::<&str>(body)?;
-    if rest.is_empty() {
-        Ok(name)
-    } else {
-        Err(postcard::Error::DeserializeUnexpectedEnd)
-    }
-}
-
 /// What an ack frame says about one link (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinkAck {
@@ -450,8 +439,9 @@ impl LinkAck {
     }
 }
 
-/// Decodes a body to `T`, refusing trailing bytes.
-pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, postcard::Error> {
+/// Decodes a body to `T`, refusing trailing bytes. `T` may borrow from the
+/// body (a link frame's sender name decodes as `&str`, without allocating).
+pub fn decode_body<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, postcard::Error> {
     let (value, rest) = postcard::take_from_bytes::<T>(body)?;
     if rest.is_empty() {
         Ok(value)
@@ -530,7 +520,7 @@ mod tests {
         let (frame, rest) = decode_frame(f, 100).unwrap();
         assert!(rest.is_empty());
         assert_eq!(frame.kind, Kind::Link);
-        assert_eq!(decode_link_name(frame.body), Ok("node-a"));
+        assert_eq!(decode_body::<&str>(frame.body), Ok("node-a"));
     }
 
     #[test]

@@ -70,8 +70,8 @@ use tokio::runtime::{Handle, Runtime};
 use tokio::task::JoinHandle;
 
 use crate::envelope::{
-    decode_body, decode_frame, decode_link_name, encode_frame, link_frame_len, Frame, Frames,
-    Header, Kind, LinkAck, Status, HEADER_LEN,
+    decode_body, decode_frame, encode_frame, link_frame_len, Frame, Frames, Header, Kind, LinkAck,
+    Status, HEADER_LEN,
 };
 use crate::error::ask_error_of;
 use crate::message::{type_id, RemoteMessage, TypeEntry, TypeRegistry};
@@ -138,12 +138,10 @@ struct LinkRun<'a> {
 /// What the node's tasks and its references share.
 pub(crate) struct Shared {
     pub cluster: String,
-    pub name: String,
+    pub name: Arc<str>,
     /// This connection's epoch: a random number written in every link frame,
     /// so a restarted process under the same name starts new links.
     pub epoch: u64,
-    /// `name` again, shared by the outboxes' link frames.
-    pub name_arc: Arc<str>,
     /// Receiver state per sender node name.
     pub links: Mutex<HashMap<String, LinkIn>>,
     pub client: Client,
@@ -174,11 +172,7 @@ pub fn node_subject(cluster: &str, node: &str) -> String {
 }
 
 fn check_token(what: &str, s: &str) -> Result<(), NodeError> {
-    if s.is_empty()
-        || !s
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
+    if !is_token(s) {
         return Err(NodeError::BadName(format!(
             "{what} {s:?} must be a non-empty run of letters, digits, '_' and '-'"
         )));
@@ -425,8 +419,7 @@ async fn start(
     let shared = Arc::new(Shared {
         cluster: b.cluster,
         epoch: new_epoch(),
-        name_arc: b.name.as_str().into(),
-        name: b.name,
+        name: b.name.into(),
         links: Mutex::new(HashMap::new()),
         client,
         handle: handle.clone(),
@@ -541,7 +534,7 @@ impl Shared {
                     if let Some(r) = run.take() {
                         self.end_run(r);
                     }
-                    match decode_link_name(frame.body) {
+                    match decode_body::<&str>(frame.body) {
                         Ok(sender) if is_token(sender) && frame.correlation > 0 => {
                             run = Some(LinkRun {
                                 sender,
@@ -710,7 +703,7 @@ impl Shared {
                     let ack = LinkAck {
                         epoch: l.epoch,
                         upto: l.upto,
-                        receiver: self.name.clone(),
+                        receiver: self.name.to_string(),
                         base: l.base,
                         received: l.received,
                         dropped: l.dropped,
@@ -821,7 +814,7 @@ impl Shared {
         let outbox = Arc::new(Outbox::new(
             Subject::from(node_subject(&self.cluster, node)),
             self.epoch,
-            self.name_arc.clone(),
+            self.name.clone(),
             self.batch_bytes,
             self.queue_bytes,
         ));
@@ -1067,9 +1060,14 @@ impl Node {
     /// accounted (`tells_unconfirmed`, summed over this node's outboxes).
     pub fn stats(&self) -> NodeStats {
         let mut s = self.shared.counters.snapshot();
-        let outboxes: Vec<Arc<Outbox>> = self.shared.peers.lock().values().cloned().collect();
-        s.tells_unconfirmed = outboxes.iter().map(|o| o.unconfirmed()).sum();
+        s.tells_unconfirmed = self.unconfirmed();
         s
+    }
+
+    /// Tells accepted and not yet accounted, over all this node's outboxes.
+    fn unconfirmed(&self) -> u64 {
+        let outboxes: Vec<Arc<Outbox>> = self.shared.peers.lock().values().cloned().collect();
+        outboxes.iter().map(|o| o.unconfirmed()).sum()
     }
 
     /// Waits, blocking this thread, until every tell this node accepted is
@@ -1082,7 +1080,7 @@ impl Node {
     pub fn settle(&self, timeout: Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;
         loop {
-            if self.stats().tells_unconfirmed == 0 {
+            if self.unconfirmed() == 0 {
                 return true;
             }
             if std::time::Instant::now() >= deadline {

@@ -533,7 +533,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::envelope::{decode_link_name, Frames, Kind};
+    use crate::envelope::{decode_body, Frames, Kind};
 
     fn ack(base: u64, upto: u64, received: u64, dropped: u64) -> LinkAck {
         LinkAck {
@@ -652,7 +652,7 @@ mod tests {
                     "a batch starts with a link frame"
                 );
                 assert_eq!(frames[0].type_id, 7);
-                assert_eq!(decode_link_name(frames[0].body), Ok("a"));
+                assert_eq!(decode_body::<&str>(frames[0].body), Ok("a"));
                 assert!(frames[1..].iter().all(|f| f.kind == Kind::Tell));
                 (frames[0].correlation, frames.len() as u64 - 1)
             })

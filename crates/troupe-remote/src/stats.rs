@@ -77,7 +77,7 @@ pub(crate) fn bump(c: &AtomicU64) {
 /// 2nd, 4th, 8th... so a peer flooding a node with bad frames cannot flood
 /// its log too (the counter keeps the exact number).
 pub(crate) fn bump_and_log(c: &AtomicU64) -> bool {
-    (c.fetch_add(1, Relaxed) + 1).is_power_of_two()
+    add_and_log(c, 1)
 }
 
 /// Adds `n` and says whether to log: when the total passes a power of two.
