@@ -15,16 +15,22 @@
 //! * `told` is set only after every watcher has run, and joiners wait for
 //!   it: once `join` returns, the actor's monitors (a registry's cleanup, a
 //!   supervisor's `Down`) have done their work.
+//! * The record's lock (`engine::lock::ShortLock`, one atomic per pass) is
+//!   held for a few instructions at a time, never across user code. A
+//!   blocked joiner parks on the record's address (`parking_lot_core`),
+//!   outside the lock: it marks itself `parked` under the lock in the park's
+//!   validation step, and whoever sets `told` wakes the address only if
+//!   that mark is set. Validation and the wake-up serialize on the parking
+//!   lot's bucket, so a joiner either sees `told` or is woken.
 //! * User code (hooks, handlers, drops of actors and messages) runs under
 //!   [`guard`]: a panic becomes `StopReason::Panicked` and never unwinds
 //!   into a worker.
 
 use super::error::StopReason;
 use super::id::ActorId;
-use crate::engine::deadline;
+use crate::engine::lock::{ShortGuard, ShortLock};
 use crate::engine::scheduler::Runnable;
 use crate::engine::state;
-use parking_lot::{Condvar, Mutex};
 use std::future::{Future, IntoFuture};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
@@ -237,33 +243,67 @@ fn same_listener(a: &Arc<dyn StopListener>, b: &Arc<dyn StopListener>) -> bool {
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
-/// An actor's exit: who to tell, the reason once stopped, and the condvar
-/// joiners wait on. See the module docs for its states.
+/// What the record's lock guards.
+struct Guarded {
+    exit: Exit,
+    /// A blocked joiner may be parked on the record's address.
+    parked: bool,
+}
+
+/// An actor's exit: who to tell, and the reason once stopped; blocked
+/// joiners park on its address. See the module docs for its states.
 pub(crate) struct ExitRecord {
-    exit: Mutex<Exit>,
-    cv: Condvar,
+    state: ShortLock<Guarded>,
 }
 
 impl ExitRecord {
     pub(crate) fn new() -> Self {
         ExitRecord {
-            exit: Mutex::new(Exit::Running {
-                watchers: Watchers::default(),
-                requested: None,
+            state: ShortLock::new(Guarded {
+                exit: Exit::Running {
+                    watchers: Watchers::default(),
+                    requested: None,
+                },
+                parked: false,
             }),
-            cv: Condvar::new(),
+        }
+    }
+
+    /// The exit, under the record's lock (held for the guard's life: keep
+    /// it short, no user code).
+    #[inline]
+    fn exit(&self) -> ShortGuard<'_, Guarded> {
+        self.state.lock()
+    }
+
+    /// The key blocked joiners park on.
+    fn park_key(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Wakes the joiners parked on this record, if `parked` says any may be.
+    fn wake_parked(&self, parked: bool) {
+        if parked {
+            // SAFETY: the key is this record's address, which no other
+            // parking user shares; no callback runs here.
+            unsafe {
+                parking_lot_core::unpark_all(
+                    self.park_key(),
+                    parking_lot_core::DEFAULT_UNPARK_TOKEN,
+                )
+            };
         }
     }
 
     /// Registers `w` to run when the actor stops; runs it now if it has.
     pub(crate) fn add_watcher(&self, id: ActorId, w: Watcher) -> WatchId {
         let watch = WatchId::next();
-        let mut exit = self.exit.lock();
-        match &mut *exit {
+        let mut g = self.exit();
+        match &mut g.exit {
             Exit::Running { watchers, .. } => watchers.push(Extra::Once(watch, w)),
             Exit::Stopped { reason, .. } => {
                 let reason = reason.clone();
-                drop(exit);
+                drop(g);
                 w(id, &reason);
             }
         }
@@ -273,8 +313,8 @@ impl ExitRecord {
     /// Cancels a watcher; `false` if it has run (or is running) already.
     pub(crate) fn remove_watcher(&self, watch: WatchId) -> bool {
         let removed = {
-            let mut exit = self.exit.lock();
-            let Exit::Running { watchers, .. } = &mut *exit else {
+            let mut g = self.exit();
+            let Exit::Running { watchers, .. } = &mut g.exit else {
                 return false;
             };
             let Some(x) = watchers.remove(|x| matches!(x, Extra::Once(k, _) if *k == watch)) else {
@@ -290,8 +330,8 @@ impl ExitRecord {
     /// Tells `listener` (with `token`) when the actor stops. `false` (and
     /// nothing registered) if it has stopped already.
     pub(crate) fn add_listener(&self, listener: Arc<dyn StopListener>, token: u64) -> bool {
-        let mut exit = self.exit.lock();
-        let Exit::Running { watchers, .. } = &mut *exit else {
+        let mut g = self.exit();
+        let Exit::Running { watchers, .. } = &mut g.exit else {
             return false;
         };
         watchers.push(Extra::Listener((listener, token)));
@@ -300,8 +340,8 @@ impl ExitRecord {
 
     /// The token `listener` listens with, while the actor runs.
     pub(crate) fn listener_token(&self, listener: &Arc<dyn StopListener>) -> Option<u64> {
-        let exit = self.exit.lock();
-        let Exit::Running { watchers, .. } = &*exit else {
+        let g = self.exit();
+        let Exit::Running { watchers, .. } = &g.exit else {
             return None;
         };
         let token = watchers.iter().find_map(|x| match x {
@@ -315,8 +355,8 @@ impl ExitRecord {
     /// actor has stopped and it is being told).
     pub(crate) fn remove_listener(&self, listener: &Arc<dyn StopListener>) -> bool {
         let removed = {
-            let mut exit = self.exit.lock();
-            let Exit::Running { watchers, .. } = &mut *exit else {
+            let mut g = self.exit();
+            let Exit::Running { watchers, .. } = &mut g.exit else {
                 return false;
             };
             watchers.remove(|x| matches!(x, Extra::Listener((l, _)) if same_listener(l, listener)))
@@ -328,7 +368,7 @@ impl ExitRecord {
     /// Watchers registered and not yet run.
     #[cfg(test)]
     pub(crate) fn watcher_count(&self) -> usize {
-        match &*self.exit.lock() {
+        match &self.exit().exit {
             Exit::Running { watchers, .. } => watchers.iter().count(),
             Exit::Stopped { .. } => 0,
         }
@@ -336,14 +376,14 @@ impl ExitRecord {
 
     /// Remembers the reason a `stop_with` asked for (the first one wins).
     pub(crate) fn request_reason(&self, reason: StopReason) {
-        if let Exit::Running { requested, .. } = &mut *self.exit.lock() {
+        if let Exit::Running { requested, .. } = &mut self.exit().exit {
             requested.get_or_insert_with(|| Box::new(reason));
         }
     }
 
     /// The reason a `stop_with` asked for, if any.
     pub(crate) fn requested_reason(&self) -> Option<StopReason> {
-        match &*self.exit.lock() {
+        match &self.exit().exit {
             Exit::Running { requested, .. } => requested.as_deref().cloned(),
             Exit::Stopped { .. } => None,
         }
@@ -351,7 +391,7 @@ impl ExitRecord {
 
     /// The stop reason, once stopped.
     pub(crate) fn reason(&self) -> Option<StopReason> {
-        match &*self.exit.lock() {
+        match &self.exit().exit {
             Exit::Running { .. } => None,
             Exit::Stopped { reason, .. } => Some(reason.clone()),
         }
@@ -360,22 +400,47 @@ impl ExitRecord {
     /// Blocks until the actor has stopped and its watchers have run, or the
     /// deadline passes (`None`).
     pub(crate) fn wait(&self, deadline: Option<Instant>) -> Option<StopReason> {
-        let mut exit = self.exit.lock();
-        deadline::wait_while(&self.cv, &mut exit, deadline, |e| {
-            !matches!(e, Exit::Stopped { told: true, .. })
-        });
-        match &*exit {
+        let told = |g: &Guarded| match &g.exit {
             Exit::Stopped {
                 reason, told: true, ..
             } => Some(reason.clone()),
             _ => None,
+        };
+        loop {
+            if let Some(reason) = told(&self.exit()) {
+                return Some(reason);
+            }
+            let validate = || {
+                let mut g = self.exit();
+                let pending = told(&g).is_none();
+                // Marked under the lock that `told` is set under: the
+                // publisher sees the mark, or we see `told` here.
+                g.parked |= pending;
+                pending
+            };
+            // SAFETY: the key is this record's address (alive: the caller
+            // borrows it); `validate` takes only the record's short lock and
+            // cannot panic; the other callbacks do nothing.
+            let r = unsafe {
+                parking_lot_core::park(
+                    self.park_key(),
+                    validate,
+                    || {},
+                    |_, _| {},
+                    parking_lot_core::DEFAULT_PARK_TOKEN,
+                    deadline,
+                )
+            };
+            if r == parking_lot_core::ParkResult::TimedOut {
+                return told(&self.exit());
+            }
         }
     }
 
     /// A future of the stop reason, ready once the watchers have run.
     pub(crate) fn join_async(&self) -> JoinFuture {
-        let mut exit = self.exit.lock();
-        match &mut *exit {
+        let mut g = self.exit();
+        match &mut g.exit {
             Exit::Stopped {
                 reason, told: true, ..
             } => JoinFuture(JoinState::Ready(Some(reason.clone()))),
@@ -399,22 +464,23 @@ impl ExitRecord {
     /// watchers panicked (each is logged; the others still run).
     pub(crate) fn publish(&self, id: ActorId, reason: StopReason) -> u64 {
         let watchers = {
-            let mut exit = self.exit.lock();
-            let watchers = match &mut *exit {
+            let mut g = self.exit();
+            let watchers = match &mut g.exit {
                 Exit::Running { watchers, .. } => std::mem::take(watchers),
                 Exit::Stopped { .. } => return 0,
             };
             // With no watcher to run (most actors), joiners may go at once:
-            // one lock, not two.
+            // one pass through the lock, not two.
             let told = watchers.is_empty();
-            *exit = Exit::Stopped {
+            g.exit = Exit::Stopped {
                 reason: reason.clone(),
                 told,
                 late: None,
             };
             if told {
-                drop(exit);
-                self.cv.notify_all();
+                let parked = std::mem::take(&mut g.parked);
+                drop(g);
+                self.wake_parked(parked);
                 return 0;
             }
             watchers
@@ -435,13 +501,17 @@ impl ExitRecord {
                 Extra::Joiner(tx) => joiners.push(tx),
             }
         }
-        if let Exit::Stopped { told, late, .. } = &mut *self.exit.lock() {
-            *told = true;
-            if let Some(late) = late.take() {
-                joiners.extend(*late);
+        let parked = {
+            let mut g = self.exit();
+            if let Exit::Stopped { told, late, .. } = &mut g.exit {
+                *told = true;
+                if let Some(late) = late.take() {
+                    joiners.extend(*late);
+                }
             }
-        }
-        self.cv.notify_all();
+            std::mem::take(&mut g.parked)
+        };
+        self.wake_parked(parked);
         for tx in joiners {
             let _ = tx.send(reason.clone());
         }

@@ -9,6 +9,7 @@
 //! * `timer`: the process-wide timer thread (deadlines and periodic calls);
 //! * `deadline`: turning a user's `Duration` into a deadline that cannot
 //!   overflow, and waiting on a condvar until one;
+//! * `lock`: the spin lock of the lifecycle's short critical sections;
 //! * `sync`: the one door to the atomics loom replaces.
 //!
 //! Rule: nothing under `engine/` imports from `actor/`, `system/` or any
@@ -17,6 +18,7 @@
 
 pub(crate) mod deadline;
 pub mod dispatcher;
+pub(crate) mod lock;
 pub mod mailbox;
 pub(crate) mod scheduler;
 pub(crate) mod state;

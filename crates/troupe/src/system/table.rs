@@ -1,7 +1,7 @@
 //! The system's table of live actors: what keeps every cell alive while it
 //! may run, and how shutdown reaches idle actors.
 //!
-//! Sharded by spawning thread (16 mutex-guarded slabs) so concurrent spawns
+//! Sharded by spawning thread (16 slabs, each behind a `ShortLock`) so concurrent spawns
 //! rarely contend. An entry is an `Arc<dyn Stoppable>`; it is removed by the
 //! actor's finalizer, and the removed `Arc` is handed back to the worker
 //! that finalized, which drops it once it no longer borrows the cell (it may
@@ -15,8 +15,8 @@
 //! (shutdown, `live_actors`).
 
 use crate::actor::lifecycle::Stoppable;
+use crate::engine::lock::ShortLock;
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
 use slab::Slab;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,14 +51,14 @@ struct Shard {
 
 /// Every live actor of one system; keys are `shard << 32 | slab key`.
 pub(crate) struct ActorTable {
-    shards: Box<[CachePadded<Mutex<Shard>>]>,
+    shards: Box<[CachePadded<ShortLock<Shard>>]>,
 }
 
 impl ActorTable {
     pub(crate) fn new() -> Self {
         ActorTable {
             shards: (0..SHARDS)
-                .map(|_| CachePadded::new(Mutex::new(Shard::default())))
+                .map(|_| CachePadded::new(ShortLock::new(Shard::default())))
                 .collect(),
         }
     }
