@@ -434,6 +434,9 @@ impl<A: Actor> Runnable for ActorCell<A> {
         let budget = worker.throughput();
         let mut handled = 0usize;
         let mut bits = self.mailbox.flags();
+        // Metrics are on or off for the actor's life: decided once per turn,
+        // with what the per-message sampling test needs (see `Metered`).
+        let metered = self.metrics.get().map(|(m, _)| Metered::new(m, self));
         loop {
             if bits & state::STOP_NOW != 0 {
                 let reason = self.requested_reason(bits);
@@ -446,9 +449,9 @@ impl<A: Actor> Runnable for ActorCell<A> {
                     match unsafe { self.mailbox.pop() } {
                         Some(msg) => {
                             handled += 1;
-                            match self.metrics.get() {
+                            match &metered {
                                 None => actor.handle(msg, &mut ctx),
-                                Some((m, flags)) => handle_metered(m, flags, actor, msg, &mut ctx),
+                                Some(mt) => mt.handle(handled, actor, msg, &mut ctx),
                             }
                         }
                         None => break,
@@ -505,28 +508,47 @@ impl<A: Actor> Runnable for ActorCell<A> {
     }
 }
 
-/// `handle` for a metered actor: the message's number comes from the
-/// mailbox's pop count, and only a sampled or traced message leaves the
-/// inline path (see `metrics.rs`).
-#[inline(always)]
-fn handle_metered<A: Actor>(
-    m: &ActorMetrics,
-    flags: usize,
-    actor: &mut A,
-    msg: A::Msg,
-    ctx: &mut Context<'_, A>,
-) {
-    let d = ctx.cell.mailbox.popped().wrapping_sub(1);
-    // Each actor samples at its own phase (a hash of its address), so that
-    // actors with few messages are not all timed at their first one.
-    let phase = ((ctx.cell as *const ActorCell<A> as usize as u64) >> 6)
-        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        >> 48;
-    let periodic = d.wrapping_add(phase) & sample_mask(flags) == 0;
-    if !periodic && flags & (PENDING | TRACE) == 0 {
-        actor.handle(msg, ctx);
-    } else {
-        handle_sampled(m, flags, d, periodic, actor, msg, ctx);
+/// What a metered actor's turn needs per message, read once per turn.
+struct Metered<'a> {
+    m: &'a ActorMetrics,
+    /// The metrics word (its flags change during the turn).
+    word: &'a MetricsRef,
+    /// Messages popped before this turn, plus the actor's sampling phase:
+    /// the `n`th message of the turn is periodic when
+    /// `(base + n - 1) & mask == 0`.
+    base: u64,
+    mask: u64,
+}
+
+impl<'a> Metered<'a> {
+    fn new<A: Actor>(m: &'a ActorMetrics, cell: &'a ActorCell<A>) -> Self {
+        // Each actor samples at its own phase (a hash of its address), so
+        // that actors with few messages are not all timed at their first.
+        let phase = ((cell as *const ActorCell<A> as usize as u64) >> 6)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            >> 48;
+        Metered {
+            m,
+            word: &cell.metrics,
+            base: cell.mailbox.popped().wrapping_add(phase),
+            mask: sample_mask(cell.metrics.flags()),
+        }
+    }
+
+    /// `handle` for the turn's `n`th message (from 1): only a sampled or
+    /// traced message leaves the inline path (see `metrics.rs`). The
+    /// message's number is the pop count before the turn plus `n - 1`: the
+    /// task holder is the only consumer.
+    #[inline(always)]
+    fn handle<A: Actor>(&self, n: usize, actor: &mut A, msg: A::Msg, ctx: &mut Context<'_, A>) {
+        let flags = self.word.flags();
+        let periodic = self.base.wrapping_add(n as u64 - 1) & self.mask == 0;
+        if !periodic && flags & (PENDING | TRACE) == 0 {
+            actor.handle(msg, ctx);
+        } else {
+            let d = ctx.cell.mailbox.popped().wrapping_sub(1);
+            handle_sampled(self.m, flags, d, periodic, actor, msg, ctx);
+        }
     }
 }
 

@@ -259,6 +259,12 @@ impl MetricsRef {
         self.0.load(Ordering::Relaxed) & ARMED != 0
     }
 
+    /// The flag bits alone (metrics on).
+    #[inline(always)]
+    pub(crate) fn flags(&self) -> usize {
+        self.0.load(Ordering::Relaxed) & TAGS
+    }
+
     /// The metrics and the flags, if on.
     #[inline]
     pub(crate) fn get(&self) -> Option<(&ActorMetrics, usize)> {
