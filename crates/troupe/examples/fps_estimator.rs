@@ -360,7 +360,7 @@ fn main() {
     let system = troupe::ActorSystem::builder()
         .threads(2)
         .metrics(true)
-        // Frames are few (tens per second): time one in 4, not 1 in 256.
+        // Frames are few (tens per second): time one in 4, not 1 in 1,024.
         .metrics_sample_every(4)
         .build();
     #[cfg(feature = "metrics-http")]

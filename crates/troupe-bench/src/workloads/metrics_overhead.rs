@@ -18,6 +18,8 @@ use troupe_bench_contract::spec::{Args, ParamSpec, Spec};
 pub struct Params {
     pub ring: RingParams,
     pub round_trips: u64,
+    /// Timings sample one message in this many (`metrics_sample_every`).
+    pub sample_every: u64,
 }
 
 impl Params {
@@ -25,6 +27,7 @@ impl Params {
         Params {
             ring: RingParams::from_args(a),
             round_trips: a.u64("round-trips"),
+            sample_every: a.u64("sample-every"),
         }
     }
 }
@@ -91,6 +94,14 @@ fn check_metered(system: &troupe::SystemHandle, expected: usize, what: &str) -> 
     })
 }
 
+/// The run's system, sampling timings at `p.sample_every`.
+fn system(cfg: &RunCfg, p: &Params) -> troupe::ActorSystem {
+    troupe::ActorSystem::builder()
+        .threads(cfg.threads)
+        .metrics_sample_every(p.sample_every)
+        .build()
+}
+
 pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     let r = p.ring;
     let k = p.round_trips;
@@ -99,9 +110,10 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         ("rings", json!(r.rings)),
         ("actors", json!(r.actors)),
         ("laps", json!(r.laps)),
+        ("sample_every", json!(p.sample_every)),
     ]);
     let (ring_off, ring_on) = measure_off_on(cfg, &ring_name, &ring_params, "hops/s", |on| {
-        let system = cfg.system();
+        let system = system(cfg, p);
         let s = ring::sample_with(&system, &r, &|| SpawnOptions::new().metrics(on));
         let checked = s.and_then(|s| {
             check_metered(&system, if on { r.rings * r.actors } else { 0 }, "ring")?;
@@ -110,14 +122,17 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         system.shutdown();
         checked
     })?;
-    let pp_params = params(&[("round_trips", json!(k))]);
+    let pp_params = params(&[
+        ("round_trips", json!(k)),
+        ("sample_every", json!(p.sample_every)),
+    ]);
     let (pp_off, pp_on) = measure_off_on(
         cfg,
         &format!("pingpong {k}"),
         &pp_params,
         "round-trips/s",
         |on| {
-            let system = cfg.system();
+            let system = system(cfg, p);
             let s = pingpong::sample_with(&system, k, &|| SpawnOptions::new().metrics(on));
             let checked = s.and_then(|s| {
                 check_metered(&system, if on { 2 } else { 0 }, "pingpong")?;
@@ -142,6 +157,12 @@ pub const WORKLOAD: Workload = Workload {
             ParamSpec::count("actors", "ring: actors per ring (N)", "500", "100"),
             ParamSpec::count("laps", "ring: laps (L)", "1000", "20"),
             ParamSpec::count("round-trips", "pingpong: round trips", "1000000", "10000"),
+            ParamSpec::count(
+                "sample-every",
+                "metrics_overhead: time one message in this many (a power of two)",
+                "1024",
+                "1024",
+            ),
         ],
     },
     peers: false,
@@ -167,6 +188,7 @@ mod tests {
                 laps: 5,
             },
             round_trips: 500,
+            sample_every: 16,
         };
         let figs = run(&cfg, &p).unwrap();
         let names: Vec<&str> = figs.iter().map(|f| f.name.as_str()).collect();

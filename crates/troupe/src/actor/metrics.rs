@@ -20,10 +20,15 @@
 //!   monotonic (its loads race with the consumer).
 //! * refused sends (`Full`, `Stopped`), panics, restarts: rare paths.
 //!
-//! Timings sample about one message in [`SAMPLE_EVERY`] (64; the counts
-//! stay exact). 64 rather than 16 because a clock read (`Instant::now`,
-//! ~20 ns) costs more than a whole message hop (~10-20 ns): at 1 in 64 the
-//! clock adds under 1 ns per message:
+//! Timings sample about one message in [`SAMPLE_EVERY`] (1,024; the
+//! counts stay exact). A sampled message costs a few clock reads
+//! (`Instant::now`, ~20 ns each) and a handful of atomic operations, a few
+//! hundred nanoseconds against a hop of ~20 ns: at 1 in 256 that was ~15%
+//! on the ring workload (`metrics_overhead --sample-every`,
+//! `bench/results/2026-11-26-short-lock/`), at 1 in 1,024 it is a few
+//! percent. An actor handling 1,000 messages a second still gets a timing
+//! sample about every second; `SystemBuilder::metrics_sample_every` trades
+//! the other way:
 //! A dequeue is *periodic* when `(d + phase) % period == 0`, `d` its
 //! number, `period` the sampling period (default `SAMPLE_EVERY`, carried in
 //! the metrics word's spare bits) and `phase` a hash of the cell's address,
@@ -73,7 +78,7 @@ use std::time::Instant;
 
 /// By default one message in this many has its waiting and service times
 /// measured (`SystemBuilder::metrics_sample_every` changes it per system).
-pub const SAMPLE_EVERY: u64 = 256;
+pub const SAMPLE_EVERY: u64 = 1024;
 
 /// Upper bounds (nanoseconds) of the histograms' buckets: ten per decade
 /// (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8) from 100 ns to 80 s; a last bucket

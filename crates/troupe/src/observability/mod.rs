@@ -20,7 +20,7 @@
 //!   (arrivals) is derived as handled + waiting + dropped by the mailbox,
 //!   exact when the actor is quiet, within the messages in flight otherwise;
 //! * waiting and service times are sampled, one message per sampling
-//!   period (default [`SAMPLE_EVERY`], 256;
+//!   period (default [`SAMPLE_EVERY`], 1,024;
 //!   [`SystemBuilder::metrics_sample_every`](crate::SystemBuilder::metrics_sample_every)),
 //!   into fixed log-spaced buckets (ten per decade, 100 ns to 80 s); p50/p99 interpolate within a bucket (error under 25%), `max`
 //!   is exact among the sampled messages;

@@ -187,14 +187,14 @@ pub fn render_prometheus(m: &Metrics, cap: usize) -> String {
     histogram(
         &mut out,
         "troupe_actor_mailbox_time_seconds",
-        "Time from send to dequeue (waiting time), sampled: one message per sampling period (default 256).",
+        "Time from send to dequeue (waiting time), sampled: one message per sampling period (default 1024).",
         &labels,
         series.iter().map(|(_, s)| &s.waiting),
     );
     histogram(
         &mut out,
         "troupe_actor_processing_time_seconds",
-        "Time in the handler (service time), sampled: one message per sampling period (default 256).",
+        "Time in the handler (service time), sampled: one message per sampling period (default 1024).",
         &labels,
         series.iter().map(|(_, s)| &s.service),
     );

@@ -197,7 +197,7 @@ impl SystemBuilder {
     }
 
     /// Time one message in `n` (rounded up to a power of two; default
-    /// [`SAMPLE_EVERY`](crate::observability::SAMPLE_EVERY), 256) for the
+    /// [`SAMPLE_EVERY`](crate::observability::SAMPLE_EVERY), 1,024) for the
     /// waiting and service histograms; counts are exact whatever `n`. A
     /// smaller `n` gives more samples for a clock read (~20 ns) every `n`
     /// messages.
