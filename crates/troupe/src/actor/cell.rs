@@ -449,9 +449,16 @@ impl<A: Actor> Runnable for ActorCell<A> {
                     match unsafe { self.mailbox.pop() } {
                         Some(msg) => {
                             handled += 1;
-                            match &metered {
-                                None => actor.handle(msg, &mut ctx),
-                                Some(mt) => mt.handle(handled, actor, msg, &mut ctx),
+                            let sampled = match &metered {
+                                None => None,
+                                Some(mt) => mt.before(handled, self),
+                            };
+                            // The one call of `handle` in the crate for this
+                            // actor type, so the compiler may inline it
+                            // here as it would with no metrics at all.
+                            actor.handle(msg, &mut ctx);
+                            if let Some(s) = sampled {
+                                s.after();
                             }
                         }
                         None => break,
@@ -535,57 +542,70 @@ impl<'a> Metered<'a> {
         }
     }
 
-    /// `handle` for the turn's `n`th message (from 1): only a sampled or
-    /// traced message leaves the inline path (see `metrics.rs`). The
-    /// message's number is the pop count before the turn plus `n - 1`: the
-    /// task holder is the only consumer.
+    /// Before `handle`, for the turn's `n`th message (from 1): `None`
+    /// unless it is sampled or traced, the inline path (see `metrics.rs`).
+    /// The message's number is the pop count before the turn plus `n - 1`:
+    /// the task holder is the only consumer.
     #[inline(always)]
-    fn handle<A: Actor>(&self, n: usize, actor: &mut A, msg: A::Msg, ctx: &mut Context<'_, A>) {
+    fn before<A: Actor>(&self, n: usize, cell: &ActorCell<A>) -> Option<Sampled<'a>> {
         let flags = self.word.flags();
         let periodic = self.base.wrapping_add(n as u64 - 1) & self.mask == 0;
         if !periodic && flags & (PENDING | TRACE) == 0 {
-            actor.handle(msg, ctx);
+            None
         } else {
-            let d = ctx.cell.mailbox.popped().wrapping_sub(1);
-            handle_sampled(self.m, flags, d, periodic, actor, msg, ctx);
+            Some(sample_before(self.m, flags, periodic, cell))
         }
     }
 }
 
-/// `handle` for a message that is timed, may carry a waiting sample, or is
-/// traced.
+/// A sampled or traced message's bookkeeping, from before its `handle` to
+/// after it. Dropped without [`after`](Self::after) if `handle` panics:
+/// the span is left, no service time recorded.
+struct Sampled<'a> {
+    m: &'a ActorMetrics,
+    /// The clock reading before `handle`, if its service time is sampled.
+    start: Option<u64>,
+    /// The message's trace span, entered (`SpawnOptions::trace_messages`).
+    span: Option<tracing::span::EnteredSpan>,
+}
+
+impl Sampled<'_> {
+    #[cold]
+    #[inline(never)]
+    fn after(self) {
+        drop(self.span);
+        if let Some(start) = self.start {
+            self.m.after_handle(start);
+        }
+    }
+}
+
+/// Starts a sampled or traced message: takes the waiting sample and the
+/// clock reading, enters the span.
 #[cold]
 #[inline(never)]
-fn handle_sampled<A: Actor>(
-    m: &ActorMetrics,
+fn sample_before<'a, A: Actor>(
+    m: &'a ActorMetrics,
     flags: usize,
-    d: u64,
     periodic: bool,
-    actor: &mut A,
-    msg: A::Msg,
-    ctx: &mut Context<'_, A>,
-) {
-    let cell = ctx.cell;
+    cell: &ActorCell<A>,
+) -> Sampled<'a> {
+    let d = cell.mailbox.popped().wrapping_sub(1);
     let start = if periodic || flags & PENDING != 0 {
         m.sample_dequeue(&cell.metrics, d, periodic, cell.mailbox.len() as u64)
     } else {
         None
     };
-    if flags & TRACE != 0 {
-        let span = tracing::trace_span!(
+    let span = (flags & TRACE != 0).then(|| {
+        tracing::trace_span!(
             "handle",
             actor = %cell.id,
             name = cell.name.as_deref().map(String::as_str),
             msg = std::any::type_name::<A::Msg>()
-        );
-        let _e = span.enter();
-        actor.handle(msg, ctx);
-    } else {
-        actor.handle(msg, ctx);
-    }
-    if let Some(start) = start {
-        m.after_handle(start);
-    }
+        )
+        .entered()
+    });
+    Sampled { m, start, span }
 }
 
 impl<A: Actor> MailboxProbe for ActorCell<A> {
