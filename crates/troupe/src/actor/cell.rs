@@ -45,27 +45,37 @@ struct Slot<A> {
     started: bool,
 }
 
+/// Field order is fixed (`repr(C)`) so that what senders touch and what
+/// the task holder writes per message sit more than a cache line apart:
+/// a send reads and writes only the first 64 bytes (the mailbox's tail,
+/// the metrics word, the pool) and, when it schedules the actor, reads
+/// `rt` right after them; the actor value, which its handler may write on
+/// every message, comes after the exit record, at offset 184 or more
+/// (`senders_and_handler_do_not_share_a_line`). With the compiler's order the
+/// metrics word sat 8 bytes before the actor value, and every send pulled
+/// the line the receiving worker had just written.
+#[repr(C)]
 pub(crate) struct ActorCell<A: Actor> {
     /// Messages and the actor's state bits (see `engine::mailbox`).
     pub(crate) mailbox: Mailbox<A::Msg>,
-    pub(crate) rt: Arc<Runtime>,
+    /// Counters and timings (`metrics.rs`); 0 when metrics are off, so the
+    /// hot path pays one predictable branch. Read by every send.
+    pub(crate) metrics: MetricsRef,
     /// The pool the actor runs on when not the system's default one.
     pool: Option<Arc<Pool>>,
-    /// The pool is this actor's own thread: stop it when the actor stops.
-    dedicated: bool,
+    pub(crate) rt: Arc<Runtime>,
     pub(crate) id: ActorId,
-    /// Set with `STOP_NOW`: read per message by the running worker. Kept apart
-    /// from the state bits, whose cache line the senders write.
-    killed: AtomicBool,
     /// The actor's key in the system's table: set once by the spawner
     /// before the first task, read by the finalizer.
     table_key: AtomicU64,
     pub(crate) name: Option<Arc<String>>,
-    /// Counters and timings (`metrics.rs`); 0 when metrics are off, so the
-    /// hot path pays one predictable branch.
-    pub(crate) metrics: MetricsRef,
-    slot: UnsafeCell<Slot<A>>,
     pub(crate) exit: ExitRecord,
+    slot: UnsafeCell<Slot<A>>,
+    /// Set with `STOP_NOW`: read per message by the running worker. Kept apart
+    /// from the state bits, whose cache line the senders write.
+    killed: AtomicBool,
+    /// The pool is this actor's own thread: stop it when the actor stops.
+    dedicated: bool,
 }
 
 // SAFETY: the actor value is only touched by the single holder of the actor's
@@ -658,6 +668,25 @@ mod tests {
     /// Guards the per-actor memory budget (an idle actor, cell plus table
     /// entry, must stay within 256 bytes): the cell itself for a zero-sized
     /// actor, before the `Arc` header (16 bytes) and the table slot.
+    /// The layout promise of `ActorCell`'s docs: the bytes a send touches
+    /// (up to `rt`) end more than a cache line before the actor value.
+    #[test]
+    fn senders_and_handler_do_not_share_a_line() {
+        use std::mem::offset_of;
+        let mailbox_end = std::mem::size_of::<Mailbox<u64>>();
+        assert!(offset_of!(ActorCell<Unit>, metrics) + 8 <= 64);
+        assert!(
+            offset_of!(ActorCell<Unit>, pool) + 8 <= 64,
+            "mailbox is {mailbox_end} bytes"
+        );
+        let last_sender_byte = offset_of!(ActorCell<Unit>, rt) + 7;
+        assert!(
+            offset_of!(ActorCell<Unit>, slot) - last_sender_byte > 64,
+            "slot at {}",
+            offset_of!(ActorCell<Unit>, slot)
+        );
+    }
+
     #[test]
     fn cell_stays_small() {
         let size = std::mem::size_of::<ActorCell<Unit>>();
