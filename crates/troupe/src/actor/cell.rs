@@ -446,7 +446,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
         let mut bits = self.mailbox.flags();
         // Metrics are on or off for the actor's life: decided once per turn,
         // with what the per-message sampling test needs (see `Metered`).
-        let metered = self.metrics.get().map(|(m, _)| Metered::new(m, self));
+        let metered = self
+            .metrics
+            .get()
+            .map(|(m, flags)| Metered::new(m, flags, self));
         loop {
             if bits & state::STOP_NOW != 0 {
                 let reason = self.requested_reason(bits);
@@ -538,7 +541,8 @@ struct Metered<'a> {
 }
 
 impl<'a> Metered<'a> {
-    fn new<A: Actor>(m: &'a ActorMetrics, cell: &'a ActorCell<A>) -> Self {
+    /// `m` and `flags` as the metrics word gave them (`MetricsRef::get`).
+    fn new<A: Actor>(m: &'a ActorMetrics, flags: usize, cell: &'a ActorCell<A>) -> Self {
         // Each actor samples at its own phase (a hash of its address), so
         // that actors with few messages are not all timed at their first.
         let phase = ((cell as *const ActorCell<A> as usize as u64) >> 6)
@@ -548,7 +552,7 @@ impl<'a> Metered<'a> {
             m,
             word: &cell.metrics,
             base: cell.mailbox.popped().wrapping_add(phase),
-            mask: sample_mask(cell.metrics.flags()),
+            mask: sample_mask(flags),
         }
     }
 
@@ -665,28 +669,21 @@ mod tests {
         fn handle(&mut self, _: u64, _: &mut Context<'_, Self>) {}
     }
 
-    /// Guards the per-actor memory budget (an idle actor, cell plus table
-    /// entry, must stay within 256 bytes): the cell itself for a zero-sized
-    /// actor, before the `Arc` header (16 bytes) and the table slot.
     /// The layout promise of `ActorCell`'s docs: the bytes a send touches
     /// (up to `rt`) end more than a cache line before the actor value.
     #[test]
     fn senders_and_handler_do_not_share_a_line() {
         use std::mem::offset_of;
-        let mailbox_end = std::mem::size_of::<Mailbox<u64>>();
         assert!(offset_of!(ActorCell<Unit>, metrics) + 8 <= 64);
-        assert!(
-            offset_of!(ActorCell<Unit>, pool) + 8 <= 64,
-            "mailbox is {mailbox_end} bytes"
-        );
+        assert!(offset_of!(ActorCell<Unit>, pool) + 8 <= 64);
         let last_sender_byte = offset_of!(ActorCell<Unit>, rt) + 7;
-        assert!(
-            offset_of!(ActorCell<Unit>, slot) - last_sender_byte > 64,
-            "slot at {}",
-            offset_of!(ActorCell<Unit>, slot)
-        );
+        let slot = offset_of!(ActorCell<Unit>, slot);
+        assert!(slot - last_sender_byte > 64, "slot at {slot}");
     }
 
+    /// Guards the per-actor memory budget (an idle actor, cell plus table
+    /// entry, must stay within 256 bytes): the cell itself for a zero-sized
+    /// actor, before the `Arc` header (16 bytes) and the table slot.
     #[test]
     fn cell_stays_small() {
         let size = std::mem::size_of::<ActorCell<Unit>>();

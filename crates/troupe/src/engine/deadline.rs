@@ -3,7 +3,10 @@
 //! Every public call that takes a `Duration` turns it into a deadline here,
 //! with [`after`]: a duration too large for `Instant` (`Duration::MAX`, or
 //! any that overflows the clock) means "no deadline", never a panic. Every
-//! blocking wait with an optional deadline goes through [`wait_while`].
+//! blocking wait on a mutex-guarded condition with an optional deadline goes
+//! through [`wait_while`]. The one wait that has no mutex, a joiner waiting
+//! for an actor's stop, parks on the exit record's address instead
+//! (`actor::lifecycle`, whose record sits behind a `ShortLock`).
 
 use parking_lot::{Condvar, MutexGuard};
 use std::time::{Duration, Instant};
