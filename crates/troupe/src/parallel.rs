@@ -29,7 +29,7 @@
 //! [`Recipient`].
 
 use crate::actor::lifecycle::{
-    guard, ExitRecord, JoinFuture, StopListener, StopRequest, Stoppable,
+    guard, ExitRecord, JoinFuture, StopListener, StopRequest, Stoppable, Watcher,
 };
 use crate::actor::runtime::{Admission, Runtime};
 use crate::actor::{ActorId, SendError, StopReason, WatchId, Watchable};
@@ -504,7 +504,7 @@ impl<A: SharedActor> Watchable for SharedRef<A> {
     }
 
     fn on_stop(&self, f: impl FnOnce(ActorId, &StopReason) + Send + 'static) -> WatchId {
-        self.cell.exit.add_watcher(self.cell.id, Box::new(f))
+        self.cell.exit.add_watcher(self.cell.id, Watcher::new(f))
     }
 
     fn demonitor(&self, watch: WatchId) -> bool {

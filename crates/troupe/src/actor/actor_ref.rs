@@ -8,6 +8,7 @@ use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{Down, JoinFuture, StopListener, StopRequest, WatchId};
 use super::watch::Watchable;
+use super::watcher::Watcher;
 use crate::engine::deadline;
 use crate::engine::scheduler::may_block_here;
 use std::fmt;
@@ -209,7 +210,7 @@ impl<A: Actor> ActorRef<A> {
     ///
     /// Returns an id that [`demonitor`](Self::demonitor) takes to cancel it.
     pub fn on_stop(&self, f: impl FnOnce(ActorId, &StopReason) + Send + 'static) -> WatchId {
-        self.cell.exit.add_watcher(self.cell.id, Box::new(f))
+        self.cell.exit.add_watcher(self.cell.id, Watcher::new(f))
     }
 
     /// Cancels a watcher set with [`on_stop`](Self::on_stop) or a watch on
@@ -290,14 +291,24 @@ pub(crate) fn watch_for<A: Actor, T: Watchable>(
     target: &T,
     to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
 ) -> WatchId {
-    target.on_stop(move |id, reason| {
+    target.on_stop(monitor(watcher.cell, to_msg))
+}
+
+/// The stop callback of a monitor. It captures one weak pointer (and
+/// `to_msg`, zero-sized when it captures nothing), so the exit record
+/// stores it inline, with no allocation (`watcher.rs`).
+pub(crate) fn monitor<A: Actor>(
+    watcher: Weak<ActorCell<A>>,
+    to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
+) -> impl FnOnce(ActorId, &StopReason) + Send + 'static {
+    move |id, reason| {
         if let Some(me) = watcher.upgrade() {
-            let _ = me.tell(to_msg(Down {
+            let _ = me.send(to_msg(Down {
                 id,
                 reason: reason.clone(),
             }));
         }
-    })
+    }
 }
 
 impl<A: Actor> Watchable for ActorRef<A> {

@@ -693,4 +693,19 @@ mod tests {
         // a listener only), which saves a watched actor one allocation.
         assert!(size <= 184, "ActorCell grew to {size} bytes");
     }
+
+    fn fits_inline_of<F>(_: &F) -> bool {
+        super::super::watcher::fits_inline::<F>()
+    }
+
+    /// A monitor (`watch`) costs no allocation: its stop callback fits the
+    /// exit record's inline word (`watcher.rs`).
+    #[test]
+    fn a_monitor_needs_no_allocation() {
+        let watcher: Weak<ActorCell<Unit>> = Weak::new();
+        let f = super::super::actor_ref::monitor(watcher, |d: super::super::lifecycle::Down| {
+            d.id.as_u64()
+        });
+        assert!(fits_inline_of(&f));
+    }
 }

@@ -157,8 +157,7 @@ pub trait StopListener: Send + Sync {
     fn actor_stopped(&self, id: ActorId, token: u64, reason: &StopReason);
 }
 
-/// Called with the actor's id and stop reason when it stops.
-pub(crate) type Watcher = Box<dyn FnOnce(ActorId, &StopReason) + Send>;
+pub(crate) use super::watcher::Watcher;
 
 /// A listener and the token it is told.
 type Listening = (Arc<dyn StopListener>, u64);
@@ -304,7 +303,7 @@ impl ExitRecord {
             Exit::Stopped { reason, .. } => {
                 let reason = reason.clone();
                 drop(g);
-                w(id, &reason);
+                w.call(id, &reason);
             }
         }
         watch
@@ -497,7 +496,7 @@ impl ExitRecord {
         for x in watchers {
             match x {
                 Extra::Listener((l, token)) => tally(guard(|| l.actor_stopped(id, token, &reason))),
-                Extra::Once(_, w) => tally(guard(|| w(id, &reason))),
+                Extra::Once(_, w) => tally(guard(|| w.call(id, &reason))),
                 Extra::Joiner(tx) => joiners.push(tx),
             }
         }

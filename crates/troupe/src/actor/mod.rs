@@ -5,7 +5,7 @@
 //! This layer sits on the engine (`engine/`) and below the system
 //! (`system/`): it reaches the system only through the `runtime::Host`
 //! hook. Files: `cell` (memory and the turn), `lifecycle` (stopping,
-//! watchers, waiting), `context`, `actor_ref`, `ask`, `watch`, `runtime`
+//! watchers, waiting), `context`, `actor_ref`, `ask`, `watch`, `watcher` (a stop callback, inline when small), `runtime`
 //! (spawning), `error`.
 
 pub(crate) mod actor_ref;
@@ -19,6 +19,7 @@ pub(crate) mod lifecycle;
 pub(crate) mod metrics;
 pub(crate) mod runtime;
 pub(crate) mod watch;
+pub(crate) mod watcher;
 
 // The core types are re-exported at the crate root (one path each); this
 // module exposes the rest of the actor API.
