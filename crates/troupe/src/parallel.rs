@@ -31,7 +31,8 @@
 use crate::actor::lifecycle::{
     guard, ExitRecord, JoinFuture, StopListener, StopRequest, Stoppable, Watcher,
 };
-use crate::actor::runtime::{Admission, Runtime};
+use crate::actor::runtime::Admission;
+use crate::actor::runtime_ref::RuntimeRef;
 use crate::actor::{ActorId, SendError, StopReason, WatchId, Watchable};
 use crate::engine::deadline;
 use crate::engine::dispatcher::Dispatcher;
@@ -240,7 +241,7 @@ struct SharedCell<A: SharedActor> {
     /// Exclusion key: this cell's address, or the group coordinator's.
     exclusion: usize,
     pool: Arc<Pool>,
-    rt: Arc<Runtime>,
+    rt: RuntimeRef,
     id: ActorId,
     /// Set once at spawn, right after the actor enters the table. A shutdown
     /// that closes the actor in between makes `finalize` wait for it.
@@ -540,7 +541,7 @@ impl SystemHandle {
 }
 
 fn spawn_shared_cell<A: SharedActor>(
-    rt: &Arc<Runtime>,
+    rt: &RuntimeRef,
     actor: A,
     dispatcher: &Dispatcher,
     fifo: Fifo,

@@ -31,7 +31,8 @@ use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{guard, reason_from_bits, ExitRecord, StopRequest, Stoppable};
 use super::metrics::{sample_mask, ActorMetrics, MailboxProbe, MetricsRef, PENDING, TRACE};
-use super::runtime::{Admission, Runtime, SpawnOptions};
+use super::runtime::{Admission, SpawnOptions};
+use super::runtime_ref::RuntimeRef;
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
 use crate::engine::state;
@@ -63,7 +64,7 @@ pub(crate) struct ActorCell<A: Actor> {
     pub(crate) metrics: MetricsRef,
     /// The pool the actor runs on when not the system's default one.
     pool: Option<Arc<Pool>>,
-    pub(crate) rt: Arc<Runtime>,
+    pub(crate) rt: RuntimeRef,
     pub(crate) id: ActorId,
     /// The actor's key in the system's table: set once by the spawner
     /// before the first task, read by the finalizer.
@@ -89,7 +90,7 @@ unsafe impl<A: Actor> Send for ActorCell<A> {}
 impl<A: Actor> ActorCell<A> {
     /// Creates an actor, enrols it, and schedules its first turn (which
     /// runs `started`).
-    pub(crate) fn spawn(rt: &Arc<Runtime>, actor: A, options: SpawnOptions) -> Arc<Self> {
+    pub(crate) fn spawn(rt: &RuntimeRef, actor: A, options: SpawnOptions) -> Arc<Self> {
         let mailbox = options.mailbox.unwrap_or(rt.default_mailbox);
         let (pool, dedicated) = if options.dedicated {
             let name = options
@@ -142,7 +143,7 @@ impl<A: Actor> ActorCell<A> {
     fn new(
         actor: A,
         mailbox: MailboxConfig,
-        rt: Arc<Runtime>,
+        rt: RuntimeRef,
         pool: Option<Arc<Pool>>,
         dedicated: bool,
         name: Option<Arc<String>>,

@@ -7,9 +7,9 @@ use super::cell::ActorCell;
 use super::error::{AskError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{Down, WatchId};
-use super::runtime::{Runtime, SpawnOptions};
+use super::runtime::SpawnOptions;
+use super::runtime_ref::RuntimeRef;
 use super::watch::Watchable;
-use std::sync::Arc;
 
 /// What a handler can do besides handling: reach itself, stop, spawn, watch,
 /// ask other actors without blocking.
@@ -42,7 +42,7 @@ impl<'a, A: Actor> Context<'a, A> {
         }
     }
 
-    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
+    pub(crate) fn runtime(&self) -> &RuntimeRef {
         &self.cell.rt
     }
 

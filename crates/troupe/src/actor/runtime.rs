@@ -12,6 +12,7 @@
 use super::error::StopReason;
 use super::lifecycle::Stoppable;
 use super::metrics::MetricsSet;
+use super::runtime_ref::Holders;
 use crate::engine::dispatcher::Dispatcher;
 use crate::engine::mailbox::MailboxConfig;
 use crate::engine::scheduler::{Pool, PoolConfig};
@@ -46,8 +47,11 @@ pub(crate) enum Admission {
     Closed,
 }
 
-/// The state a system's actors share; every cell holds an `Arc` of it.
+/// The state a system's actors share; every cell holds a counted
+/// reference to it ([`RuntimeRef`](super::runtime_ref::RuntimeRef)).
 pub(crate) struct Runtime {
+    /// Who holds a reference to this runtime (`runtime_ref.rs`).
+    pub(crate) holders: Holders,
     /// The system's default work-stealing pool.
     pub(crate) pool: Arc<Pool>,
     /// Messages dropped undelivered (see `ShutdownReport`).

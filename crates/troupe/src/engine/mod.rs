@@ -10,6 +10,7 @@
 //! * `deadline`: turning a user's `Duration` into a deadline that cannot
 //!   overflow, and waiting on a condvar until one;
 //! * `lock`: the spin lock of the lifecycle's short critical sections;
+//! * `shard`: which shard of a per-thread sharded structure a thread uses;
 //! * `sync`: the one door to the atomics loom replaces.
 //!
 //! Rule: nothing under `engine/` imports from `actor/`, `system/` or any
@@ -21,6 +22,7 @@ pub mod dispatcher;
 pub(crate) mod lock;
 pub mod mailbox;
 pub(crate) mod scheduler;
+pub(crate) mod shard;
 pub(crate) mod state;
 pub(crate) mod sync;
 pub(crate) mod timer;

@@ -16,6 +16,7 @@ pub use shutdown::ShutdownReport;
 use crate::actor::cell::ActorCell;
 use crate::actor::lifecycle::Stoppable;
 use crate::actor::runtime::{Admission, Host, Runtime};
+use crate::actor::runtime_ref::{Holders, RuntimeRef};
 use crate::actor::{Actor, ActorRef, Context, SpawnOptions};
 use crate::engine::deadline;
 use crate::engine::dispatcher::{Dispatcher, DispatcherKind};
@@ -261,7 +262,8 @@ impl SystemBuilder {
             #[cfg(feature = "async")]
             bridge: Mutex::new(async_runtime::AsyncBridge::new(self.tokio)),
         };
-        let rt = Arc::new(Runtime {
+        let rt = RuntimeRef::new(Runtime {
+            holders: Holders::new(),
             pool,
             dropped: AtomicU64::new(0),
             panics: AtomicU64::new(0),
@@ -287,7 +289,7 @@ impl SystemBuilder {
 /// [`Context::system`](crate::Context::system).
 #[derive(Clone)]
 pub struct SystemHandle {
-    pub(crate) rt: Arc<Runtime>,
+    pub(crate) rt: RuntimeRef,
 }
 
 impl<A: Actor> Context<'_, A> {
@@ -501,5 +503,82 @@ impl ActorSystem {
 impl Drop for ActorSystem {
     fn drop(&mut self) {
         self.shutdown();
+        // The owner goes: from now on the runtime's last reference (this
+        // one, or a cell or handle that outlives it) frees it.
+        self.handle.rt.close();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::engine::scheduler::Pool;
+    use std::sync::Weak;
+
+    struct Idle;
+    impl Actor for Idle {
+        type Msg = u32;
+        fn handle(&mut self, _: u32, _: &mut Context<'_, Self>) {}
+    }
+
+    /// The runtime (here: its pool, which only the runtime holds once the
+    /// workers are joined) lives exactly as long as its last reference.
+    fn pool_of(system: &ActorSystem) -> Weak<Pool> {
+        Arc::downgrade(&system.rt.pool)
+    }
+
+    #[test]
+    fn the_runtime_goes_with_the_system_when_nothing_outlives_it() {
+        let system = ActorSystem::builder().threads(1).build();
+        let a = system.spawn(Idle);
+        let pool = pool_of(&system);
+        a.tell(1).unwrap();
+        drop(a);
+        drop(system);
+        assert!(pool.upgrade().is_none(), "runtime leaked");
+    }
+
+    #[test]
+    fn an_actor_ref_keeps_the_runtime_until_it_goes() {
+        let system = ActorSystem::builder().threads(2).build();
+        let pool = pool_of(&system);
+        // References taken on other threads (other shards) too.
+        let refs: Vec<_> = std::thread::scope(|s| {
+            (0..4)
+                .map(|_| s.spawn(|| system.spawn(Idle)).join().unwrap())
+                .collect()
+        });
+        drop(system);
+        assert!(pool.upgrade().is_some(), "freed under live references");
+        // A dead actor's cell still works: the send is handed back.
+        assert!(refs[0].tell(7).is_err());
+        let (first, rest) = refs.split_at(1);
+        let rest = rest.to_vec();
+        std::thread::spawn(move || drop(rest)).join().unwrap();
+        assert!(pool.upgrade().is_some(), "freed under a live reference");
+        drop(first.to_vec());
+        drop(refs);
+        assert!(pool.upgrade().is_none(), "runtime leaked");
+    }
+
+    #[test]
+    fn a_handle_keeps_the_runtime_and_spawns_after_the_owner_are_refused() {
+        let system = ActorSystem::builder().threads(1).build();
+        let pool = pool_of(&system);
+        let handle = system.handle();
+        let h2 = handle.clone();
+        drop(system);
+        let late = std::thread::spawn(move || {
+            let a = h2.spawn(Idle);
+            assert_eq!(a.join(), crate::StopReason::Shutdown);
+            a
+        })
+        .join()
+        .unwrap();
+        assert!(pool.upgrade().is_some());
+        drop(handle);
+        assert!(pool.upgrade().is_some(), "freed under a late actor's cell");
+        drop(late);
+        assert!(pool.upgrade().is_none(), "runtime leaked");
     }
 }

@@ -16,31 +16,10 @@
 
 use crate::actor::lifecycle::Stoppable;
 use crate::engine::lock::ShortLock;
+use crate::engine::shard::{self, SHARDS};
 use crossbeam_utils::CachePadded;
 use slab::Slab;
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-
-const SHARDS: usize = 16;
-
-static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// This thread's actor-table shard.
-    static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-fn my_shard() -> usize {
-    SHARD.with(|s| {
-        let mut v = s.get();
-        if v == usize::MAX {
-            v = NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS;
-            s.set(v);
-        }
-        v
-    })
-}
 
 /// One shard: live actors by slab key, and how many have left it.
 #[derive(Default)]
@@ -65,7 +44,7 @@ impl ActorTable {
 
     /// Inserts a live actor; returns its key.
     pub(crate) fn insert(&self, actor: Arc<dyn Stoppable>) -> u64 {
-        let shard = my_shard();
+        let shard = shard::this_thread();
         let slot = self.shards[shard].lock().live.insert(actor);
         ((shard as u64) << 32) | slot as u64
     }
