@@ -31,7 +31,7 @@
 use crate::actor::lifecycle::{
     guard, ExitRecord, JoinFuture, StopListener, StopRequest, Stoppable, Watcher,
 };
-use crate::actor::runtime::Admission;
+use crate::actor::runtime::{Admission, Enrolled};
 use crate::actor::runtime_ref::RuntimeRef;
 use crate::actor::{ActorId, SendError, StopReason, WatchId, Watchable};
 use crate::engine::deadline;
@@ -558,7 +558,6 @@ fn spawn_shared_cell<A: SharedActor>(
         coord,
         exclusion,
         pool: dispatcher.pool.clone(),
-        rt: rt.clone(),
         id: ActorId::next(),
         table_key: AtomicU64::new(KEY_UNSET),
         life: Mutex::new(Life {
@@ -568,8 +567,18 @@ fn spawn_shared_cell<A: SharedActor>(
             finished: false,
         }),
         exit: ExitRecord::new(),
+        // SAFETY: enrolled right below, with nothing in between that can
+        // unwind; the enrolment counts this reference (or we take it).
+        rt: unsafe { rt.for_enrolment() },
     });
-    let (key, admission) = rt.host.enroll(cell.clone());
+    let Enrolled {
+        key,
+        admission,
+        counted,
+    } = rt.host.enroll(cell.clone());
+    if !counted {
+        rt.holders.take();
+    }
     // A shutdown may already close (and finalize) the actor from another
     // thread: `finalize` waits for this store (see `table_key`).
     cell.table_key.store(key, Ordering::Release);

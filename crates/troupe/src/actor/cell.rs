@@ -31,7 +31,7 @@ use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{guard, reason_from_bits, ExitRecord, StopRequest, Stoppable};
 use super::metrics::{sample_mask, ActorMetrics, MailboxProbe, MetricsRef, PENDING, TRACE};
-use super::runtime::{Admission, SpawnOptions};
+use super::runtime::{Admission, Enrolled, SpawnOptions};
 use super::runtime_ref::RuntimeRef;
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
@@ -108,14 +108,23 @@ impl<A: Actor> ActorCell<A> {
         let cell = Arc::new(ActorCell::new(
             actor,
             mailbox,
-            rt.clone(),
+            rt,
             pool,
             dedicated,
             options.name.clone(),
             options.metrics.unwrap_or(rt.metrics.default_on) || options.trace,
             options.trace,
         ));
-        let (key, admission) = rt.host.enroll(cell.clone());
+        let Enrolled {
+            key,
+            admission,
+            counted,
+        } = rt.host.enroll(cell.clone());
+        if !counted {
+            // The count is closed (the system's owner is gone): the cell's
+            // reference is counted there; the caller's keeps it above zero.
+            rt.holders.take();
+        }
         // Before the first task is scheduled (which publishes it to the
         // worker that will finalize the actor); nobody reads it until then.
         cell.table_key.store(key, Ordering::Relaxed);
@@ -143,7 +152,7 @@ impl<A: Actor> ActorCell<A> {
     fn new(
         actor: A,
         mailbox: MailboxConfig,
-        rt: RuntimeRef,
+        rt: &RuntimeRef,
         pool: Option<Arc<Pool>>,
         dedicated: bool,
         name: Option<Arc<String>>,
@@ -166,7 +175,6 @@ impl<A: Actor> ActorCell<A> {
         };
         ActorCell {
             mailbox: Mailbox::new(mailbox),
-            rt,
             pool,
             dedicated,
             id,
@@ -179,6 +187,12 @@ impl<A: Actor> ActorCell<A> {
                 started: false,
             }),
             exit: ExitRecord::new(),
+            // Last, so that nothing after it can unwind before `spawn`
+            // enrols the cell.
+            // SAFETY: `spawn` enrols the cell right after building it,
+            // with nothing in between that can unwind; the enrolment
+            // counts this reference (or `spawn` takes it).
+            rt: unsafe { rt.for_enrolment() },
         }
     }
 

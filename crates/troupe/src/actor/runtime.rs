@@ -22,9 +22,13 @@ use std::sync::Arc;
 
 /// What the actor core needs from the system that runs it.
 pub(crate) trait Host: Send + Sync + 'static {
-    /// Adds a live actor to the system's table. Returns its table key and
-    /// whether the system takes it (see [`Admission`]).
-    fn enroll(&self, actor: Arc<dyn Stoppable>) -> (u64, Admission);
+    /// Adds a live actor to the system's table, and counts the runtime
+    /// reference its cell holds (made with `RuntimeRef::for_enrolment`)
+    /// in the same lock pass (see `runtime_ref.rs`).
+    fn enroll(&self, actor: Arc<dyn Stoppable>) -> Enrolled;
+    /// Closes the enrolments' share of the runtime's holder count and
+    /// returns it (`Holders::close`, once).
+    fn close_holders(&self) -> isize;
     /// Removes a stopped actor from the table; returns its entry, which the
     /// caller drops once it no longer borrows the actor.
     fn retire(&self, key: u64) -> Option<Arc<dyn Stoppable>>;
@@ -32,6 +36,17 @@ pub(crate) trait Host: Send + Sync + 'static {
     fn start_pool(&self, config: PoolConfig) -> Arc<Pool>;
     /// The system's own type, for the layers above (`system/`).
     fn as_any(&self) -> &dyn Any;
+}
+
+/// What an enrolment did.
+pub(crate) struct Enrolled {
+    /// The actor's key in the table.
+    pub(crate) key: u64,
+    /// Whether the system takes it.
+    pub(crate) admission: Admission,
+    /// Whether the cell's runtime reference was counted; if not (the count
+    /// is closed), the caller counts it with `Holders::take`.
+    pub(crate) counted: bool,
 }
 
 /// Whether a system takes a new actor.

@@ -24,12 +24,22 @@
 //! the drop that takes it to zero frees the runtime, as the last `Arc`
 //! would.
 //!
+//! A new actor's reference is not counted in a pass of its own: the
+//! system's table counts it in the lock pass that enrols the cell (its
+//! shards carry a share of the count, `Host::enroll`,
+//! `RuntimeRef::for_enrolment`), and the close takes that share too
+//! (`Host::close_holders`). A spawn then costs no more lock passes than
+//! before; only a cell's drop adds one, on the dropping thread's shard.
+//!
 //! Invariants:
 //! * A shard's count and `closed` flag change only under its lock. The
-//!   close stores `remaining` and marks every shard while holding all of
-//!   their locks, so a take or a drop either lands in a shard before the
-//!   close (and is in the sum) or sees `closed` after it (and goes to
-//!   `remaining`).
+//!   close marks every shard while holding all of their locks, then the
+//!   table's shards one by one, so a take, drop or enrolment either lands
+//!   in a shard before its mark (and is in the sum) or sees `closed` after
+//!   it (and goes to `remaining`). Before it marks anything, the close
+//!   stores a large bias in `remaining`, and it replaces the bias by the
+//!   sum only at the end: a drop that goes to `remaining` meanwhile cannot
+//!   take it to zero.
 //! * Before the close, the owner's reference keeps the sum at one or more,
 //!   and no shard operation frees anything. After it, `remaining` is the
 //!   number of live references; a take needs a live reference, so it never
@@ -47,6 +57,9 @@ use crate::engine::shard::{self, SHARDS};
 use crossbeam_utils::CachePadded;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicIsize, Ordering};
+
+/// What `remaining` holds while a close is summing the shards.
+const BIAS: isize = isize::MAX / 2;
 
 /// One shard of the holder count.
 #[derive(Default)]
@@ -116,15 +129,24 @@ impl Holders {
 
     /// Moves the count into `remaining`, for good (the owner, once). The
     /// caller still holds its reference and releases it afterwards.
-    pub(crate) fn close(&self) {
+    /// `enrolled` closes the share that enrolments count in the system's
+    /// table (`Host::close_holders`) and returns it.
+    pub(crate) fn close(&self, enrolled: impl FnOnce() -> isize) {
         let mut all: Vec<_> = self.shards.iter().map(|s| s.lock()).collect();
         debug_assert!(!all[0].closed, "a runtime's count is closed once");
-        let sum: isize = all.iter().map(|c| c.n).sum();
-        // Published to later takes and drops by the shard locks below.
-        self.remaining.store(sum, Ordering::Relaxed);
+        // Stored before any shard here or in the table is marked closed, so
+        // a take or drop that sees a mark finds `remaining` far above zero
+        // until the sums below are in (published by the shard locks).
+        self.remaining.store(BIAS, Ordering::Relaxed);
+        let mut sum: isize = 0;
         for c in all.iter_mut() {
+            sum += c.n;
             c.closed = true;
         }
+        drop(all);
+        sum += enrolled();
+        // The owner's reference is in `sum`: this never reaches zero.
+        self.remaining.fetch_add(sum - BIAS, Ordering::AcqRel);
     }
 }
 
@@ -156,7 +178,20 @@ impl RuntimeRef {
     /// runtime (see the module docs). Called once, by the owner, which then
     /// drops its own reference.
     pub(crate) fn close(&self) {
-        self.holders.close();
+        self.holders.close(|| self.host.close_holders());
+    }
+
+    /// A reference for a cell that is about to be enrolled: the enrolment
+    /// counts it (`Host::enroll`), in the lock pass that enrols the cell,
+    /// or says it did not and the caller takes it (`Holders::take`).
+    ///
+    /// # Safety
+    /// The reference is not counted until then: nothing may drop it before
+    /// its cell's enrolment, so it must be the last thing a cell is built
+    /// with before `enroll`, with nothing that can unwind in between.
+    #[inline]
+    pub(crate) unsafe fn for_enrolment(&self) -> Self {
+        RuntimeRef(self.0)
     }
 }
 
@@ -240,7 +275,7 @@ mod tests {
                 .collect();
             // The owner closes while the threads run, then drops its own.
             std::thread::sleep(std::time::Duration::from_micros(200 * (round % 5)));
-            h.close();
+            h.close(|| 0);
             let owner_last = h.release();
             for t in handles {
                 t.join().unwrap();
@@ -265,7 +300,7 @@ mod tests {
             !other,
             "a drop on another shard (count -1 there) is not last"
         );
-        h.close();
+        h.close(|| 0);
         assert_eq!(h.remaining.load(Ordering::SeqCst), 1);
         assert!(h.release(), "the owner's drop after the close is the last");
     }

@@ -15,7 +15,7 @@ pub use shutdown::ShutdownReport;
 
 use crate::actor::cell::ActorCell;
 use crate::actor::lifecycle::Stoppable;
-use crate::actor::runtime::{Admission, Host, Runtime};
+use crate::actor::runtime::{Admission, Enrolled, Host, Runtime};
 use crate::actor::runtime_ref::{Holders, RuntimeRef};
 use crate::actor::{Actor, ActorRef, Context, SpawnOptions};
 use crate::engine::deadline;
@@ -57,8 +57,8 @@ pub(crate) struct SystemInner {
 }
 
 impl Host for SystemInner {
-    fn enroll(&self, actor: Arc<dyn Stoppable>) -> (u64, Admission) {
-        let key = self.table.insert(actor);
+    fn enroll(&self, actor: Arc<dyn Stoppable>) -> Enrolled {
+        let (key, counted) = self.table.insert(actor);
         // Pairs with shutdown's store-then-snapshot: either the snapshot sees
         // this actor, or we see `closing` here.
         let admission = if self.shut_down.load(Ordering::SeqCst) {
@@ -68,7 +68,15 @@ impl Host for SystemInner {
         } else {
             Admission::Open
         };
-        (key, admission)
+        Enrolled {
+            key,
+            admission,
+            counted,
+        }
+    }
+
+    fn close_holders(&self) -> isize {
+        self.table.close_holders()
     }
 
     fn retire(&self, key: u64) -> Option<Arc<dyn Stoppable>> {

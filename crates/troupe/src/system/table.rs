@@ -21,11 +21,18 @@ use crossbeam_utils::CachePadded;
 use slab::Slab;
 use std::sync::Arc;
 
-/// One shard: live actors by slab key, and how many have left it.
+/// One shard: live actors by slab key, and how many have left it; and
+/// the runtime references that enrolments on this shard took.
 #[derive(Default)]
 struct Shard {
     live: Slab<Arc<dyn Stoppable>>,
     stopped: u64,
+    /// Each enrolled cell's reference to the runtime, counted here, in the
+    /// lock pass that enrols it, instead of in a pass of its own
+    /// (`actor::runtime_ref`: an enrolment's share of the holder count).
+    holders: isize,
+    /// The holder count has been closed: enrolments count elsewhere.
+    closed: bool,
 }
 
 /// Every live actor of one system; keys are `shard << 32 | slab key`.
@@ -42,11 +49,31 @@ impl ActorTable {
         }
     }
 
-    /// Inserts a live actor; returns its key.
-    pub(crate) fn insert(&self, actor: Arc<dyn Stoppable>) -> u64 {
+    /// Inserts a live actor; returns its key, and whether its runtime
+    /// reference was counted here (`false` once the count is closed: the
+    /// caller counts it in the closed count).
+    pub(crate) fn insert(&self, actor: Arc<dyn Stoppable>) -> (u64, bool) {
         let shard = shard::this_thread();
-        let slot = self.shards[shard].lock().live.insert(actor);
-        ((shard as u64) << 32) | slot as u64
+        let mut guard = self.shards[shard].lock();
+        let slot = guard.live.insert(actor);
+        let counted = !guard.closed;
+        if counted {
+            guard.holders += 1;
+        }
+        (((shard as u64) << 32) | slot as u64, counted)
+    }
+
+    /// Closes the enrolments' share of the holder count: every shard is
+    /// marked closed under its lock; returns the sum of their counts.
+    pub(crate) fn close_holders(&self) -> isize {
+        let mut sum = 0;
+        for shard in self.shards.iter() {
+            let mut guard = shard.lock();
+            debug_assert!(!guard.closed, "closed once");
+            guard.closed = true;
+            sum += std::mem::take(&mut guard.holders);
+        }
+        sum
     }
 
     /// Removes and returns the entry under `key`, and whether its shard is
