@@ -105,16 +105,21 @@ impl<A: Actor> ActorCell<A> {
         } else {
             (options.dispatcher.map(|d| d.pool), false)
         };
-        let cell = Arc::new(ActorCell::new(
-            actor,
-            mailbox,
-            rt,
-            pool,
-            dedicated,
-            options.name.clone(),
-            options.metrics.unwrap_or(rt.metrics.default_on) || options.trace,
-            options.trace,
-        ));
+        let mut cell = Arc::<Self>::new_uninit();
+        Arc::get_mut(&mut cell)
+            .expect("a new Arc is unique")
+            .write(ActorCell::new(
+                actor,
+                mailbox,
+                rt,
+                pool,
+                dedicated,
+                options.name.clone(),
+                options.metrics.unwrap_or(rt.metrics.default_on) || options.trace,
+                options.trace,
+            ));
+        // SAFETY: written just above.
+        let cell = unsafe { cell.assume_init() };
         let Enrolled {
             key,
             admission,

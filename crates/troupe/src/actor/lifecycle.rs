@@ -188,10 +188,6 @@ impl Watchers {
         }
     }
 
-    fn is_empty(&self) -> bool {
-        self.first.is_none()
-    }
-
     fn iter(&self) -> impl Iterator<Item = &Extra> {
         self.first.iter().chain(&self.rest)
     }
@@ -200,7 +196,8 @@ impl Watchers {
     fn remove(&mut self, hit: impl Fn(&Extra) -> bool) -> Option<Extra> {
         if self.first.as_ref().is_some_and(&hit) {
             let x = self.first.take();
-            // Keep `first` filled while entries remain, so `is_empty` holds.
+            // Keep `first` filled while entries remain: `publish` reads an
+            // empty `first` as no watcher at all.
             if !self.rest.is_empty() {
                 self.first = Some(self.rest.remove(0));
             }
@@ -208,15 +205,6 @@ impl Watchers {
         }
         let at = self.rest.iter().position(hit)?;
         Some(self.rest.remove(at))
-    }
-}
-
-impl IntoIterator for Watchers {
-    type Item = Extra;
-    type IntoIter = std::iter::Chain<std::option::IntoIter<Extra>, std::vec::IntoIter<Extra>>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.first.into_iter().chain(self.rest)
     }
 }
 
@@ -281,17 +269,21 @@ impl ExitRecord {
     }
 
     /// Wakes the joiners parked on this record, if `parked` says any may be.
+    #[inline]
     fn wake_parked(&self, parked: bool) {
         if parked {
-            // SAFETY: the key is this record's address, which no other
-            // parking user shares; no callback runs here.
-            unsafe {
-                parking_lot_core::unpark_all(
-                    self.park_key(),
-                    parking_lot_core::DEFAULT_UNPARK_TOKEN,
-                )
-            };
+            self.unpark_all();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unpark_all(&self) {
+        // SAFETY: the key is this record's address, which no other parking
+        // user shares; no callback runs here.
+        unsafe {
+            parking_lot_core::unpark_all(self.park_key(), parking_lot_core::DEFAULT_UNPARK_TOKEN)
+        };
     }
 
     /// Registers `w` to run when the actor stops; runs it now if it has.
@@ -461,44 +453,56 @@ impl ExitRecord {
     /// registration order, then async joiners; then wakes the blocked
     /// joiners. Called once, by whoever finalizes the actor. Returns how many
     /// watchers panicked (each is logged; the others still run).
+    ///
+    /// The common cases take short paths: no watcher (one pass through the
+    /// lock, the reason moved, not cloned) and one watcher (run directly,
+    /// no list walked).
     pub(crate) fn publish(&self, id: ActorId, reason: StopReason) -> u64 {
-        let watchers = {
+        let (first, rest) = {
             let mut g = self.exit();
-            let watchers = match &mut g.exit {
-                Exit::Running { watchers, .. } => std::mem::take(watchers),
-                Exit::Stopped { .. } => return 0,
+            let Exit::Running { watchers, .. } = &mut g.exit else {
+                return 0;
             };
-            // With no watcher to run (most actors), joiners may go at once:
-            // one pass through the lock, not two.
-            let told = watchers.is_empty();
-            g.exit = Exit::Stopped {
-                reason: reason.clone(),
-                told,
-                late: None,
-            };
-            if told {
+            let Some(first) = watchers.first.take() else {
+                // No watcher to run (most actors): joiners may go at once.
+                g.exit = Exit::Stopped {
+                    reason,
+                    told: true,
+                    late: None,
+                };
                 let parked = std::mem::take(&mut g.parked);
                 drop(g);
                 self.wake_parked(parked);
                 return 0;
-            }
-            watchers
+            };
+            let rest = std::mem::take(&mut watchers.rest);
+            g.exit = Exit::Stopped {
+                reason: reason.clone(),
+                told: false,
+                late: None,
+            };
+            (first, rest)
         };
         // Outside the lock: a watcher may watch, or ask for the reason.
         let mut joiners = Vec::new();
         let mut panics = 0;
-        let mut tally = |r: Result<(), StopReason>| {
+        let mut tell = |x: Extra| {
+            let r = match x {
+                Extra::Listener((l, token)) => guard(|| l.actor_stopped(id, token, &reason)),
+                Extra::Once(_, w) => guard(|| w.call(id, &reason)),
+                Extra::Joiner(tx) => {
+                    joiners.push(tx);
+                    Ok(())
+                }
+            };
             if let Err(reason) = r {
                 panics += 1;
                 log_watcher_panic(reason);
             }
         };
-        for x in watchers {
-            match x {
-                Extra::Listener((l, token)) => tally(guard(|| l.actor_stopped(id, token, &reason))),
-                Extra::Once(_, w) => tally(guard(|| w.call(id, &reason))),
-                Extra::Joiner(tx) => joiners.push(tx),
-            }
+        tell(first);
+        if !rest.is_empty() {
+            rest.into_iter().for_each(&mut tell);
         }
         let parked = {
             let mut g = self.exit();
@@ -511,8 +515,10 @@ impl ExitRecord {
             std::mem::take(&mut g.parked)
         };
         self.wake_parked(parked);
-        for tx in joiners {
-            let _ = tx.send(reason.clone());
+        if !joiners.is_empty() {
+            for tx in joiners {
+                let _ = tx.send(reason.clone());
+            }
         }
         panics
     }
