@@ -627,3 +627,129 @@ fn many_actors_spawned_and_stopped() {
     assert_eq!(report.actors_stopped, 50_000);
     assert_eq!(report.messages_dropped, 0);
 }
+
+/// `Context::spawn_monitored`: the parent gets one `Down` per child with
+/// the child's id and reason (normal, panicked, killed, failed); the
+/// returned watch id cancels the watch; the watch holds only a weak
+/// reference to the parent.
+#[test]
+fn spawn_monitored_tells_the_parent_each_childs_stop() {
+    enum Kid {
+        Stop,
+        Panic,
+        Fail,
+        Wait,
+    }
+    impl Actor for Kid {
+        type Msg = ();
+        fn started(&mut self, ctx: &mut Context<'_, Self>) {
+            match self {
+                Kid::Stop => ctx.stop(),
+                Kid::Panic => panic!("kid fails"),
+                Kid::Fail => ctx.stop_with(StopReason::Failed("no".into())),
+                Kid::Wait => {}
+            }
+        }
+        fn handle(&mut self, _: (), _: &mut Context<'_, Self>) {}
+    }
+    enum P {
+        Go,
+        Down(troupe::Down),
+        Get(ReplyTo<Vec<(troupe::ActorId, StopReason)>>),
+        TakeWaiting(ReplyTo<Vec<troupe::ActorRef<Kid>>>),
+    }
+    #[derive(Default)]
+    struct Parent {
+        downs: Vec<(troupe::ActorId, StopReason)>,
+        kids: Vec<troupe::ActorId>,
+        waiting: Vec<troupe::ActorRef<Kid>>,
+    }
+    impl Actor for Parent {
+        type Msg = P;
+        fn handle(&mut self, msg: P, ctx: &mut Context<'_, Self>) {
+            match msg {
+                P::Go => {
+                    for kid in [Kid::Stop, Kid::Panic, Kid::Fail] {
+                        let (k, _) = ctx.spawn_monitored(kid, P::Down);
+                        self.kids.push(k.id());
+                    }
+                    // Killed later, still watched.
+                    let (k, _) = ctx.spawn_monitored(Kid::Wait, P::Down);
+                    self.kids.push(k.id());
+                    k.kill();
+                    // Watched, then the watch cancelled: no Down.
+                    let (k, watch) = ctx.spawn_monitored(Kid::Wait, P::Down);
+                    assert!(k.demonitor(watch));
+                    self.waiting.push(k);
+                }
+                P::Down(d) => self.downs.push((d.id, d.reason)),
+                P::TakeWaiting(r) => {
+                    r.reply(std::mem::take(&mut self.waiting));
+                }
+                P::Get(r) => {
+                    let mut downs = self.downs.clone();
+                    downs.sort_by_key(|(id, _)| self.kids.iter().position(|k| k == id));
+                    r.reply(downs);
+                }
+            }
+        }
+    }
+    let system = ActorSystem::builder().threads(2).build();
+    let parent = system.spawn(Parent::default());
+    parent.tell(P::Go).unwrap();
+    let deadline = Instant::now() + T;
+    let downs = loop {
+        let downs = parent.ask(P::Get, T).unwrap();
+        if downs.len() >= 4 || Instant::now() > deadline {
+            break downs;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let reasons: Vec<_> = downs.iter().map(|(_, r)| r.clone()).collect();
+    assert_eq!(
+        reasons,
+        vec![
+            StopReason::Normal,
+            StopReason::Panicked("kid fails".into()),
+            StopReason::Failed("no".into()),
+            StopReason::Killed,
+        ]
+    );
+    // The cancelled watch stays silent even after its child stopped.
+    let waiting = parent.ask(P::TakeWaiting, T).unwrap();
+    assert_eq!(waiting.len(), 1);
+    for k in waiting {
+        k.stop();
+        assert_eq!(k.join_timeout(T), Some(StopReason::Normal));
+    }
+    std::thread::sleep(Duration::from_millis(10));
+    assert_eq!(parent.ask(P::Get, T).unwrap().len(), 4);
+
+    // A child that outlives its parent: the watch does not keep the parent
+    // alive, and its stop delivers nothing (and breaks nothing).
+    struct Spawner(std::sync::mpsc::Sender<troupe::ActorRef<Kid>>);
+    impl Actor for Spawner {
+        type Msg = ();
+        fn started(&mut self, ctx: &mut Context<'_, Self>) {
+            let (k, _) = ctx.spawn_monitored(Kid::Wait, |_| ());
+            self.0.send(k).unwrap();
+            ctx.stop();
+        }
+        fn handle(&mut self, _: (), _: &mut Context<'_, Self>) {}
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawner = system.spawn(Spawner(tx));
+    let kid = rx.recv_timeout(T).unwrap();
+    assert_eq!(spawner.join_timeout(T), Some(StopReason::Normal));
+    let weak = spawner.downgrade();
+    drop(spawner);
+    // The table lets go of the stopped parent just after `join` returns.
+    let until = Instant::now() + Duration::from_secs(2);
+    while weak.upgrade().is_some() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(weak.upgrade().is_none(), "the watch kept its parent alive");
+    kid.stop();
+    assert_eq!(kid.join_timeout(T), Some(StopReason::Normal));
+    system.shutdown();
+}

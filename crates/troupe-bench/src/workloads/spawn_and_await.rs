@@ -1,7 +1,10 @@
 //! `spawn_and_await` (CAF micro-benchmark, seed 004): spawn an actor that
 //! stops at once, wait until it has stopped; C times in sequence. The waiting
-//! is done by a driver actor watching each child (a monitor), as an Erlang
-//! process would with spawn_monitor.
+//! is done by a driver actor that spawns each child monitored
+//! (`Context::spawn_monitored`), as the Erlang peer does with `spawn_monitor`
+//! and the CAF peer with `spawn<monitored>`. A second, Troupe-only figure
+//! takes the two-step form (`spawn`, then `watch`), which costs one more
+//! pass through the child's exit-record lock.
 
 use super::Workload;
 use super::{params, verify, RunCfg};
@@ -35,12 +38,18 @@ pub struct Driver {
     left: u64,
     normal: u64,
     done: Sender<u64>,
+    /// `spawn_monitored` (the main figure), or `spawn` then `watch`.
+    monitored: bool,
 }
 
 impl Driver {
     fn next(&mut self, ctx: &mut Context<'_, Self>) {
-        let child = ctx.spawn(Quitter);
-        ctx.watch(&child, |d| DriverMsg::Down(d.id, d.reason));
+        if self.monitored {
+            ctx.spawn_monitored(Quitter, |d| DriverMsg::Down(d.id, d.reason));
+        } else {
+            let child = ctx.spawn(Quitter);
+            ctx.watch(&child, |d| DriverMsg::Down(d.id, d.reason));
+        }
     }
 }
 
@@ -67,35 +76,45 @@ impl Actor for Driver {
 
 pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     let c = p.count;
-    let fig = cfg.measure(
-        "troupe",
-        "spawn_and_await",
-        format!("spawn_and_await {c}"),
-        params(&[("count", json!(c))]),
-        "ops/s",
-        || {
-            let system = cfg.system();
-            let (tx, rx) = bounded(1);
-            let driver = system.spawn(Driver {
-                left: c,
-                normal: 0,
-                done: tx,
-            });
-            let t0 = Instant::now();
-            driver.tell(DriverMsg::Go).map_err(|e| e.to_string())?;
-            let normal = rx.recv().map_err(|e| e.to_string())?;
-            let seconds = t0.elapsed().as_secs_f64();
-            verify(normal == c, || {
-                format!("spawn_and_await: {normal} of {c} children stopped normally")
-            })?;
-            let report = system.shutdown();
-            verify(report.actors_stopped == c + 1, || {
-                format!("spawn_and_await: {} actors stopped", report.actors_stopped)
-            })?;
-            Ok(Sample::new(seconds, c as f64).with("ns_per_op", seconds * 1e9 / c as f64))
-        },
-    )?;
-    Ok(vec![fig])
+    let monitored = measure(cfg, c, true)?;
+    let two_step = measure(cfg, c, false)?;
+    Ok(vec![monitored, two_step])
+}
+
+fn measure(cfg: &RunCfg, c: u64, monitored: bool) -> Result<Figure, String> {
+    let (label, ps) = if monitored {
+        (
+            format!("spawn_and_await {c}"),
+            params(&[("count", json!(c))]),
+        )
+    } else {
+        (
+            format!("spawn_and_await {c} (spawn, then watch)"),
+            params(&[("count", json!(c)), ("form", json!("spawn, then watch"))]),
+        )
+    };
+    cfg.measure("troupe", "spawn_and_await", label, ps, "ops/s", || {
+        let system = cfg.system();
+        let (tx, rx) = bounded(1);
+        let driver = system.spawn(Driver {
+            left: c,
+            normal: 0,
+            done: tx,
+            monitored,
+        });
+        let t0 = Instant::now();
+        driver.tell(DriverMsg::Go).map_err(|e| e.to_string())?;
+        let normal = rx.recv().map_err(|e| e.to_string())?;
+        let seconds = t0.elapsed().as_secs_f64();
+        verify(normal == c, || {
+            format!("spawn_and_await: {normal} of {c} children stopped normally")
+        })?;
+        let report = system.shutdown();
+        verify(report.actors_stopped == c + 1, || {
+            format!("spawn_and_await: {} actors stopped", report.actors_stopped)
+        })?;
+        Ok(Sample::new(seconds, c as f64).with("ns_per_op", seconds * 1e9 / c as f64))
+    })
 }
 
 /// `spawn_and_await`: the contract's parameters; no plot.

@@ -29,7 +29,9 @@ use super::behaviour::Actor;
 use super::context::Context;
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
-use super::lifecycle::{guard, reason_from_bits, ExitRecord, StopRequest, Stoppable};
+use super::lifecycle::{
+    guard, reason_from_bits, ExitRecord, StopRequest, Stoppable, WatchId, Watcher,
+};
 use super::metrics::{sample_mask, ActorMetrics, MailboxProbe, MetricsRef, PENDING, TRACE};
 use super::runtime::{Admission, Enrolled, SpawnOptions};
 use super::runtime_ref::RuntimeRef;
@@ -89,8 +91,14 @@ unsafe impl<A: Actor> Send for ActorCell<A> {}
 
 impl<A: Actor> ActorCell<A> {
     /// Creates an actor, enrols it, and schedules its first turn (which
-    /// runs `started`).
-    pub(crate) fn spawn(rt: &RuntimeRef, actor: A, options: SpawnOptions) -> Arc<Self> {
+    /// runs `started`). `watcher`, if any, is its first stop watcher,
+    /// written in before anyone can see the actor (`spawn_monitored`).
+    pub(crate) fn spawn(
+        rt: &RuntimeRef,
+        actor: A,
+        options: SpawnOptions,
+        watcher: Option<(WatchId, Watcher)>,
+    ) -> Arc<Self> {
         let mailbox = options.mailbox.unwrap_or(rt.default_mailbox);
         let (pool, dedicated) = if options.dedicated {
             let name = options
@@ -117,6 +125,7 @@ impl<A: Actor> ActorCell<A> {
                 options.name.clone(),
                 options.metrics.unwrap_or(rt.metrics.default_on) || options.trace,
                 options.trace,
+                watcher,
             ));
         // SAFETY: written just above.
         let cell = unsafe { cell.assume_init() };
@@ -163,6 +172,7 @@ impl<A: Actor> ActorCell<A> {
         name: Option<Arc<String>>,
         metered: bool,
         trace: bool,
+        watcher: Option<(WatchId, Watcher)>,
     ) -> Self {
         let id = ActorId::next();
         let metrics = if metered {
@@ -191,7 +201,7 @@ impl<A: Actor> ActorCell<A> {
                 actor: Some(actor),
                 started: false,
             }),
-            exit: ExitRecord::new(),
+            exit: ExitRecord::with_watcher(watcher),
             // Last, so that nothing after it can unwind before `spawn`
             // enrols the cell.
             // SAFETY: `spawn` enrols the cell right after building it,

@@ -1,6 +1,6 @@
 //! [`Context`]: what a handler can do besides handling.
 
-use super::actor_ref::{watch_for, ActorRef, WeakActorRef};
+use super::actor_ref::{monitor, watch_for, ActorRef, WeakActorRef};
 use super::ask::{request_not_sent, ReplyTo};
 use super::behaviour::Actor;
 use super::cell::ActorCell;
@@ -10,6 +10,7 @@ use super::lifecycle::{Down, WatchId};
 use super::runtime::SpawnOptions;
 use super::runtime_ref::RuntimeRef;
 use super::watch::Watchable;
+use super::watcher::Watcher;
 
 /// What a handler can do besides handling: reach itself, stop, spawn, watch,
 /// ask other actors without blocking.
@@ -87,8 +88,63 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Spawns with options (name, mailbox, dispatcher).
     pub fn spawn_with<B: Actor>(&self, actor: B, options: SpawnOptions) -> ActorRef<B> {
         ActorRef {
-            cell: ActorCell::spawn(&self.cell.rt, actor, options),
+            cell: ActorCell::spawn(&self.cell.rt, actor, options, None),
         }
+    }
+
+    /// Spawns a child and watches it in one step, as Erlang's
+    /// `spawn_monitor` and CAF's `spawn<monitored>` do: when the child
+    /// stops, this actor receives `to_msg(Down)`. The watch is in place
+    /// before the child can run, and costs no lock: it is written into the
+    /// child's exit record before anyone else can see the child. Returns
+    /// the child and the watch's id (for
+    /// [`demonitor`](ActorRef::demonitor)).
+    ///
+    /// ```
+    /// use troupe::{Actor, ActorSystem, Context, Down, StopReason};
+    /// struct Child;
+    /// impl Actor for Child {
+    ///     type Msg = ();
+    ///     fn started(&mut self, ctx: &mut Context<'_, Self>) {
+    ///         ctx.stop();
+    ///     }
+    ///     fn handle(&mut self, _: (), _: &mut Context<'_, Self>) {}
+    /// }
+    /// struct Parent(std::sync::mpsc::Sender<StopReason>);
+    /// impl Actor for Parent {
+    ///     type Msg = Down;
+    ///     fn started(&mut self, ctx: &mut Context<'_, Self>) {
+    ///         let (_child, _watch) = ctx.spawn_monitored(Child, |down| down);
+    ///     }
+    ///     fn handle(&mut self, down: Down, _: &mut Context<'_, Self>) {
+    ///         self.0.send(down.reason).unwrap();
+    ///     }
+    /// }
+    /// let system = ActorSystem::builder().threads(1).build();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// system.spawn(Parent(tx));
+    /// assert_eq!(rx.recv().unwrap(), StopReason::Normal);
+    /// system.shutdown();
+    /// ```
+    pub fn spawn_monitored<B: Actor>(
+        &self,
+        actor: B,
+        to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
+    ) -> (ActorRef<B>, WatchId) {
+        self.spawn_monitored_with(actor, SpawnOptions::default(), to_msg)
+    }
+
+    /// [`spawn_monitored`](Self::spawn_monitored) with options.
+    pub fn spawn_monitored_with<B: Actor>(
+        &self,
+        actor: B,
+        options: SpawnOptions,
+        to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
+    ) -> (ActorRef<B>, WatchId) {
+        let watch = WatchId::next();
+        let watcher = Watcher::new(monitor(self.cell.weak(), to_msg));
+        let cell = ActorCell::spawn(&self.cell.rt, actor, options, Some((watch, watcher)));
+        (ActorRef { cell }, watch)
     }
 
     /// Watches `target`: when it stops, this actor receives `to_msg(Down)`

@@ -108,7 +108,7 @@ thread_local! {
 }
 
 impl WatchId {
-    fn next() -> Self {
+    pub(crate) fn next() -> Self {
         WATCH_IDS.with(|ids| {
             let (mut next, mut end) = ids.get();
             if next == end {
@@ -245,10 +245,19 @@ pub(crate) struct ExitRecord {
 
 impl ExitRecord {
     pub(crate) fn new() -> Self {
+        Self::with_watcher(None)
+    }
+
+    /// A record with `first` as its first watcher: written in before the
+    /// record is shared, so without the lock (`Context::spawn_monitored`).
+    pub(crate) fn with_watcher(first: Option<(WatchId, Watcher)>) -> Self {
         ExitRecord {
             state: ShortLock::new(Guarded {
                 exit: Exit::Running {
-                    watchers: Watchers::default(),
+                    watchers: Watchers {
+                        first: first.map(|(id, w)| Extra::Once(id, w)),
+                        rest: Vec::new(),
+                    },
                     requested: None,
                 },
                 parked: false,

@@ -327,7 +327,7 @@ impl SystemHandle {
     /// Spawns an actor with options.
     pub fn spawn_with<A: Actor>(&self, actor: A, options: SpawnOptions) -> ActorRef<A> {
         ActorRef {
-            cell: ActorCell::spawn(&self.rt, actor, options),
+            cell: ActorCell::spawn(&self.rt, actor, options, None),
         }
     }
 
