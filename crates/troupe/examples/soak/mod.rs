@@ -7,7 +7,7 @@
 //! policy, tell, ask, stop from outside and from inside, kill, panic), a
 //! supervisor whose children panic and restart, and registry churn
 //! (register, send by name, unregister). Every told message carries a
-//! [`Token`] that counts itself once: handled (by the handler), refused
+//! `Token` that counts itself once: handled (by the handler), refused
 //! (handed back by a failed send), or dropped (its drop ran anywhere else).
 //! The invariants checked at the end:
 //! * every accepted message was handled or dropped: `accepted == handled +

@@ -39,7 +39,7 @@ pub fn first_wrong(n: usize, c: &[f64]) -> Option<(usize, usize, f64)> {
         .map(|x| (x / n, x % n, c[x]))
 }
 
-/// A block product: C[c] += A[a] * B[b], blocks of `dim` at (row, col).
+/// A block product: `C[c] += A[a] * B[b]`, blocks of `dim` at (row, col).
 #[derive(Clone, Copy)]
 pub struct Item {
     a: (u32, u32),
