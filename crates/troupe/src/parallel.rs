@@ -31,7 +31,7 @@
 use crate::actor::lifecycle::{
     guard, ExitRecord, JoinFuture, StopListener, StopRequest, Stoppable, Watcher,
 };
-use crate::actor::runtime::{Admission, Enrolled};
+use crate::actor::runtime::Admission;
 use crate::actor::runtime_ref::RuntimeRef;
 use crate::actor::{ActorId, SendError, StopReason, WatchId, Watchable};
 use crate::engine::deadline;
@@ -571,14 +571,7 @@ fn spawn_shared_cell<A: SharedActor>(
         // unwind; the enrolment counts this reference (or we take it).
         rt: unsafe { rt.for_enrolment() },
     });
-    let Enrolled {
-        key,
-        admission,
-        counted,
-    } = rt.host.enroll(cell.clone());
-    if !counted {
-        rt.holders.take();
-    }
+    let (key, admission) = rt.enroll(cell.clone());
     // A shutdown may already close (and finalize) the actor from another
     // thread: `finalize` waits for this store (see `table_key`).
     cell.table_key.store(key, Ordering::Release);

@@ -33,7 +33,7 @@ use super::lifecycle::{
     guard, reason_from_bits, ExitRecord, StopRequest, Stoppable, WatchId, Watcher,
 };
 use super::metrics::{sample_mask, ActorMetrics, MailboxProbe, MetricsRef, PENDING, TRACE};
-use super::runtime::{Admission, Enrolled, SpawnOptions};
+use super::runtime::{Admission, SpawnOptions};
 use super::runtime_ref::RuntimeRef;
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
@@ -129,16 +129,7 @@ impl<A: Actor> ActorCell<A> {
             ));
         // SAFETY: written just above.
         let cell = unsafe { cell.assume_init() };
-        let Enrolled {
-            key,
-            admission,
-            counted,
-        } = rt.host.enroll(cell.clone());
-        if !counted {
-            // The count is closed (the system's owner is gone): the cell's
-            // reference is counted there; the caller's keeps it above zero.
-            rt.holders.take();
-        }
+        let (key, admission) = rt.enroll(cell.clone());
         // Before the first task is scheduled (which publishes it to the
         // worker that will finalize the actor); nobody reads it until then.
         cell.table_key.store(key, Ordering::Relaxed);

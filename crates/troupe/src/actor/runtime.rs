@@ -86,6 +86,23 @@ pub(crate) struct Runtime {
 }
 
 impl Runtime {
+    /// Enrols a new cell (`Host::enroll`) whose runtime reference was made
+    /// with `RuntimeRef::for_enrolment`, and makes sure that reference is
+    /// counted: by the enrolment, or here once the count is closed (the
+    /// caller's own reference keeps it above zero). Returns the cell's
+    /// table key and whether the system takes it.
+    pub(crate) fn enroll(&self, cell: Arc<dyn Stoppable>) -> (u64, Admission) {
+        let Enrolled {
+            key,
+            admission,
+            counted,
+        } = self.host.enroll(cell);
+        if !counted {
+            self.holders.take();
+        }
+        (key, admission)
+    }
+
     /// Counts `n` messages dropped undelivered.
     #[inline]
     pub(crate) fn count_dropped(&self, n: u64) {
