@@ -132,7 +132,9 @@ impl Holders {
     /// `enrolled` closes the share that enrolments count in the system's
     /// table (`Host::close_holders`) and returns it.
     pub(crate) fn close(&self, enrolled: impl FnOnce() -> isize) {
-        let mut all: Vec<_> = self.shards.iter().map(|s| s.lock()).collect();
+        // Every shard at once, in order, on the stack (no allocation under
+        // the locks); nothing else holds two of them (`engine::lock`).
+        let mut all: [_; SHARDS] = std::array::from_fn(|i| self.shards[i].lock());
         debug_assert!(!all[0].closed, "a runtime's count is closed once");
         // Stored before any shard here or in the table is marked closed, so
         // a take or drop that sees a mark finds `remaining` far above zero

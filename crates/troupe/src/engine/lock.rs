@@ -1,5 +1,6 @@
 //! The lock for the lifecycle's short critical sections: the actor table's
-//! shards and each actor's exit record.
+//! shards, each actor's exit record, and the shards of a runtime's holder
+//! count.
 //!
 //! Every spawn and every stop passes through such a lock a few times, and
 //! each pass is a handful of instructions (a slab insert, a watcher pushed
@@ -12,7 +13,9 @@
 //! being spun against.
 //!
 //! Rule: nothing may block, call user code or take another lock while
-//! holding one. Waiting for a condition (a joiner waiting for an actor's
+//! holding one. The one exception is the close of a runtime's holder count
+//! (`actor::runtime_ref`), which takes all 16 of that count's shards in
+//! order and holds them for a few instructions; no other code holds two. Waiting for a condition (a joiner waiting for an actor's
 //! stop) parks outside it (`actor::lifecycle`).
 //!
 //! Measured in `bench/results/2026-11-26-short-lock/`: `spawn_and_await`
