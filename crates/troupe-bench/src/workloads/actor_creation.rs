@@ -161,7 +161,8 @@ fn tree(cfg: &RunCfg, p: &Params, heap: bool) -> Result<(f64, u64, Option<u64>),
     let system = cfg.system();
     let (tx, rx) = bounded(1);
     let rss = RssBaseline::settle();
-    let before = heap_in_use();
+    // Read only when sampling: it takes the allocator's locks too.
+    let before = heap.then(heap_in_use);
     let sampler = heap.then(PeakHeap::start);
     let t0 = Instant::now();
     system.spawn(Node {
@@ -172,7 +173,9 @@ fn tree(cfg: &RunCfg, p: &Params, heap: bool) -> Result<(f64, u64, Option<u64>),
     });
     let answer = rx.recv().map_err(|e| e.to_string())?;
     let seconds = t0.elapsed().as_secs_f64();
-    let peak = sampler.map(|s| s.finish().saturating_sub(before));
+    let peak = sampler
+        .zip(before)
+        .map(|(s, before)| s.finish().saturating_sub(before));
     let rss_growth = rss.growth();
     verify(answer == actors, || {
         format!("actor_creation: root answered {answer}, expected {actors}")

@@ -113,20 +113,28 @@ impl<A: Actor> ActorCell<A> {
         } else {
             (options.dispatcher.map(|d| d.pool), false)
         };
-        let mut cell = Arc::<Self>::new_uninit();
-        Arc::get_mut(&mut cell)
-            .expect("a new Arc is unique")
-            .write(ActorCell::new(
-                actor,
-                mailbox,
-                rt,
-                pool,
-                dedicated,
-                options.name.clone(),
-                options.metrics.unwrap_or(rt.metrics.default_on) || options.trace,
-                options.trace,
-                watcher,
-            ));
+        // Built in the Arc's memory, not copied in. `Arc::get_mut` would
+        // check uniqueness with a compare-and-swap; a new Arc is unique.
+        let cell = Arc::<Self>::new_uninit();
+        // SAFETY: the Arc was made on the line above and never shared, so
+        // this write through its pointer is the only access to its memory
+        // (the pointer is the allocation's own, not from a `&` borrow).
+        unsafe {
+            Arc::as_ptr(&cell)
+                .cast_mut()
+                .cast::<Self>()
+                .write(ActorCell::new(
+                    actor,
+                    mailbox,
+                    rt,
+                    pool,
+                    dedicated,
+                    options.name.clone(),
+                    options.metrics.unwrap_or(rt.metrics.default_on) || options.trace,
+                    options.trace,
+                    watcher,
+                ))
+        };
         // SAFETY: written just above.
         let cell = unsafe { cell.assume_init() };
         let (key, admission) = rt.enroll(cell.clone());
@@ -715,10 +723,6 @@ mod tests {
         assert!(size <= 184, "ActorCell grew to {size} bytes");
     }
 
-    fn fits_inline_of<F>(_: &F) -> bool {
-        super::super::watcher::fits_inline::<F>()
-    }
-
     /// A monitor (`watch`) costs no allocation: its stop callback fits the
     /// exit record's inline word (`watcher.rs`).
     #[test]
@@ -727,6 +731,6 @@ mod tests {
         let f = super::super::actor_ref::monitor(watcher, |d: super::super::lifecycle::Down| {
             d.id.as_u64()
         });
-        assert!(fits_inline_of(&f));
+        assert!(super::super::watcher::fits_inline_of(&f));
     }
 }

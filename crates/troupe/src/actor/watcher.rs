@@ -101,8 +101,14 @@ impl<F: FnOnce(ActorId, &StopReason) + Send + 'static> Boxed<F> {
 }
 
 /// Whether an `F` fits the inline word (size and alignment).
-pub(crate) const fn fits_inline<F>() -> bool {
+const fn fits_inline<F>() -> bool {
     size_of::<F>() <= size_of::<Word>() && align_of::<F>() <= align_of::<Word>()
+}
+
+/// Whether the closure `_f` would be stored inline (tests).
+#[cfg(test)]
+pub(crate) fn fits_inline_of<F>(_f: &F) -> bool {
+    fits_inline::<F>()
 }
 
 impl Watcher {
@@ -195,10 +201,6 @@ mod tests {
             assert!(fits_inline_of(&f));
             Watcher::new(f)
         }
-    }
-
-    fn fits_inline_of<F>(_: &F) -> bool {
-        fits_inline::<F>()
     }
 
     #[test]
