@@ -324,7 +324,7 @@ impl<A: SharedActor> SharedCell<A> {
             // instructions away.
             std::thread::yield_now();
         };
-        drop(self.rt.host.retire(key));
+        drop(self.rt.host.retire(key, false));
     }
 
     fn close(self: &Arc<Self>, reason: Option<StopReason>) {

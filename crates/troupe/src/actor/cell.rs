@@ -66,7 +66,9 @@ pub(crate) struct ActorCell<A: Actor> {
     pub(crate) metrics: MetricsRef,
     /// The pool the actor runs on when not the system's default one.
     pool: Option<Arc<Pool>>,
-    pub(crate) rt: RuntimeRef,
+    /// Released by the drop, unless the finalizer's retirement released it
+    /// (`rt_released`).
+    pub(crate) rt: ManuallyDrop<RuntimeRef>,
     pub(crate) id: ActorId,
     /// The actor's key in the system's table: set once by the spawner
     /// before the first task, read by the finalizer.
@@ -79,6 +81,11 @@ pub(crate) struct ActorCell<A: Actor> {
     killed: AtomicBool,
     /// The pool is this actor's own thread: stop it when the actor stops.
     dedicated: bool,
+    /// The finalizer's retirement uncounted `rt` (`Retired::holder_released`):
+    /// the table's entry was the last reference, and its drop is this
+    /// cell's drop, which must not touch the runtime. Written by the task
+    /// holder before it drops the entry, read by the drop.
+    rt_released: AtomicBool,
 }
 
 // SAFETY: the actor value is only touched by the single holder of the actor's
@@ -206,7 +213,8 @@ impl<A: Actor> ActorCell<A> {
             // SAFETY: `spawn` enrols the cell right after building it,
             // with nothing in between that can unwind; the enrolment
             // counts this reference (or `spawn` takes it).
-            rt: unsafe { rt.for_enrolment() },
+            rt: ManuallyDrop::new(unsafe { rt.for_enrolment() }),
+            rt_released: AtomicBool::new(false),
         }
     }
 
@@ -437,10 +445,17 @@ impl<A: Actor> ActorCell<A> {
             // Our own thread: it exits once this turn returns.
             self.pool().begin_shutdown();
         }
-        self.rt
+        let retired = self
+            .rt
             .host
-            .retire(self.table_key.load(Ordering::Relaxed))
-            .map(|entry| entry as Arc<dyn Runnable>)
+            .retire(self.table_key.load(Ordering::Relaxed), true);
+        // From here on the runtime is not touched if the retirement took
+        // our reference to it: the entry is then the last reference, and
+        // its drop (by our caller) is the cell's drop.
+        if retired.holder_released {
+            self.rt_released.store(true, Ordering::Relaxed);
+        }
+        retired.entry.map(|entry| entry as Arc<dyn Runnable>)
     }
 
     /// The reason for a stop asked by `bits`: a `stop_with` reason if one
@@ -681,10 +696,29 @@ where
 
 impl<A: Actor> Drop for ActorCell<A> {
     fn drop(&mut self) {
+        if *self.rt_released.get_mut() {
+            // The table's entry was the only reference when the actor
+            // retired, after its final drain: no one could send since, so
+            // there is nothing to drain, and the runtime may be gone.
+            debug_assert!(
+                self.mailbox.is_empty(),
+                "a message after the last reference"
+            );
+            // Were one there, it would still be dropped (uncounted).
+            while_dropping(AskError::ActorStopped, || {
+                // SAFETY: `&mut self`: no other reference exists.
+                while let Some(m) = unsafe { self.mailbox.pop_final() } {
+                    let _ = guard(move || drop(m));
+                }
+            });
+            return;
+        }
         // Messages that raced with the actor's stop (sent after its final
         // drain) end here: dropped and counted, asks failed.
         // SAFETY: `&mut self`: no other reference exists.
         unsafe { self.drain_undelivered() };
+        // SAFETY: dropped once, here; `rt_released` says no one else did.
+        unsafe { ManuallyDrop::drop(&mut self.rt) };
     }
 }
 

@@ -30,8 +30,11 @@ pub(crate) trait Host: Send + Sync + 'static {
     /// returns it (`Holders::close`, once).
     fn close_holders(&self) -> isize;
     /// Removes a stopped actor from the table; returns its entry, which the
-    /// caller drops once it no longer borrows the actor.
-    fn retire(&self, key: u64) -> Option<Arc<dyn Stoppable>>;
+    /// caller drops once it no longer borrows the actor. With
+    /// `release_unique`, an entry that is its cell's only reference also
+    /// has the cell's runtime reference uncounted in the same lock pass
+    /// (`Retired::holder_released`).
+    fn retire(&self, key: u64, release_unique: bool) -> Retired;
     /// Starts a pool that the system stops and joins at shutdown.
     fn start_pool(&self, config: PoolConfig) -> Arc<Pool>;
     /// The system's own type, for the layers above (`system/`).
@@ -47,6 +50,17 @@ pub(crate) struct Enrolled {
     /// Whether the cell's runtime reference was counted; if not (the count
     /// is closed), the caller counts it with `Holders::take`.
     pub(crate) counted: bool,
+}
+
+/// What a retirement did.
+pub(crate) struct Retired {
+    /// The table's entry for the actor.
+    pub(crate) entry: Option<Arc<dyn Stoppable>>,
+    /// The entry was the cell's only reference, and the cell's runtime
+    /// reference is no longer counted: dropping the entry drops the cell,
+    /// which must neither release that reference again nor use the
+    /// runtime (it may be gone by then).
+    pub(crate) holder_released: bool,
 }
 
 /// Whether a system takes a new actor.

@@ -29,7 +29,13 @@
 //! shards carry a share of the count, `Host::enroll`,
 //! `RuntimeRef::for_enrolment`), and the close takes that share too
 //! (`Host::close_holders`). A spawn then costs no more lock passes than
-//! before; only a cell's drop adds one, on the dropping thread's shard.
+//! before. The give-back is folded the same way when it can be: if the
+//! table's entry is a stopped cell's only reference (no other strong or
+//! weak one, so none can ever be made), the retirement uncounts the cell's
+//! reference in its lock pass (`ActorTable::remove`), and the cell, whose
+//! drop follows, neither releases it again nor touches the runtime
+//! (`ActorCell::rt_released`). Otherwise the cell's drop releases it, on
+//! the dropping thread's shard.
 //!
 //! Invariants:
 //! * A shard's count and `closed` flag change only under its lock. The
@@ -125,6 +131,13 @@ impl Holders {
         // Every other holder's last use happens before this free.
         fence(Ordering::Acquire);
         true
+    }
+
+    /// The references counted in this count's own shards, before the
+    /// close (the enrolments' share is in the system's table).
+    #[cfg(test)]
+    pub(crate) fn open_sum(&self) -> isize {
+        self.shards.iter().map(|s| s.lock().n).sum()
     }
 
     /// Moves the count into `remaining`, for good (the owner, once). The

@@ -15,7 +15,7 @@ pub use shutdown::ShutdownReport;
 
 use crate::actor::cell::ActorCell;
 use crate::actor::lifecycle::Stoppable;
-use crate::actor::runtime::{Admission, Enrolled, Host, Runtime};
+use crate::actor::runtime::{Admission, Enrolled, Host, Retired, Runtime};
 use crate::actor::runtime_ref::{Holders, RuntimeRef};
 use crate::actor::{Actor, ActorRef, Context, SpawnOptions};
 use crate::engine::deadline;
@@ -79,18 +79,20 @@ impl Host for SystemInner {
         self.table.close_holders()
     }
 
-    fn retire(&self, key: u64) -> Option<Arc<dyn Stoppable>> {
-        let (entry, shard_empty) = self.table.remove(key);
-        // A waiter counts itself before it reads the shards; if it read this
-        // shard before our removal, its lock came first, so our load here
-        // sees its count (see `wait_no_live`).
-        if shard_empty && self.waiting.load(Ordering::SeqCst) > 0 {
+    fn retire(&self, key: u64, release_unique: bool) -> Retired {
+        let removed = self.table.remove(key, release_unique, &self.waiting);
+        // Nothing of `self` is read from here on when the holder was
+        // released (`ActorTable::remove`): `wake` excludes it.
+        if removed.wake {
             // Taken so a waiter between its check and its sleep is not
             // missed (it holds the lock across both).
             let _g = self.live_lock.lock();
             self.live_cv.notify_all();
         }
-        entry
+        Retired {
+            entry: removed.entry,
+            holder_released: removed.holder_released,
+        }
     }
 
     fn start_pool(&self, config: PoolConfig) -> Arc<Pool> {
@@ -522,6 +524,7 @@ mod tests {
     use super::*;
     use crate::engine::scheduler::Pool;
     use std::sync::Weak;
+    use std::time::Instant;
 
     struct Idle;
     impl Actor for Idle {
@@ -542,6 +545,67 @@ mod tests {
         let pool = pool_of(&system);
         a.tell(1).unwrap();
         drop(a);
+        drop(system);
+        assert!(pool.upgrade().is_none(), "runtime leaked");
+    }
+
+    /// Runtime references counted now: the owner's, one per handle, one
+    /// per cell not yet dropped.
+    fn holders_of(system: &ActorSystem) -> isize {
+        system.rt.holders.open_sum() + system.handle.inner().table.holders()
+    }
+
+    struct Quitter;
+    impl Actor for Quitter {
+        type Msg = ();
+        fn started(&mut self, ctx: &mut Context<'_, Self>) {
+            ctx.stop();
+        }
+        fn handle(&mut self, _: (), _: &mut Context<'_, Self>) {}
+    }
+
+    /// A stopped actor's cell gives its runtime reference back exactly once:
+    /// at its retirement when the table held its last reference (nothing
+    /// else can reach it then), else at its drop. Stops on a worker, with
+    /// and without other references (strong, weak, a watcher's) alive.
+    #[test]
+    fn a_stopped_actors_runtime_reference_is_given_back_once() {
+        let system = ActorSystem::builder().threads(2).build();
+        let pool = pool_of(&system);
+        let base = holders_of(&system);
+        // No other reference: retirement gives it back.
+        for _ in 0..100 {
+            let q = system.spawn(Quitter);
+            drop(q);
+        }
+        // Held past the stop: the last `ActorRef` gives it back.
+        let held: Vec<_> = (0..10).map(|_| system.spawn(Quitter)).collect();
+        // Only a weak reference left: the cell's drop gives it back.
+        let weak: Vec<_> = (0..10).map(|_| system.spawn(Quitter).downgrade()).collect();
+        for q in &held {
+            q.join();
+        }
+        assert!(system
+            .handle
+            .inner()
+            .wait_no_live(deadline::after(Duration::from_secs(5))));
+        // Retired; the workers drop the weakly held cells just after.
+        let settled = |want: isize| {
+            let end = Instant::now() + Duration::from_secs(5);
+            while holders_of(&system) != want && Instant::now() < end {
+                std::thread::yield_now();
+            }
+            holders_of(&system)
+        };
+        // The held cells are still referenced.
+        assert_eq!(
+            settled(base + held.len() as isize),
+            base + held.len() as isize
+        );
+        drop(held);
+        assert_eq!(holders_of(&system), base);
+        drop(weak);
+        assert_eq!(holders_of(&system), base);
         drop(system);
         assert!(pool.upgrade().is_none(), "runtime leaked");
     }

@@ -19,6 +19,7 @@ use crate::engine::lock::ShortLock;
 use crate::engine::shard::{self, SHARDS};
 use crossbeam_utils::CachePadded;
 use slab::Slab;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// One shard: live actors by slab key, and how many have left it; and
@@ -76,16 +77,52 @@ impl ActorTable {
         sum
     }
 
-    /// Removes and returns the entry under `key`, and whether its shard is
-    /// now empty (the caller then wakes anyone waiting for no live actor).
-    pub(crate) fn remove(&self, key: u64) -> (Option<Arc<dyn Stoppable>>, bool) {
+    /// Removes the entry under `key` (see [`Removed`]). `waiters` counts
+    /// the threads waiting for no live actor; it is read under the shard's
+    /// lock, after the removal.
+    ///
+    /// With `release_unique`, an entry that is the cell's only reference
+    /// (no other strong and no weak one) also has the cell's runtime
+    /// reference uncounted from this shard, in this lock pass, as its
+    /// enrolment counted it (`actor::runtime_ref`). Nobody can make a new
+    /// reference from none, so the caller's drop of the entry will be the
+    /// cell's drop, which must then not release the runtime reference
+    /// again, nor use the runtime: once this lock is released, the runtime
+    /// may go. Not done once the count is closed, nor when a waiter must be
+    /// woken (the caller uses the runtime for that).
+    pub(crate) fn remove(&self, key: u64, release_unique: bool, waiters: &AtomicUsize) -> Removed {
         let shard = (key >> 32) as usize;
         let mut guard = self.shards[shard].lock();
         let entry = guard.live.try_remove((key & 0xFFFF_FFFF) as usize);
-        if entry.is_some() {
+        // A waiter counts itself before it reads the shards; if it read this
+        // shard before our removal, its lock came first, so our load here
+        // sees its count (see `wait_no_live`).
+        let wake = guard.live.is_empty() && waiters.load(Ordering::SeqCst) > 0;
+        let mut holder_released = false;
+        if let Some(e) = &entry {
             guard.stopped += 1;
+            if release_unique
+                && !wake
+                && !guard.closed
+                && Arc::strong_count(e) == 1
+                && Arc::weak_count(e) == 0
+            {
+                guard.holders -= 1;
+                holder_released = true;
+            }
         }
-        (entry, guard.live.is_empty())
+        Removed {
+            entry,
+            wake,
+            holder_released,
+        }
+    }
+
+    /// The enrolments' share of the runtime's holder count, before the
+    /// close.
+    #[cfg(test)]
+    pub(crate) fn holders(&self) -> isize {
+        self.shards.iter().map(|s| s.lock().holders).sum()
     }
 
     /// Actors alive now (a sum over the shards, each read under its lock).
@@ -106,4 +143,14 @@ impl ActorTable {
         }
         all
     }
+}
+
+/// What [`ActorTable::remove`] did.
+pub(crate) struct Removed {
+    /// The entry, for the caller to drop once it no longer borrows the cell.
+    pub(crate) entry: Option<Arc<dyn Stoppable>>,
+    /// The shard is now empty and someone waits for no live actor.
+    pub(crate) wake: bool,
+    /// The cell's runtime reference was uncounted with the entry.
+    pub(crate) holder_released: bool,
 }
