@@ -33,6 +33,7 @@ use super::lifecycle::{
     guard, reason_from_bits, ExitRecord, StopRequest, Stoppable, WatchId, Watcher,
 };
 use super::metrics::{sample_mask, ActorMetrics, MailboxProbe, MetricsRef, PENDING, TRACE};
+use super::recycle;
 use super::runtime::{Admission, SpawnOptions};
 use super::runtime_ref::RuntimeRef;
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
@@ -120,12 +121,15 @@ impl<A: Actor> ActorCell<A> {
         } else {
             (options.dispatcher.map(|d| d.pool), false)
         };
-        // Built in the Arc's memory, not copied in. `Arc::get_mut` would
-        // check uniqueness with a compare-and-swap; a new Arc is unique.
-        let cell = Arc::<Self>::new_uninit();
-        // SAFETY: the Arc was made on the line above and never shared, so
-        // this write through its pointer is the only access to its memory
-        // (the pointer is the allocation's own, not from a `&` borrow).
+        // Built in the Arc's memory, not copied in: a stopped cell's kept
+        // memory (`recycle`), or a new Arc. `Arc::get_mut` would check
+        // uniqueness with a compare-and-swap; both are unique.
+        let cell = recycle::take::<A>().unwrap_or_else(Arc::<Self>::new_uninit);
+        // SAFETY: the Arc is new, or kept by `recycle` as its allocation's
+        // only reference with its contents dropped; either way never shared,
+        // so this write through its pointer is the only access to its
+        // memory (the pointer is the allocation's own, not from a `&`
+        // borrow).
         unsafe {
             Arc::as_ptr(&cell)
                 .cast_mut()
@@ -468,6 +472,27 @@ impl<A: Actor> ActorCell<A> {
 }
 
 impl<A: Actor> Runnable for ActorCell<A> {
+    /// The table's entry, after the finalizing turn: when it is the cell's
+    /// only reference (`rt_released`), its memory is kept for the next
+    /// spawn of `A` on this thread (`recycle`); else it is dropped.
+    fn retired(self: Arc<Self>) {
+        if !self.rt_released.load(Ordering::Relaxed) {
+            return drop(self);
+        }
+        let raw = Arc::into_raw(self).cast_mut();
+        // SAFETY: the retirement found the entry to be the only reference,
+        // with no weak one, and none can be made from nothing: we own the
+        // cell alone. Its fields are dropped once, here (the cell's `Drop`
+        // sees `rt_released` and leaves the runtime alone); the memory
+        // stays with the `Arc`.
+        unsafe { std::ptr::drop_in_place(raw) };
+        // SAFETY: the pointer came from `Arc::<Self>::into_raw`, and
+        // `MaybeUninit<Self>` has `Self`'s size and alignment.
+        let blank =
+            unsafe { Arc::from_raw(raw.cast_const().cast::<std::mem::MaybeUninit<Self>>()) };
+        recycle::put::<A>(blank);
+    }
+
     fn run(&self, worker: &WorkerLocal) -> Option<Arc<dyn Runnable>> {
         // SAFETY: we hold the actor's task (the scheduler hands each task to
         // one worker), so nobody else touches the slot until we release it.

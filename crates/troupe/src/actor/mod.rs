@@ -6,7 +6,8 @@
 //! (`system/`): it reaches the system only through the `runtime::Host`
 //! hook. Files: `cell` (memory and the turn), `lifecycle` (stopping,
 //! watchers, waiting), `context`, `actor_ref`, `ask`, `watch`, `watcher` (a stop callback, inline when small), `runtime`
-//! (spawning), `runtime_ref` (the sharded count that keeps a runtime alive), `error`.
+//! (spawning), `runtime_ref` (the sharded count that keeps a runtime alive), `recycle`
+//! (stopped cells' memory, reused by the next spawn), `error`.
 
 pub(crate) mod actor_ref;
 pub(crate) mod ask;
@@ -17,6 +18,7 @@ pub(crate) mod error;
 pub(crate) mod id;
 pub(crate) mod lifecycle;
 pub(crate) mod metrics;
+pub(crate) mod recycle;
 pub(crate) mod runtime;
 pub(crate) mod runtime_ref;
 pub(crate) mod watch;

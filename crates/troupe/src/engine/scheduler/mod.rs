@@ -64,7 +64,9 @@ impl Task {
         // SAFETY: see the type's docs: the cell is alive while the task exists,
         // and this task is the only one for the actor.
         let retired = unsafe { self.0.as_ref() }.run(worker);
-        drop(retired);
+        if let Some(entry) = retired {
+            entry.retired();
+        }
     }
 }
 
@@ -74,6 +76,13 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     /// table entry if the actor finalized during the turn; the caller drops it
     /// once it no longer borrows the actor (it may be the last reference).
     fn run(&self, worker: &WorkerLocal) -> Option<Arc<dyn Runnable>>;
+
+    /// Takes the entry `run` returned, once the actor is no longer
+    /// borrowed. By default it is dropped; an actor may keep its memory
+    /// for reuse instead.
+    fn retired(self: Arc<Self>) {
+        drop(self);
+    }
 }
 
 static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
