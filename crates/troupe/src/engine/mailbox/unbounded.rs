@@ -122,6 +122,7 @@ unsafe impl<T: Send> Sync for Unbounded<T> {}
 impl<T> Unbounded<T> {
     /// An empty queue whose actor starts `SCHEDULED` (its spawner holds the
     /// first task). Allocates nothing until the first push.
+    #[inline]
     pub fn new() -> Self {
         Unbounded {
             tail: AtomicUsize::new(SCHEDULED),
