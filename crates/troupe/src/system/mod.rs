@@ -567,7 +567,7 @@ mod tests {
     /// A stopped actor's cell gives its runtime reference back exactly once:
     /// at its retirement when the table held its last reference (nothing
     /// else can reach it then), else at its drop. Stops on a worker, with
-    /// and without other references (strong, weak, a watcher's) alive.
+    /// and without other references (strong, weak) alive.
     #[test]
     fn a_stopped_actors_runtime_reference_is_given_back_once() {
         let system = ActorSystem::builder().threads(2).build();

@@ -5,7 +5,8 @@
 //! rarely contend. An entry is an `Arc<dyn Stoppable>`; it is removed by the
 //! actor's finalizer, and the removed `Arc` is handed back to the worker
 //! that finalized, which drops it once it no longer borrows the cell (it may
-//! be the last reference). A scheduler task is a raw pointer to a cell, so
+//! be the last reference; then the worker keeps the cell's memory for the
+//! next spawn, `actor::recycle`). A scheduler task is a raw pointer to a cell, so
 //! this entry is what makes tasks sound: see `engine::scheduler::Task`.
 //!
 //! The live count and the stopped count are kept per shard, under the
