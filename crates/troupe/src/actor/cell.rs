@@ -124,7 +124,7 @@ impl<A: Actor> ActorCell<A> {
         // Built in the Arc's memory, not copied in: a stopped cell's kept
         // memory (`recycle`), or a new Arc. `Arc::get_mut` would check
         // uniqueness with a compare-and-swap; both are unique.
-        let cell = recycle::take::<A>().unwrap_or_else(Arc::<Self>::new_uninit);
+        let cell = recycle::take::<Self>().unwrap_or_else(Arc::<Self>::new_uninit);
         // SAFETY: the Arc is new, or kept by `recycle` as its allocation's
         // only reference with its contents dropped; either way never shared,
         // so these writes through its pointer are the only access to its
@@ -501,7 +501,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
         // `MaybeUninit<Self>` has `Self`'s size and alignment.
         let blank =
             unsafe { Arc::from_raw(raw.cast_const().cast::<std::mem::MaybeUninit<Self>>()) };
-        recycle::put::<A>(blank);
+        recycle::put::<Self>(blank);
     }
 
     fn run(&self, worker: &WorkerLocal) -> Option<Arc<dyn Runnable>> {

@@ -520,6 +520,9 @@ impl Drop for ActorSystem {
 }
 
 #[cfg(all(test, not(loom)))]
+mod recycle_tests;
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::engine::scheduler::Pool;
