@@ -206,9 +206,10 @@ impl<A: Actor> ActorCell<A> {
         } else {
             MetricsRef::off()
         };
-        // SAFETY: the caller's contract; each field is written once, and
-        // nothing below can unwind (the values are built, or plain), so the
-        // cell is whole when this returns.
+        // SAFETY: the caller's contract; each field is written once, so the
+        // cell is whole when this returns. Only the first write can unwind
+        // (a bounded mailbox allocates its ring), and nothing is written
+        // before it; every later value is already built, or plain.
         unsafe {
             addr_of_mut!((*p).mailbox).write(Mailbox::new(mailbox));
             addr_of_mut!((*p).metrics).write(metrics);

@@ -524,6 +524,7 @@ mod recycle_tests;
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::recycle_tests::Quitter;
     use super::*;
     use crate::engine::scheduler::Pool;
     use std::sync::Weak;
@@ -556,15 +557,6 @@ mod tests {
     /// per cell not yet dropped.
     fn holders_of(system: &ActorSystem) -> isize {
         system.rt.holders.open_sum() + system.handle.inner().table.holders()
-    }
-
-    struct Quitter;
-    impl Actor for Quitter {
-        type Msg = ();
-        fn started(&mut self, ctx: &mut Context<'_, Self>) {
-            ctx.stop();
-        }
-        fn handle(&mut self, _: (), _: &mut Context<'_, Self>) {}
     }
 
     /// A stopped actor's cell gives its runtime reference back exactly once:

@@ -8,7 +8,8 @@ use crate::actor::{Actor, ActorRef, Context, Down, StopReason};
 use crate::ActorSystem;
 use std::sync::mpsc;
 
-struct Quitter;
+/// Stops in its `started` hook (also used by `system::tests`).
+pub(super) struct Quitter;
 impl Actor for Quitter {
     type Msg = ();
     fn started(&mut self, ctx: &mut Context<'_, Self>) {
