@@ -125,11 +125,10 @@ impl<A: Actor> ActorCell<A> {
         // memory (`recycle`), or a new Arc. `Arc::get_mut` would check
         // uniqueness with a compare-and-swap; both are unique.
         let cell = recycle::take::<Self>().unwrap_or_else(Arc::<Self>::new_uninit);
-        // SAFETY: the Arc is new, or kept by `recycle` as its allocation's
-        // only reference with its contents dropped; either way never shared,
-        // so these writes through its pointer are the only access to its
-        // memory (the pointer is the allocation's own, not from a `&`
-        // borrow).
+        // The Arc is new, or kept by `recycle` as its allocation's only
+        // reference with its contents dropped; either way never shared. The
+        // pointer is the allocation's own, not from a `&` borrow.
+        // SAFETY: so these writes through it are the only access to it.
         unsafe {
             Self::init(
                 Arc::as_ptr(&cell).cast_mut().cast::<Self>(),
@@ -206,10 +205,11 @@ impl<A: Actor> ActorCell<A> {
         } else {
             MetricsRef::off()
         };
+        // Only the first write can unwind (a bounded mailbox allocates its
+        // ring), and nothing is written before it; every later value is
+        // already built, or plain.
         // SAFETY: the caller's contract; each field is written once, so the
-        // cell is whole when this returns. Only the first write can unwind
-        // (a bounded mailbox allocates its ring), and nothing is written
-        // before it; every later value is already built, or plain.
+        // cell is whole when this returns.
         unsafe {
             addr_of_mut!((*p).mailbox).write(Mailbox::new(mailbox));
             addr_of_mut!((*p).metrics).write(metrics);
@@ -492,11 +492,11 @@ impl<A: Actor> Runnable for ActorCell<A> {
             return drop(self);
         }
         let raw = Arc::into_raw(self).cast_mut();
-        // SAFETY: the retirement found the entry to be the only reference,
-        // with no weak one, and none can be made from nothing: we own the
-        // cell alone. Its fields are dropped once, here (the cell's `Drop`
-        // sees `rt_released` and leaves the runtime alone); the memory
-        // stays with the `Arc`.
+        // The retirement found the entry to be the only reference, with no
+        // weak one, and none can be made from nothing. The cell's `Drop`
+        // sees `rt_released` and leaves the runtime alone.
+        // SAFETY: we own the cell alone; its fields are dropped once, here,
+        // and the memory stays with the `Arc`.
         unsafe { std::ptr::drop_in_place(raw) };
         // SAFETY: the pointer came from `Arc::<Self>::into_raw`, and
         // `MaybeUninit<Self>` has `Self`'s size and alignment.
@@ -737,17 +737,12 @@ impl<A: Actor> Drop for ActorCell<A> {
             // The table's entry was the only reference when the actor
             // retired, after its final drain: no one could send since, so
             // there is nothing to drain, and the runtime may be gone.
+            // (Were one there, the mailbox's own drop would drop it,
+            // uncounted.)
             debug_assert!(
                 self.mailbox.is_empty(),
                 "a message after the last reference"
             );
-            // Were one there, it would still be dropped (uncounted).
-            while_dropping(AskError::ActorStopped, || {
-                // SAFETY: `&mut self`: no other reference exists.
-                while let Some(m) = unsafe { self.mailbox.pop_final() } {
-                    let _ = guard(move || drop(m));
-                }
-            });
             return;
         }
         // Messages that raced with the actor's stop (sent after its final

@@ -15,8 +15,9 @@
 //! Rule: nothing may block, call user code or take another lock while
 //! holding one. The one exception is the close of a runtime's holder count
 //! (`actor::runtime_ref`), which takes all 16 of that count's shards in
-//! order and holds them for a few instructions; no other code holds two. Waiting for a condition (a joiner waiting for an actor's
-//! stop) parks outside it (`actor::lifecycle`).
+//! order and holds them for a few instructions; no other code holds two.
+//! Waiting for a condition (a joiner waiting for an actor's stop) parks
+//! outside it (`actor::lifecycle`).
 //!
 //! Measured in `bench/results/2026-11-26-short-lock/`: `spawn_and_await`
 //! and `actor_creation` A/B against the `parking_lot` mutex.

@@ -80,19 +80,16 @@ impl Host for SystemInner {
     }
 
     fn retire(&self, key: u64, release_unique: bool) -> Retired {
-        let removed = self.table.remove(key, release_unique, &self.waiting);
+        let (retired, wake) = self.table.remove(key, release_unique, &self.waiting);
         // Nothing of `self` is read from here on when the holder was
         // released (`ActorTable::remove`): `wake` excludes it.
-        if removed.wake {
+        if wake {
             // Taken so a waiter between its check and its sleep is not
             // missed (it holds the lock across both).
             let _g = self.live_lock.lock();
             self.live_cv.notify_all();
         }
-        Retired {
-            entry: removed.entry,
-            holder_released: removed.holder_released,
-        }
+        retired
     }
 
     fn start_pool(&self, config: PoolConfig) -> Arc<Pool> {

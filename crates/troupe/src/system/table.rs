@@ -16,6 +16,7 @@
 //! (shutdown, `live_actors`).
 
 use crate::actor::lifecycle::Stoppable;
+use crate::actor::runtime::Retired;
 use crate::engine::lock::ShortLock;
 use crate::engine::shard::{self, SHARDS};
 use crossbeam_utils::CachePadded;
@@ -78,8 +79,9 @@ impl ActorTable {
         sum
     }
 
-    /// Removes the entry under `key` (see [`Removed`]). `waiters` counts
-    /// the threads waiting for no live actor; it is read under the shard's
+    /// Removes the entry under `key`; also returns whether the shard is
+    /// now empty with someone waiting for no live actor (the caller wakes
+    /// them). `waiters` counts those threads; it is read under the shard's
     /// lock, after the removal.
     ///
     /// With `release_unique`, an entry that is the cell's only reference
@@ -91,7 +93,12 @@ impl ActorTable {
     /// again, nor use the runtime: once this lock is released, the runtime
     /// may go. Not done once the count is closed, nor when a waiter must be
     /// woken (the caller uses the runtime for that).
-    pub(crate) fn remove(&self, key: u64, release_unique: bool, waiters: &AtomicUsize) -> Removed {
+    pub(crate) fn remove(
+        &self,
+        key: u64,
+        release_unique: bool,
+        waiters: &AtomicUsize,
+    ) -> (Retired, bool) {
         let shard = (key >> 32) as usize;
         let mut guard = self.shards[shard].lock();
         let entry = guard.live.try_remove((key & 0xFFFF_FFFF) as usize);
@@ -112,11 +119,13 @@ impl ActorTable {
                 holder_released = true;
             }
         }
-        Removed {
-            entry,
+        (
+            Retired {
+                entry,
+                holder_released,
+            },
             wake,
-            holder_released,
-        }
+        )
     }
 
     /// The enrolments' share of the runtime's holder count, before the
@@ -144,14 +153,4 @@ impl ActorTable {
         }
         all
     }
-}
-
-/// What [`ActorTable::remove`] did.
-pub(crate) struct Removed {
-    /// The entry, for the caller to drop once it no longer borrows the cell.
-    pub(crate) entry: Option<Arc<dyn Stoppable>>,
-    /// The shard is now empty and someone waits for no live actor.
-    pub(crate) wake: bool,
-    /// The cell's runtime reference was uncounted with the entry.
-    pub(crate) holder_released: bool,
 }
