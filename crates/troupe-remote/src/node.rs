@@ -79,6 +79,10 @@ use crate::outbox::Outbox;
 use crate::stats::{add_and_log, bump, bump_and_log, Counters, NodeStats};
 use crate::{NodeError, RemoteRef};
 
+/// The largest gap in a sender's sequence numbers counted as missed tells;
+/// a larger jump restarts the link state (see `Shared::account_run`).
+pub(crate) const MAX_GAP: u64 = 1 << 24;
+
 /// What a local actor said to a tell.
 pub(crate) enum Outcome {
     Delivered,
@@ -120,7 +124,7 @@ impl LinkIn {
     fn fresh(&mut self, epoch: u64, first: u64) {
         self.epoch = epoch;
         self.base = first;
-        self.upto = first - 1;
+        self.upto = first.saturating_sub(1);
         self.received = 0;
         self.dropped = 0;
     }
@@ -444,7 +448,15 @@ async fn start(
     handle.spawn(async move {
         while let Some(msg) = sub.next().await {
             let Some(shared) = weak.upgrade() else { break };
-            shared.on_message(msg);
+            // A bug on some input must not make the node deaf: the message
+            // is dropped, counted and logged, and the loop goes on. (The
+            // decoders are total; this is the second line.)
+            let caught =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.on_message(msg)));
+            if caught.is_err() {
+                bump(&shared.counters.panics);
+                tracing::error!(node = %shared.name, "handling an inbox message panicked; dropped it");
+            }
         }
     });
     let weak = Arc::downgrade(&shared);
@@ -457,7 +469,11 @@ async fn start(
             if shared.closed.load(Ordering::Acquire) {
                 break;
             }
-            shared.link_tick().await;
+            let tick = std::panic::AssertUnwindSafe(shared.link_tick());
+            if futures::FutureExt::catch_unwind(tick).await.is_err() {
+                bump(&shared.counters.panics);
+                tracing::error!(node = %shared.name, "the link task's tick panicked; it goes on");
+            }
         }
     });
     Ok(shared)
@@ -645,14 +661,29 @@ impl Shared {
         let expected = st.upto.saturating_add(1);
         if r.first > expected {
             let missed = r.first - expected;
-            if add_and_log(&self.counters.frames_missed, missed) {
+            if missed > MAX_GAP {
+                // No sender loses this many in one gap (an outage loses
+                // what the buffers held, ~10^6 at most): a forged or
+                // garbled number. Start the state over at it, as a new
+                // epoch would; the sender's ledger then counts the
+                // numbers before it lost, and `frames_missed` keeps its
+                // meaning.
+                self.bad_frame(
+                    &format_args!("a link frame skipping {missed} sequence numbers"),
+                    0,
+                );
+                st.fresh(r.epoch, r.first);
+            } else if add_and_log(&self.counters.frames_missed, missed) {
                 let total = self.counters.frames_missed.load(Ordering::Relaxed);
                 tracing::warn!(node = %self.name, sender = %r.sender, missed, total, "tells from this sender never arrived");
             }
         }
-        st.upto = st.upto.max(r.first.saturating_add(r.tells) - 1);
-        st.received += r.tells;
-        st.dropped += r.dropped;
+        // `first >= 1` (checked at decoding), so neither side wraps.
+        st.upto = st
+            .upto
+            .max(r.first.saturating_add(r.tells).saturating_sub(1));
+        st.received = st.received.saturating_add(r.tells);
+        st.dropped = st.dropped.saturating_add(r.dropped);
         st.dirty = true;
     }
 
@@ -924,7 +955,7 @@ pub(crate) fn status_frame(status: Status, t: u64, target: u64, corr: u64) -> Ve
 ///     fn handle(&mut self, (Ping(n), reply): Self::Msg, _: &mut Context<'_, Self>) { reply.reply(n); }
 /// }
 ///
-/// # let nats = troupe_remote::nats_server::NatsServer::start().unwrap();
+/// # let Some(nats) = troupe_test_nats::NatsServer::start_or_skip() else { return Ok(()) };
 /// # let url = nats.url(); // e.g. "nats://127.0.0.1:4222"
 /// let system = ActorSystem::new();
 /// let echo = system.spawn(Echo);

@@ -67,6 +67,7 @@ pub(crate) struct Counters {
     pub link_frames: AtomicU64,
     pub frames_missed: AtomicU64,
     pub unlinked: AtomicU64,
+    pub panics: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64) {
@@ -81,10 +82,18 @@ pub(crate) fn bump_and_log(c: &AtomicU64) -> bool {
 }
 
 /// Adds `n` and says whether to log: when the total passes a power of two.
+/// Saturates at `u64::MAX`: `n` may come off the wire (a gap in a peer's
+/// sequence numbers), so neither the sum nor the log test may wrap.
 pub(crate) fn add_and_log(c: &AtomicU64, n: u64) -> bool {
-    let before = c.fetch_add(n, Relaxed);
-    let after = before + n;
-    n > 0 && (before == 0 || after.ilog2() > before.ilog2())
+    if n == 0 {
+        return false;
+    }
+    let before = match c.fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_add(n))) {
+        Ok(v) | Err(v) => v,
+    };
+    let after = before.saturating_add(n);
+    // `before == 0` first: `ilog2` of 0 panics, and `after >= n > 0`.
+    before == 0 || after.ilog2() > before.ilog2()
 }
 
 /// A snapshot of a node's counters; see the module docs for what each counts.
@@ -137,6 +146,9 @@ pub struct NodeStats {
     pub bad_frames: u64,
     /// Replies to this node's asks that did not decode.
     pub bad_replies: u64,
+    /// Inbox messages whose handling panicked (a bug: the message was
+    /// dropped, logged, and the node went on serving).
+    pub panics: u64,
 }
 
 impl Counters {
@@ -162,6 +174,7 @@ impl Counters {
             link_frames: self.link_frames.load(Relaxed),
             frames_missed: self.frames_missed.load(Relaxed),
             unlinked: self.unlinked.load(Relaxed),
+            panics: self.panics.load(Relaxed),
         }
     }
 }
@@ -180,5 +193,15 @@ mod tests {
         // totals 1, 2, 3, 8, 8, 108, 110
         assert_eq!(logged, [true, true, false, true, false, true, false]);
         assert_eq!(c.load(Relaxed), 110);
+    }
+
+    #[test]
+    fn adding_saturates_instead_of_wrapping() {
+        let c = AtomicU64::new(999);
+        // The total would wrap to 0 (and `ilog2(0)` would panic).
+        assert!(add_and_log(&c, u64::MAX - 998));
+        assert_eq!(c.load(Relaxed), u64::MAX);
+        assert!(!add_and_log(&c, u64::MAX));
+        assert_eq!(c.load(Relaxed), u64::MAX);
     }
 }

@@ -1,0 +1,98 @@
+//! Hostile input on a node's subject from a plain NATS client (not a node):
+//! well-formed frames with numbers chosen to hurt. The node must keep
+//! answering, count what it refused, and keep its counters meaningful.
+
+mod common;
+
+use common::*;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+use troupe::ActorSystem;
+use troupe_remote::envelope::encode_link;
+use troupe_remote::Node;
+use troupe_test_nats::NatsServer;
+
+const T: Duration = Duration::from_secs(5);
+
+/// A plain NATS client on its own small runtime.
+struct Raw {
+    rt: tokio::runtime::Runtime,
+    client: async_nats::Client,
+}
+
+impl Raw {
+    fn connect(url: &str) -> Raw {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = rt.block_on(async_nats::connect(url)).unwrap();
+        Raw { rt, client }
+    }
+
+    /// Publishes each payload as one NATS message, then flushes.
+    fn publish(&self, subject: &str, payloads: Vec<Vec<u8>>) {
+        self.rt.block_on(async {
+            for p in payloads {
+                self.client
+                    .publish(subject.to_string(), p.into())
+                    .await
+                    .unwrap();
+            }
+            self.client.flush().await.unwrap();
+        });
+    }
+}
+
+fn link(epoch: u64, first: u64, sender: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_link(&mut out, epoch, first, sender);
+    out
+}
+
+/// Issue 25, finding 1: four well-formed link frames used to panic the
+/// node's I/O thread (the gap overflowed `frames_missed`, then `ilog2(0)`),
+/// after which asks got `NoResponders` while `is_connected` said true.
+#[test]
+fn four_link_frames_do_not_make_a_node_deaf() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let system = ActorSystem::builder().threads(1).build();
+    let counter = system.spawn(Counter::new(Arc::new(AtomicU64::new(0))));
+    let b = Node::connect(&server.url(), "b").unwrap();
+    b.expose("counter", &counter)
+        .tell::<Add>()
+        .ask::<Sum>(CounterMsg::Sum)
+        .serve()
+        .unwrap();
+    let a = Node::connect(&server.url(), "a").unwrap();
+    let sum = a.lookup::<Sum>("counter@b").unwrap();
+    assert_eq!(sum.ask(Sum, T), Ok(0));
+
+    let raw = Raw::connect(&server.url());
+    raw.publish(
+        &b.subject(),
+        vec![
+            link(7, 1, "y"),
+            link(7, 1000, "y"), // 999 numbers "missed"
+            link(9, 1, "x"),
+            link(9, (u64::MAX - 999) + 2, "x"), // 2^64 + 1 - 999
+        ],
+    );
+    assert!(wait_until(T, || b.stats().link_frames == 4));
+
+    assert_eq!(sum.ask(Sum, T), Ok(0), "the node still answers asks");
+    assert!(a.ping("b", T).is_ok());
+    let s = b.stats();
+    assert_eq!(s.panics, 0);
+    assert_eq!(s.frames_missed, 999, "the counter keeps its meaning");
+    assert_eq!(s.bad_frames, 1, "the impossible jump is counted as bad");
+    // Tells still flow, and the forged links left the real one alone.
+    let add = a.lookup::<Add>("counter@b").unwrap();
+    add.tell(Add(5)).unwrap();
+    assert!(wait_until(T, || sum.ask(Sum, T) == Ok(5)));
+    assert!(a.settle(T));
+    assert_eq!(a.stats().tells_confirmed, 1);
+}
