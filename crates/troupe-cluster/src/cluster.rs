@@ -24,17 +24,17 @@ use async_nats::{Client, Subject};
 use bytes::Bytes;
 use futures::StreamExt;
 use parking_lot::Mutex;
-use serde::de::DeserializeOwned;
 use tokio::runtime::Runtime;
 use tokio::sync::Notify;
 use troupe::supervision::is_abnormal;
 use troupe::{Actor, ActorRef, ActorSystem, Down, StopReason};
 use troupe_remote::{Exposure, Node, NodeBuilder, RemoteMessage, RemoteRef};
 
+use crate::bad_input::{Inlet, RateLog};
 use crate::liveness::{Heard, Peers};
 use crate::monitor::{RemoteMonitor, StandIns};
 use crate::registry::Cache;
-use crate::wire::{self, Ctl, CtlReply, Heartbeat, RegEntry, StopEvent, WireReason};
+use crate::wire::{self, decode, Ctl, CtlReply, Heartbeat, RegEntry, StopEvent, WireReason};
 use crate::ClusterError;
 
 type NodeOptions = Box<dyn FnOnce(NodeBuilder) -> NodeBuilder + Send>;
@@ -63,6 +63,7 @@ pub struct ClusterBuilder {
     user: Option<(String, String)>,
     nkey: Option<String>,
     node: Option<NodeOptions>,
+    max_peers: usize,
 }
 
 impl ClusterBuilder {
@@ -109,6 +110,15 @@ impl ClusterBuilder {
     /// Authenticates with an nkey seed (`SU...`).
     pub fn nkey(mut self, seed: &str) -> Self {
         self.nkey = Some(seed.to_string());
+        self
+    }
+    /// The most peers this node holds in its table (default
+    /// [`DEFAULT_MAX_PEERS`](crate::liveness::DEFAULT_MAX_PEERS)): a
+    /// heartbeat of one more node is refused and counted
+    /// (`ClusterStats::peers_refused`), so heartbeats under made-up names
+    /// cannot grow the table.
+    pub fn max_peers(mut self, n: usize) -> Self {
+        self.max_peers = n.max(1);
         self
     }
     /// Anything else on the underlying [`NodeBuilder`] (TLS and other
@@ -201,7 +211,7 @@ impl ClusterBuilder {
             kv,
             handle: rt.handle().clone(),
             system: ActorSystem::builder().threads(1).build(),
-            peers: Mutex::new(Peers::default()),
+            peers: Mutex::new(Peers::with_cap(self.max_peers)),
             standins: StandIns::default(),
             exposed: Mutex::new(HashMap::new()),
             own: Mutex::new(HashMap::new()),
@@ -209,6 +219,7 @@ impl ClusterBuilder {
             resync: Notify::new(),
             down_hooks: Mutex::new(Vec::new()),
             counters: Counters::default(),
+            bad_log: RateLog::default(),
         });
         let (hb, bye, down, ctl) = rt
             .block_on({
@@ -269,10 +280,35 @@ struct Counters {
     nodes_down: AtomicU64,
     resyncs: AtomicU64,
     registry_deletes: AtomicU64,
+    bad_heartbeats: AtomicU64,
+    bad_byes: AtomicU64,
+    bad_stop_events: AtomicU64,
+    bad_control: AtomicU64,
+    bad_control_replies: AtomicU64,
+    bad_registry_values: AtomicU64,
+    bad_group_messages: AtomicU64,
+    peers_refused: AtomicU64,
 }
 
-/// A snapshot of a cluster's counters.
+impl Counters {
+    fn of(&self, inlet: Inlet) -> &AtomicU64 {
+        match inlet {
+            Inlet::Heartbeat => &self.bad_heartbeats,
+            Inlet::Bye => &self.bad_byes,
+            Inlet::StopEvent => &self.bad_stop_events,
+            Inlet::Control => &self.bad_control,
+            Inlet::ControlReply => &self.bad_control_replies,
+            Inlet::RegistryValue => &self.bad_registry_values,
+            Inlet::Group => &self.bad_group_messages,
+        }
+    }
+}
+
+/// A snapshot of a cluster's counters. The `bad_*` counters count messages
+/// this node could not use (see `bad_input.rs`): each is dropped, logged at
+/// a limited rate, and answered where a reply is expected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClusterStats {
     /// Peers this node declared down.
     pub nodes_down: u64,
@@ -280,6 +316,24 @@ pub struct ClusterStats {
     pub resyncs: u64,
     /// Registry entries of dead nodes this node deleted from the bucket.
     pub registry_deletes: u64,
+    /// Heartbeats that did not decode, or named another node than their
+    /// subject, or this node's own name with another incarnation.
+    pub bad_heartbeats: u64,
+    /// Goodbyes that did not decode, named another node than their
+    /// subject, or another incarnation than the one this node holds.
+    pub bad_byes: u64,
+    /// Stop events that did not decode.
+    pub bad_stop_events: u64,
+    /// Control requests that did not decode (answered `BadRequest`).
+    pub bad_control: u64,
+    /// Answers to this node's control requests that did not decode.
+    pub bad_control_replies: u64,
+    /// Registry values that did not decode or do not match their key.
+    pub bad_registry_values: u64,
+    /// Load-balanced group messages of another type, or that did not decode.
+    pub bad_group_messages: u64,
+    /// Heartbeats of new nodes refused because the peer table was full.
+    pub peers_refused: u64,
 }
 
 struct ExposedActor {
@@ -310,10 +364,7 @@ pub(crate) struct Inner {
     resync: Notify,
     down_hooks: Mutex<Vec<DownHook>>,
     counters: Counters,
-}
-
-fn decode<T: DeserializeOwned>(b: &[u8]) -> Option<T> {
-    postcard::from_bytes(b).ok()
+    bad_log: RateLog,
 }
 
 fn encode<T: serde::Serialize>(v: &T) -> Bytes {
@@ -340,14 +391,41 @@ impl Inner {
         }
     }
 
+    /// Counts a message this node cannot use and logs it at a limited
+    /// rate (see `bad_input.rs`).
+    fn bad(&self, inlet: Inlet, subject: &str, why: &dyn std::fmt::Display) {
+        let c = self.counters.of(inlet);
+        let count = c.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        if let Some(left_out) = self.bad_log.admit(Instant::now()) {
+            tracing::warn!(node = %self.name, %inlet, subject, error = %why, count, left_out, "dropped a bad message (lines about bad input are limited to one per 5 s; left_out counts those not written)");
+        }
+    }
+
+    /// A heartbeat or goodbye that decodes and names its subject's node.
+    fn membership(&self, inlet: Inlet, msg: &async_nats::Message) -> Option<Heartbeat> {
+        let Some(hb) = decode::<Heartbeat>(&msg.payload) else {
+            self.bad(inlet, &msg.subject, &"did not decode");
+            return None;
+        };
+        if hb.node != wire::last_token(&msg.subject) {
+            self.bad(inlet, &msg.subject, &"names another node than its subject");
+            return None;
+        }
+        Some(hb)
+    }
+
     async fn on_heartbeats(self: Arc<Self>, mut sub: async_nats::Subscriber) {
         while let Some(msg) = sub.next().await {
-            let Some(hb) = decode::<Heartbeat>(&msg.payload) else {
+            let Some(hb) = self.membership(Inlet::Heartbeat, &msg) else {
                 continue;
             };
             if hb.node == self.name {
                 if hb.incarnation != self.incarnation {
-                    tracing::error!(node = %self.name, "another node with this name heartbeats in the cluster");
+                    self.bad(
+                        Inlet::Heartbeat,
+                        &msg.subject,
+                        &"another node with this node's name heartbeats in the cluster",
+                    );
                 }
                 continue;
             }
@@ -356,31 +434,44 @@ impl Inner {
                 Heard::New => tracing::info!(node = %self.name, peer = %hb.node, "peer up"),
                 Heard::Again => {}
                 Heard::Restarted { old } => self.node_down(&hb.node, old, "restarted"),
+                Heard::Full => {
+                    self.counters.peers_refused.fetch_add(1, Ordering::Relaxed);
+                    if let Some(left_out) = self.bad_log.admit(Instant::now()) {
+                        tracing::warn!(node = %self.name, peer = %hb.node, left_out, "the peer table is full: a new node's heartbeat was refused");
+                    }
+                }
             }
         }
     }
 
     async fn on_byes(self: Arc<Self>, mut sub: async_nats::Subscriber) {
         while let Some(msg) = sub.next().await {
-            let Some(hb) = decode::<Heartbeat>(&msg.payload) else {
+            let Some(hb) = self.membership(Inlet::Bye, &msg) else {
                 continue;
             };
             if hb.node == self.name {
                 continue;
             }
-            let known = self.peers.lock().remove(&hb.node).is_some();
-            if known {
-                self.declared_down(&hb.node, hb.incarnation, "left");
+            let removed = self
+                .peers
+                .lock()
+                .remove_incarnation(&hb.node, hb.incarnation);
+            match removed {
+                Some(_) => self.declared_down(&hb.node, hb.incarnation, "left"),
+                None => self.bad(
+                    Inlet::Bye,
+                    &msg.subject,
+                    &"a goodbye of a node or incarnation this node does not hold",
+                ),
             }
         }
     }
 
     async fn on_stop_events(self: Arc<Self>, mut sub: async_nats::Subscriber) {
         while let Some(msg) = sub.next().await {
-            let Some(node) = msg.subject.as_str().rsplit('.').next() else {
-                continue;
-            };
+            let node = wire::last_token(&msg.subject);
             let Some(ev) = decode::<StopEvent>(&msg.payload) else {
+                self.bad(Inlet::StopEvent, &msg.subject, &"did not decode");
                 continue;
             };
             self.standins
@@ -390,7 +481,14 @@ impl Inner {
 
     async fn on_ctl(self: Arc<Self>, mut sub: async_nats::Subscriber) {
         while let Some(msg) = sub.next().await {
-            let Some(reply) = msg.reply else { continue };
+            let Some(reply) = msg.reply else {
+                self.bad(
+                    Inlet::Control,
+                    &msg.subject,
+                    &"a control request without a reply subject",
+                );
+                continue;
+            };
             let answer = match decode::<Ctl>(&msg.payload) {
                 Some(Ctl::Watch { actor }) => self.status_of(&actor),
                 Some(Ctl::Kill { actor, reason }) => {
@@ -407,7 +505,10 @@ impl Inner {
                         },
                     }
                 }
-                None => continue,
+                None => {
+                    self.bad(Inlet::Control, &msg.subject, &"did not decode");
+                    CtlReply::BadRequest
+                }
             };
             let _ = self.client.publish(reply, encode(&answer)).await;
         }
@@ -489,7 +590,7 @@ impl Inner {
                 let Ok(k) = k else { continue };
                 if let Ok(Some(e)) = self.kv.entry(&k).await {
                     if e.operation == Operation::Put {
-                        maps.apply(&k, e.revision, decode::<RegEntry>(&e.value));
+                        maps.apply(&k, e.revision, self.registry_value(&k, &e.value));
                     }
                 }
             }
@@ -524,7 +625,7 @@ impl Inner {
                             next = w.next() => match next {
                                 Some(Ok(e)) => {
                                     let value = match e.operation {
-                                        Operation::Put => decode::<RegEntry>(&e.value),
+                                        Operation::Put => self.registry_value(&e.key, &e.value),
                                         _ => None,
                                     };
                                     self.cache.maps.write().apply(&e.key, e.revision, value);
@@ -544,6 +645,28 @@ impl Inner {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// A registry value, if it decodes and matches its key (a member key
+    /// names its node and actor); `None` (a delete, for the cache) and
+    /// counted otherwise.
+    fn registry_value(&self, key: &str, value: &[u8]) -> Option<RegEntry> {
+        let Some(e) = decode::<RegEntry>(value) else {
+            self.bad(Inlet::RegistryValue, key, &"did not decode");
+            return None;
+        };
+        if let Some(crate::registry::Key::Member { member, .. }) = crate::registry::Key::parse(key)
+        {
+            if member.split_once('.') != Some((e.node.as_str(), e.actor.as_str())) {
+                self.bad(
+                    Inlet::RegistryValue,
+                    key,
+                    &"names another node or actor than its key",
+                );
+                return None;
+            }
+        }
+        Some(e)
     }
 
     async fn republish_own(&self) {
@@ -666,6 +789,7 @@ impl Cluster {
             user: None,
             nkey: None,
             node: None,
+            max_peers: crate::liveness::DEFAULT_MAX_PEERS,
         }
     }
 
@@ -691,6 +815,14 @@ impl Cluster {
             nodes_down: c.nodes_down.load(Ordering::Relaxed),
             resyncs: c.resyncs.load(Ordering::Relaxed),
             registry_deletes: c.registry_deletes.load(Ordering::Relaxed),
+            bad_heartbeats: c.bad_heartbeats.load(Ordering::Relaxed),
+            bad_byes: c.bad_byes.load(Ordering::Relaxed),
+            bad_stop_events: c.bad_stop_events.load(Ordering::Relaxed),
+            bad_control: c.bad_control.load(Ordering::Relaxed),
+            bad_control_replies: c.bad_control_replies.load(Ordering::Relaxed),
+            bad_registry_values: c.bad_registry_values.load(Ordering::Relaxed),
+            bad_group_messages: c.bad_group_messages.load(Ordering::Relaxed),
+            peers_refused: c.peers_refused.load(Ordering::Relaxed),
         }
     }
 
@@ -753,7 +885,15 @@ impl Cluster {
         self.node().expose(name, actor)
     }
 
-    fn put_own(&self, key: String, entry: RegEntry, create: bool) -> Result<(), ClusterError> {
+    /// Puts one of this node's entries; `name` is what the user called it
+    /// (for the error).
+    fn put_own(
+        &self,
+        name: &str,
+        key: String,
+        entry: RegEntry,
+        create: bool,
+    ) -> Result<(), ClusterError> {
         let value = encode(&entry);
         let kv = self.inner.kv.clone();
         let (k, v) = (key.clone(), value.clone());
@@ -781,7 +921,7 @@ impl Cluster {
                 self.inner.own.lock().insert(key, value);
                 Ok(())
             }
-            Err((true, _)) => Err(ClusterError::NameTaken(key)),
+            Err((true, _)) => Err(ClusterError::NameTaken(name.to_string())),
             Err((false, e)) => Err(ClusterError::Registry(e)),
         }
     }
@@ -800,7 +940,7 @@ impl Cluster {
     pub fn register<M: RemoteMessage>(&self, name: &str, actor: &str) -> Result<(), ClusterError> {
         token("name", name)?;
         token("actor", actor)?;
-        self.put_own(wire::name_key(name), self.entry::<M>(actor), true)
+        self.put_own(name, wire::name_key(name), self.entry::<M>(actor), true)
     }
 
     /// Removes this node's registration of `name`.
@@ -820,7 +960,7 @@ impl Cluster {
         token("group", group)?;
         token("actor", actor)?;
         let key = wire::member_key(group, &self.inner.name, actor);
-        self.put_own(key, self.entry::<M>(actor), false)
+        self.put_own(group, key, self.entry::<M>(actor), false)
     }
 
     /// Adds `actor` to the load-balanced group `group`: each message sent
@@ -843,6 +983,7 @@ impl Cluster {
             .block(async move { client.queue_subscribe(subject, q).await })
             .map_err(|e| ClusterError::Nats(e.to_string()))?;
         let weak = actor.downgrade();
+        let inner = Arc::downgrade(&self.inner);
         self.inner.handle.spawn(async move {
             while let Some(msg) = sub.next().await {
                 let Some(a) = weak.upgrade() else { break };
@@ -850,13 +991,23 @@ impl Cluster {
                     break;
                 }
                 let p = &msg.payload;
-                if p.len() < 8
-                    || u64::from_le_bytes(p[..8].try_into().unwrap_or([0; 8])) != M::TYPE_ID
-                {
-                    continue;
-                }
-                if let Ok(m) = postcard::from_bytes::<M>(&p[8..]) {
-                    let _ = a.try_tell(A::Msg::from(m));
+                let m = match p.split_first_chunk::<8>() {
+                    Some((id, body)) if u64::from_le_bytes(*id) == M::TYPE_ID => decode::<M>(body),
+                    _ => None,
+                };
+                match m {
+                    Some(m) => {
+                        let _ = a.try_tell(A::Msg::from(m));
+                    }
+                    None => {
+                        if let Some(inner) = inner.upgrade() {
+                            inner.bad(
+                                Inlet::Group,
+                                &msg.subject,
+                                &"another type, or did not decode",
+                            );
+                        }
+                    }
                 }
             }
             let _ = sub.unsubscribe().await;
@@ -941,7 +1092,7 @@ impl Cluster {
             match self.inner.status_of(actor) {
                 CtlReply::Alive => {}
                 CtlReply::Stopped(r) => self.inner.standins.stop(target, r.into()),
-                CtlReply::Unknown => self.inner.standins.stop(
+                CtlReply::Unknown | CtlReply::BadRequest => self.inner.standins.stop(
                     target,
                     StopReason::Failed(format!("no such actor: {target}")),
                 ),
@@ -967,10 +1118,21 @@ impl Cluster {
                             .assume(&node, 0, inner.interval, Instant::now());
                     }
                     Some(CtlReply::Stopped(r)) => inner.standins.stop(&target, r.into()),
-                    _ => inner.standins.stop(
+                    Some(CtlReply::Unknown) => inner.standins.stop(
                         &target,
                         StopReason::Failed(format!("no such actor: {target}")),
                     ),
+                    Some(CtlReply::BadRequest) => inner.standins.stop(
+                        &target,
+                        StopReason::Failed(format!("{node} refused the watch request of {target}")),
+                    ),
+                    None => {
+                        inner.bad(Inlet::ControlReply, &m.subject, &"did not decode");
+                        inner.standins.stop(
+                            &target,
+                            StopReason::Failed(format!("a bad answer to the watch of {target}")),
+                        )
+                    }
                 },
                 Err(_) => {
                     inner.standins.stop(&target, crate::node_down_reason(&node));

@@ -24,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+mod bad_input;
 mod cluster;
 mod error;
 pub mod liveness;

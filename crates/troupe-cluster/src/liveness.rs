@@ -15,7 +15,13 @@
 //!   reconnects, every peer gets a fresh `down_after` of grace
 //!   (`Peers::grace`), so a server restart fires no Down by itself;
 //! - a peer is reported down once per incarnation: `Peers::expired` and
-//!   `Peers::remove` take it out of the table.
+//!   `Peers::remove_incarnation` take it out of the table;
+//! - the table is bounded, whatever heartbeats arrive: an announced
+//!   interval is clamped into `[1 ms, MAX_INTERVAL]`, so any peer that
+//!   falls silent leaves within `down_after * MAX_INTERVAL` (105 s at the
+//!   defaults), and at most `cap` peers are held: a heartbeat of a new node
+//!   while the table is full is refused (`Heard::Full`, counted by the
+//!   caller) rather than evicting a live peer.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -30,6 +36,13 @@ pub(crate) struct Peer {
     pub interval: Duration,
 }
 
+/// The longest heartbeat interval a peer may announce; longer ones are
+/// clamped, so a peer's silence is noticed within `down_after` of it.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The default bound on the peer table ([`crate::ClusterBuilder::max_peers`]).
+pub const DEFAULT_MAX_PEERS: usize = 1024;
+
 /// What a heartbeat changed.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Heard {
@@ -39,21 +52,40 @@ pub(crate) enum Heard {
     Again,
     /// A new incarnation replaced this one, which is down.
     Restarted { old: u64 },
+    /// A new node, but the table holds `cap` peers already: not taken.
+    Full,
 }
 
-#[derive(Default)]
 pub(crate) struct Peers {
     map: HashMap<String, Peer>,
+    cap: usize,
+}
+
+impl Default for Peers {
+    fn default() -> Self {
+        Peers::with_cap(DEFAULT_MAX_PEERS)
+    }
 }
 
 impl Peers {
+    /// A table holding at most `cap` peers.
+    pub fn with_cap(cap: usize) -> Self {
+        Peers {
+            map: HashMap::new(),
+            cap: cap.max(1),
+        }
+    }
+
     pub fn heard(&mut self, hb: &Heartbeat, now: Instant) -> Heard {
-        let interval = Duration::from_millis(u64::from(hb.interval_ms.max(1)));
+        let interval = Duration::from_millis(u64::from(hb.interval_ms.max(1))).min(MAX_INTERVAL);
         let fresh = Peer {
             incarnation: hb.incarnation,
             last_seen: now,
             interval,
         };
+        if self.map.len() >= self.cap && !self.map.contains_key(&hb.node) {
+            return Heard::Full;
+        }
         match self.map.insert(hb.node.clone(), fresh) {
             None => Heard::New,
             // Incarnation 0: assumed alive before its first heartbeat.
@@ -64,6 +96,9 @@ impl Peers {
 
     /// Adds a peer known alive by other means (it answered a request).
     pub fn assume(&mut self, node: &str, incarnation: u64, interval: Duration, now: Instant) {
+        if self.map.len() >= self.cap && !self.map.contains_key(node) {
+            return;
+        }
         self.map.entry(node.to_string()).or_insert(Peer {
             incarnation,
             last_seen: now,
@@ -87,8 +122,18 @@ impl Peers {
             .collect()
     }
 
-    pub fn remove(&mut self, node: &str) -> Option<Peer> {
-        self.map.remove(node)
+    /// Removes `node` only if the table holds this incarnation of it (a
+    /// goodbye of another incarnation is stale or forged).
+    pub fn remove_incarnation(&mut self, node: &str, incarnation: u64) -> Option<Peer> {
+        match self.map.get(node) {
+            Some(p) if p.incarnation == incarnation || p.incarnation == 0 => self.map.remove(node),
+            _ => None,
+        }
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.map.len()
     }
 
     /// Every peer counts as heard at `until` (after this node reconnects:
@@ -133,6 +178,34 @@ mod tests {
         assert_eq!(p.heard(&hb("a", 2), t0), Heard::Restarted { old: 1 });
         p.assume("b", 0, Duration::from_millis(100), t0);
         assert_eq!(p.heard(&hb("b", 7), t0), Heard::Again);
+    }
+
+    #[test]
+    fn an_announced_interval_is_clamped_and_the_table_is_capped() {
+        let t0 = Instant::now();
+        let mut p = Peers::with_cap(3);
+        let mut slow = hb("slow", 1);
+        slow.interval_ms = u32::MAX; // ~50 days of silence before eviction
+        assert_eq!(p.heard(&slow, t0), Heard::New);
+        let late = t0 + MAX_INTERVAL.mul_f64(1.75) + Duration::from_millis(1);
+        assert_eq!(p.expired(late, 1.75).len(), 1, "clamped to MAX_INTERVAL");
+        for i in 0..10 {
+            let _ = p.heard(&hb(&format!("m{i}"), 1), t0);
+        }
+        assert_eq!(p.len(), 3);
+        assert_eq!(p.heard(&hb("m9", 1), t0), Heard::Full);
+        assert_eq!(p.heard(&hb("m0", 1), t0), Heard::Again, "known peers stay");
+        p.assume("other", 0, Duration::from_millis(100), t0);
+        assert_eq!(p.len(), 3);
+    }
+
+    #[test]
+    fn a_goodbye_of_another_incarnation_is_ignored() {
+        let t0 = Instant::now();
+        let mut p = Peers::default();
+        p.heard(&hb("a", 1), t0);
+        assert!(p.remove_incarnation("a", 2).is_none());
+        assert!(p.remove_incarnation("a", 1).is_some());
     }
 
     #[test]

@@ -19,10 +19,33 @@
 //! - names, groups, actors and nodes are tokens (`[A-Za-z0-9_-]+`), so a
 //!   key splits back into its parts on `.` without ambiguity;
 //! - a node's `incarnation` is fresh per process start, so an entry or a
-//!   heartbeat of a dead incarnation is never taken for the new one's.
+//!   heartbeat of a dead incarnation is never taken for the new one's;
+//! - every payload decodes with no byte left over ([`decode`]); one that
+//!   does not is bad input (see `bad_input.rs`), never a guess.
 
 use serde::{Deserialize, Serialize};
 use troupe::StopReason;
+
+/// Decodes a payload to `T`, refusing trailing bytes (postcard's
+/// `from_bytes` ignores them, so a garbled message could pass for a shorter
+/// well-formed one).
+///
+/// ```
+/// use troupe_cluster::wire::{decode, CtlReply};
+/// let ok = postcard::to_allocvec(&CtlReply::Alive).unwrap();
+/// assert_eq!(decode::<CtlReply>(&ok), Some(CtlReply::Alive));
+/// let mut long = ok.clone();
+/// long.push(0);
+/// assert_eq!(decode::<CtlReply>(&long), None);
+/// ```
+pub fn decode<T: serde::de::DeserializeOwned>(b: &[u8]) -> Option<T> {
+    troupe_remote::envelope::decode_body::<T>(b).ok()
+}
+
+/// The last token of a subject (the node a per-node subject is about).
+pub fn last_token(subject: &str) -> &str {
+    subject.rsplit('.').next().unwrap_or("")
+}
 
 /// Subject of a node's heartbeats.
 pub fn heartbeat_subject(cluster: &str, node: &str) -> String {
@@ -154,6 +177,9 @@ pub enum CtlReply {
     Stopped(WireReason),
     /// The node exposes no such actor through the cluster.
     Unknown,
+    /// The request did not decode (or failed authentication): nothing was
+    /// done. Sent at once, so the sender does not wait out its timeout.
+    BadRequest,
 }
 
 /// What a registry key holds.

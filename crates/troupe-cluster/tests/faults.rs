@@ -202,7 +202,7 @@ fn remote_stop_reason_links_registry_and_groups() {
     a.register::<Job>("w1", "w1").unwrap();
     assert_eq!(
         a.register::<Job>("w1", "w1"),
-        Err(ClusterError::NameTaken("n.w1".into()))
+        Err(ClusterError::NameTaken("w1".into()))
     );
     a.join::<Job>("pool", "w1").unwrap();
     let w2 = system.spawn(Worker(jobs_tx.clone()));
