@@ -201,50 +201,52 @@ fn mutation_drain_that_stops_at_a_half_written_slot_is_caught() {
     kill_with_half_written_slot(|q| unsafe { q.pop() });
 }
 
-/// The bounded mailbox's push against its actor's final drain (issue 13,
-/// defect 3), with the real state word. The ring (crossbeam's `ArrayQueue`)
+/// The bounded mailbox's push against its actor's final drain (issues 13
+/// and 24), with the real state word. The ring (crossbeam's `ArrayQueue`)
 /// does not run under loom, so a locked queue stands in for it: only its
-/// linearizable MPMC push/pop matter to the protocol. Sender: check `CLOSED`,
-/// push, `notify_bits`; if it saw `STOPPED`, empty the ring itself, counting.
-/// Finalizer: `mark_stopped`, then drain, counting. Once the sender has
-/// returned, every accepted message must be counted and the ring empty.
-/// `recheck: false` is the code before the fix, and must fail.
-fn bounded_push_vs_final_drain(recheck: bool) {
+/// linearizable MPMC push/pop matter to the protocol. Sender: open the push
+/// window (refused if closed), push, close the window. Finalizer:
+/// `mark_stopped`, then drain until the ring is empty and no window is open.
+/// Every send that was accepted must have been drained by then, with
+/// nothing left for the sender to do. `wait_for_windows: false` is a drain
+/// that stops at the first empty pop, and must fail.
+fn bounded_push_vs_final_drain(wait_for_windows: bool) {
     use loom::sync::Mutex;
     use std::collections::VecDeque;
-    use troupe::loom_exports::{ActorState, CLOSED, STOPPED};
+    use troupe::loom_exports::ActorState;
     model(move || {
         let st = Arc::new(ActorState::new_scheduled());
         let ring = Arc::new(Mutex::new(VecDeque::new()));
-        let dropped = Arc::new(AtomicUsize::new(0));
         let sender = {
-            let (st, ring, dropped) = (st.clone(), ring.clone(), dropped.clone());
+            let (st, ring) = (st.clone(), ring.clone());
             thread::spawn(move || {
-                if st.load() & CLOSED != 0 {
+                if !st.begin_push() {
                     return 0;
                 }
                 ring.lock().unwrap().push_back(1u32);
-                let prev = st.notify_bits();
-                if recheck && prev & STOPPED != 0 {
-                    while ring.lock().unwrap().pop_front().is_some() {
-                        dropped.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
+                assert!(!st.end_push(), "a finalized actor is never scheduled");
                 1
             })
         };
         // The spawner holds the task and finalizes the actor.
         st.mark_stopped();
-        while ring.lock().unwrap().pop_front().is_some() {
-            dropped.fetch_add(1, Ordering::SeqCst);
+        let mut drained = 0;
+        loop {
+            if ring.lock().unwrap().pop_front().is_some() {
+                drained += 1;
+                continue;
+            }
+            if !wait_for_windows || !st.sends_in_flight() {
+                drained += ring.lock().unwrap().drain(..).count();
+                break;
+            }
+            thread::yield_now();
         }
         let accepted = sender.join().unwrap();
         assert_eq!(
-            dropped.load(Ordering::SeqCst),
-            accepted,
+            drained, accepted,
             "an accepted message was stranded in the bounded ring"
         );
-        assert!(ring.lock().unwrap().is_empty());
     });
 }
 
@@ -255,6 +257,85 @@ fn bounded_push_racing_the_final_drain_is_counted() {
 
 #[test]
 #[should_panic(expected = "stranded")]
-fn mutation_bounded_push_without_recheck_is_caught() {
+fn mutation_bounded_drain_not_waiting_for_windows_is_caught() {
     bounded_push_vs_final_drain(false);
+}
+
+/// One turn of the bounded model's actor: pop what is there, then release
+/// (or look again).
+fn bounded_turn(
+    st: &troupe::loom_exports::ActorState,
+    ring: &loom::sync::Mutex<std::collections::VecDeque<u32>>,
+    holders: &AtomicUsize,
+    handled: &AtomicUsize,
+    empty_first: bool,
+) {
+    loop {
+        while ring.lock().unwrap().pop_front().is_some() {
+            handled.fetch_add(1, Ordering::SeqCst);
+        }
+        let empty = || ring.lock().unwrap().is_empty();
+        let released = if empty_first {
+            st.try_release_mutation_empty_first(empty)
+        } else {
+            st.try_release(empty)
+        };
+        if released.is_ok() {
+            holders.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        thread::yield_now();
+    }
+}
+
+/// The bounded mailbox's release against a send (issue 24): the worker
+/// holds the task and releases it when the ring looks empty; the send
+/// pushes and schedules the actor if it finds it idle. Exactly one of them
+/// ends up handling the message, never both holding the task, and the
+/// worker reads nothing after its release. `empty_first` is the mutation
+/// that checks the ring before it reads the word, and must lose a wake-up.
+fn bounded_release_vs_send(empty_first: bool) {
+    use loom::sync::Mutex;
+    use std::collections::VecDeque;
+    use troupe::loom_exports::ActorState;
+    model(move || {
+        let st = Arc::new(ActorState::new_scheduled());
+        let ring = Arc::new(Mutex::new(VecDeque::new()));
+        let holders = Arc::new(AtomicUsize::new(1)); // the worker's task
+        let handled = Arc::new(AtomicUsize::new(0));
+        let sender = {
+            let (st, ring, holders, handled) =
+                (st.clone(), ring.clone(), holders.clone(), handled.clone());
+            thread::spawn(move || {
+                assert!(st.begin_push());
+                ring.lock().unwrap().push_back(1u32);
+                if st.end_push() {
+                    assert_eq!(
+                        holders.fetch_add(1, Ordering::SeqCst),
+                        0,
+                        "two tasks at once"
+                    );
+                    bounded_turn(&st, &ring, &holders, &handled, empty_first);
+                }
+            })
+        };
+        bounded_turn(&st, &ring, &holders, &handled, empty_first);
+        sender.join().unwrap();
+        assert_eq!(
+            handled.load(Ordering::SeqCst),
+            1,
+            "a wake-up was lost: the message stranded"
+        );
+    });
+}
+
+#[test]
+fn bounded_release_never_loses_a_wakeup() {
+    bounded_release_vs_send(false);
+}
+
+#[test]
+#[should_panic(expected = "stranded")]
+fn mutation_bounded_release_checking_the_ring_first_is_caught() {
+    bounded_release_vs_send(true);
 }

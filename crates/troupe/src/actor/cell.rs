@@ -36,7 +36,7 @@ use super::metrics::{sample_mask, ActorMetrics, MailboxProbe, MetricsRef, PENDIN
 use super::recycle;
 use super::runtime::{Admission, SpawnOptions};
 use super::runtime_ref::RuntimeRef;
-use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Pushed, Release};
+use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
 use crate::engine::state;
 use std::cell::UnsafeCell;
@@ -272,7 +272,7 @@ impl<A: Actor> ActorCell<A> {
     ///
     /// The unbounded mailbox (the default) takes the short path here: its
     /// push can only be accepted (perhaps owing the actor's task) or refused
-    /// as closed, so nothing bounded-only (eviction, a stranded push) is
+    /// as closed, so nothing bounded-only (eviction, a push window) is
     /// tested per message. The bounded flavour goes out of line.
     #[inline]
     pub(crate) fn send_with(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
@@ -319,21 +319,14 @@ impl<A: Actor> ActorCell<A> {
         }
     }
 
-    /// `send_with` for a bounded mailbox.
+    /// `send_with` for a bounded mailbox. What its overflow policy drops
+    /// is counted inside the push window, before the actor's final drain
+    /// can finish (`engine::state`).
     #[inline(never)]
     fn send_bounded(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
-        match self.mailbox.push(msg, may_block) {
-            Ok(Pushed {
-                schedule,
-                evicted,
-                stranded,
-            }) => {
-                if let Some(old) = evicted {
-                    self.drop_undelivered(old, AskError::MailboxFull);
-                }
-                if stranded {
-                    self.drop_stranded();
-                }
+        let evicted = |old| self.drop_undelivered(old, AskError::MailboxFull);
+        match self.mailbox.push(msg, may_block, evicted) {
+            Ok(schedule) => {
                 self.accepted(schedule);
                 Ok(())
             }
@@ -363,16 +356,6 @@ impl<A: Actor> ActorCell<A> {
         self.rt.count_dropped(1);
         if let Err(r) = while_dropping(why, || guard(move || drop(msg))) {
             self.rt.caught_panic("dropping an undelivered message", &r);
-        }
-    }
-
-    /// Our bounded push landed as the actor stopped, perhaps after its final
-    /// drain: empty the ring ourselves, counting each message before its
-    /// drop (the drop wakes an asker, who may read the counter at once).
-    #[cold]
-    fn drop_stranded(&self) {
-        while let Some(m) = self.mailbox.take_stranded() {
-            self.drop_undelivered(m, AskError::ActorStopped);
         }
     }
 

@@ -101,20 +101,15 @@ impl ActorTable {
     ) -> (Retired, bool) {
         let shard = (key >> 32) as usize;
         let mut guard = self.shards[shard].lock();
-        let entry = guard.live.try_remove((key & 0xFFFF_FFFF) as usize);
+        let mut entry = guard.live.try_remove((key & 0xFFFF_FFFF) as usize);
         // A waiter counts itself before it reads the shards; if it read this
         // shard before our removal, its lock came first, so our load here
         // sees its count (see `wait_no_live`).
         let wake = guard.live.is_empty() && waiters.load(Ordering::SeqCst) > 0;
         let mut holder_released = false;
-        if let Some(e) = &entry {
+        if let Some(e) = &mut entry {
             guard.stopped += 1;
-            if release_unique
-                && !wake
-                && !guard.closed
-                && Arc::strong_count(e) == 1
-                && Arc::weak_count(e) == 0
-            {
+            if release_unique && !wake && !guard.closed && is_sole_reference(e) {
                 guard.holders -= 1;
                 holder_released = true;
             }
@@ -153,4 +148,21 @@ impl ActorTable {
         }
         all
     }
+}
+
+/// Whether `arc` is its allocation's only reference, strong or weak, in a
+/// way that orders every other holder's last access before our next one.
+///
+/// `Arc::get_mut` is the check: it locks the weak count (a compare-and-swap
+/// from 1 to `usize::MAX`, Acquire) before it reads the strong count
+/// (Acquire), so a `Weak` cannot be upgraded between the two reads, and
+/// every earlier holder's drop (a Release decrement) happens before the
+/// caller's drop of the contents. Two separate `Relaxed` reads of
+/// `strong_count` and `weak_count` give neither: a `Weak` upgraded after the
+/// first and dropped before the second passed them while its holder still
+/// held a strong reference, and the cell was dropped in place under it
+/// (issue 24; `tests/loom_unique.rs` models both checks).
+#[inline]
+fn is_sole_reference<T: ?Sized>(arc: &mut Arc<T>) -> bool {
+    Arc::get_mut(arc).is_some()
 }

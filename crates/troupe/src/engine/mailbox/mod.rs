@@ -12,22 +12,14 @@
 //! together, so its API is: `push` (and learn whether to schedule),
 //! `pop`, `try_release`, `request_stop`, `flags`, `mark_stopped`.
 //!
-//! The bounded flavour keeps its state word apart from its ring, so a push
-//! that passed the `CLOSED` check can land in the ring after the actor's final
-//! drain. The push closes that race with the RMW it already does: after the
-//! ring push it sets `SCHEDULED` with a `fetch_or` and looks at the previous
-//! bits. The finalizer sets `STOPPED` with a `fetch_or` on the same word before
-//! it drains. Both RMWs are AcqRel on one word, so one reads the other: if the
-//! push's came first, the drain sees the pushed message; if the finalizer's
-//! came first, the pusher sees `STOPPED` and takes out whatever is left in the
-//! ring itself (the ring is MPMC, so a second consumer is safe), dropping and
-//! counting it before its send returns ([`Pushed::stranded`]). No extra atomic
-//! per message. A message accepted by such a racing send is therefore counted
-//! by the time the send returns (perhaps just after `join` returned: the send
-//! and the stop were concurrent); one accepted before the stop is accounted
-//! for before `join` returns, as with the unbounded mailbox. `tests/loom.rs`
-//! models this protocol (the ring itself, crossbeam's `ArrayQueue`, does not
-//! run under loom, so the model uses a locked queue in its place).
+//! The bounded flavour keeps its state word apart from its ring. A send
+//! opens a *push window* on that word before it touches the ring and
+//! closes it after (one RMW each); the worker releases the actor with a
+//! compare-and-swap from the word it read before it found the ring empty,
+//! and reads nothing after; the final drain waits until no window is open.
+//! So, as with the unbounded mailbox, a send that returned `Ok` (with what
+//! its overflow policy evicted) is handled or counted before the actor's
+//! `join` returns. The protocol and its argument are in `state.rs`.
 //!
 //! Invariants every flavour keeps: FIFO per sender, no message lost or
 //! duplicated, exactly one consumer at a time (the worker holding the actor's
@@ -92,19 +84,6 @@ pub(crate) enum Mailbox<T> {
     Bounded(Box<(Bounded<T>, ActorState)>),
 }
 
-/// A push that took the message.
-pub(crate) struct Pushed<T> {
-    /// The actor was idle: the pusher now holds its task and must schedule it.
-    pub(crate) schedule: bool,
-    /// A `DropOldest` mailbox evicted this message to make room (or a
-    /// `DropNewest` one dropped the new message).
-    pub(crate) evicted: Option<T>,
-    /// A bounded push landed after the actor's final drain may have run: the
-    /// pusher must empty the ring with [`Mailbox::take_stranded`], dropping
-    /// and counting what it finds.
-    pub(crate) stranded: bool,
-}
-
 /// Why a push did not take the message.
 pub(crate) enum PushError<T> {
     Full(T),
@@ -134,35 +113,41 @@ impl<T> Mailbox<T> {
 
     /// Pushes a message (unless the actor is closed or the bounded mailbox
     /// is full; the error hands the message back). A `Block` mailbox waits
-    /// for room only if `may_block` (and on a plain thread).
+    /// for room only if `may_block` (and on a plain thread). A message a
+    /// bounded mailbox's policy drops to make room (`DropOldest`'s oldest,
+    /// `DropNewest`'s new one) goes to `evicted` inside the push window, so
+    /// that it is counted before the actor's final drain can finish.
+    /// `Ok(true)`: the actor was idle and the caller now holds its task and
+    /// must schedule it.
     #[inline]
-    pub(crate) fn push(&self, value: T, may_block: bool) -> Result<Pushed<T>, PushError<T>> {
+    pub(crate) fn push(
+        &self,
+        value: T,
+        may_block: bool,
+        evicted: impl FnOnce(T),
+    ) -> Result<bool, PushError<T>> {
         match self {
-            Mailbox::Unbounded(q) => match q.push(value) {
-                Ok(schedule) => Ok(Pushed {
-                    schedule,
-                    evicted: None,
-                    stranded: false,
-                }),
-                Err(v) => Err(PushError::Closed(v)),
-            },
+            Mailbox::Unbounded(q) => q.push(value).map_err(PushError::Closed),
             Mailbox::Bounded(b) => {
                 let (q, st) = &**b;
-                if st.is_closed() {
+                if !st.begin_push() {
                     return Err(PushError::Closed(value));
                 }
-                let evicted = q.push(value, may_block).map_err(|e| match e {
-                    BoundedPushError::Full(v) => PushError::Full(v),
-                    BoundedPushError::Closed(v) => PushError::Closed(v),
-                })?;
-                // One RMW, as before: whether we own the task, and whether
-                // the final drain may have missed us (module docs).
-                let prev = st.notify_bits();
-                Ok(Pushed {
-                    schedule: prev & state::SCHEDULED == 0,
-                    evicted,
-                    stranded: prev & state::STOPPED != 0,
-                })
+                match q.push(value, may_block) {
+                    Ok(old) => {
+                        if let Some(old) = old {
+                            evicted(old);
+                        }
+                        Ok(st.end_push())
+                    }
+                    Err(e) => {
+                        st.abort_push();
+                        Err(match e {
+                            BoundedPushError::Full(v) => PushError::Full(v),
+                            BoundedPushError::Closed(v) => PushError::Closed(v),
+                        })
+                    }
+                }
             }
         }
     }
@@ -181,11 +166,11 @@ impl<T> Mailbox<T> {
         }
     }
 
-    /// The final drain's pop: as [`pop`](Self::pop), but waits for a slot
-    /// that a sender has claimed and not yet written instead of stopping at
-    /// it, so that once the mailbox is closed, `None` means every accepted
-    /// message has been taken out. (The bounded ring's pop already waits for
-    /// a half-written slot.)
+    /// The final drain's pop: as [`pop`](Self::pop), but waits for a
+    /// message that a send has claimed room for (unbounded) or whose push
+    /// window is open (bounded) instead of stopping before it, so that once
+    /// the mailbox is closed, `None` means every accepted message has been
+    /// taken out.
     ///
     /// # Safety
     /// As for [`pop`](Self::pop).
@@ -193,23 +178,28 @@ impl<T> Mailbox<T> {
         match self {
             // SAFETY: forwarded caller contract.
             Mailbox::Unbounded(q) => unsafe { q.pop_final() },
-            Mailbox::Bounded(b) => b.0.pop(),
-        }
-    }
-
-    /// After a push that came back [`Pushed::stranded`]: takes out a message
-    /// left in a stopped bounded mailbox. Safe from any thread: only a
-    /// bounded mailbox (an MPMC ring) is ever stranded, and by then its actor
-    /// is finalized, so the only other consumer is its final drain.
-    pub(crate) fn take_stranded(&self) -> Option<T> {
-        match self {
-            Mailbox::Unbounded(_) => None,
-            Mailbox::Bounded(b) => b.0.pop(),
+            Mailbox::Bounded(b) => {
+                let (q, st) = &**b;
+                let backoff = crate::engine::sync::Backoff::new();
+                loop {
+                    if let Some(v) = q.pop() {
+                        return Some(v);
+                    }
+                    // Read after the failed pop: a window still open may
+                    // push; once none is open (and `CLOSED` refuses new
+                    // ones), the ring's contents are final.
+                    if !st.sends_in_flight() {
+                        return q.pop();
+                    }
+                    backoff.snooze();
+                }
+            }
         }
     }
 
     /// Gives up the actor's task if nothing is waiting and no stop is
-    /// requested.
+    /// requested. Reads nothing of the mailbox after a successful release:
+    /// another worker may finalize the actor and drop its cell at once.
     ///
     /// # Safety
     /// As for [`pop`](Self::pop).
@@ -220,19 +210,11 @@ impl<T> Mailbox<T> {
             Mailbox::Unbounded(q) => unsafe { q.try_release() },
             Mailbox::Bounded(b) => {
                 let (q, st) = &**b;
-                let bits = st.load();
-                if bits & state::STOP_ANY != 0 {
-                    return Release::Stop(bits);
+                match st.try_release(|| q.len() == 0) {
+                    Ok(()) => Release::Released,
+                    Err(bits) if bits & state::STOP_ANY != 0 => Release::Stop(bits),
+                    Err(_) => Release::NotEmpty,
                 }
-                if q.len() > 0 {
-                    return Release::NotEmpty;
-                }
-                // Separate words: release, then re-check (see `state.rs`).
-                let prev = st.release();
-                if (q.len() > 0 || prev & state::STOP_ANY != 0) && st.reacquire() {
-                    return Release::NotEmpty;
-                }
-                Release::Released
             }
         }
     }
