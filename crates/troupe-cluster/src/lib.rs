@@ -29,7 +29,6 @@ mod cluster;
 mod error;
 pub mod liveness;
 pub mod monitor;
-pub mod nats_server;
 pub mod registry;
 pub mod wire;
 

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use troupe::{Actor, ActorSystem, AskError, Context, Down, ReplyTo, StopReason};
-use troupe_cluster::nats_server::NatsServer;
 use troupe_cluster::{is_node_down, Cluster, ClusterError};
 use troupe_remote::remote;
+use troupe_test_nats::NatsServer;
 
 const HB: Duration = Duration::from_millis(200);
 
@@ -145,7 +145,9 @@ impl Drop for Proc {
 
 #[test]
 fn sigkill_one_of_three_processes_gives_down_and_registry_cleanup_within_two_heartbeats() {
-    let server = NatsServer::start().expect("nats-server");
+    let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
     let url = server.url();
     let mut victim = Proc::start(&url, "n3", &["--serve"]);
     victim.expect("READY", Duration::from_secs(20));
@@ -188,7 +190,9 @@ fn sigkill_one_of_three_processes_gives_down_and_registry_cleanup_within_two_hea
 
 #[test]
 fn remote_stop_reason_links_registry_and_groups() {
-    let server = NatsServer::start().expect("nats-server");
+    let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let a = cluster(&server, "a");
     let b = cluster(&server, "b");
@@ -298,7 +302,9 @@ fn remote_stop_reason_links_registry_and_groups() {
 
 #[test]
 fn server_restart_reconnects_resyncs_and_reports_losses() {
-    let mut server = NatsServer::start().expect("nats-server");
+    let Some(mut server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let a = cluster(&server, "a");
     let b = cluster(&server, "b");
@@ -406,7 +412,13 @@ fn server_restart_reconnects_resyncs_and_reports_losses() {
 
 #[test]
 fn wrong_credentials_fail_fast_and_namespaces_isolate() {
-    let server = NatsServer::start_with_user(Some(("app", "s3cret"))).expect("nats-server");
+    let Some(server) = NatsServer::builder()
+        .jetstream()
+        .user("app", "s3cret")
+        .start_or_skip()
+    else {
+        return;
+    };
     let start = Instant::now();
     let r = Cluster::builder(&server.url(), "x")
         .user_password("app", "wrong")

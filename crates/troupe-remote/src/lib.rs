@@ -43,7 +43,7 @@
 //!     }
 //! }
 //!
-//! # let server = troupe_remote::nats_server::NatsServer::start().unwrap();
+//! # let Some(server) = troupe_test_nats::NatsServer::start_or_skip() else { return Ok(()) };
 //! # let url = server.url(); // e.g. "nats://127.0.0.1:4222"
 //! // Process 1
 //! let system = ActorSystem::new();
@@ -72,8 +72,9 @@
 //!
 //! Where things live: [`message`] (stable names, type ids, the registry),
 //! [`envelope`] (the frame layout, byte by byte), `node` (the subject
-//! scheme, the inbox loop), `outbox` (coalescing), `remote_ref`, `expose`,
-//! [`nats_server`] (a `nats-server` child process for tests and benchmarks).
+//! scheme, the inbox loop), `outbox` (coalescing), `remote_ref`, `expose`.
+//! The `nats-server` child process that tests and benchmarks start is
+//! the `troupe-test-nats` crate's.
 
 #![warn(missing_docs)]
 
@@ -83,7 +84,6 @@ pub mod envelope;
 mod error;
 mod expose;
 pub mod message;
-pub mod nats_server;
 mod node;
 mod outbox;
 mod remote_ref;

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 use troupe::{Actor, ActorSystem, Context, MailboxConfig, Overflow, SpawnOptions};
-use troupe_remote::nats_server::NatsServer;
 use troupe_remote::{Node, NodeStats, RemoteRef};
+use troupe_test_nats::NatsServer;
 
 const SYNC: Duration = Duration::from_millis(20);
 const T: Duration = Duration::from_secs(10);
@@ -44,7 +44,9 @@ fn buckets(s: &NodeStats) -> u64 {
 
 #[test]
 fn tells_the_peer_does_not_deliver_are_reported_as_refused() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let (seen, b, a, add) = counter_pair(&server, &system);
     let nobody = a.lookup::<Add>("nobody@b").unwrap();
@@ -84,7 +86,9 @@ impl Actor for Stuck {
 
 #[test]
 fn a_full_mailbox_on_the_peer_shows_as_refused_by_the_peer() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let (release, gate) = mpsc::channel();
     let handled = Arc::new(AtomicU64::new(0));
@@ -114,7 +118,9 @@ fn a_full_mailbox_on_the_peer_shows_as_refused_by_the_peer() {
 
 #[test]
 fn a_peer_restarted_under_the_same_name_makes_the_unconfirmed_hole_lost() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let (_seen, b, a, add) = counter_pair(&server, &system);
     for i in 1..=100 {
@@ -178,7 +184,9 @@ fn a_peer_restarted_under_the_same_name_makes_the_unconfirmed_hole_lost() {
 
 #[test]
 fn a_quiet_link_costs_little() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let a = node(&server, "a");
     // A peer that never answers: probes back off to one per 32 periods.
     let ghost = a.lookup::<Add>("counter@ghost").unwrap();
@@ -210,7 +218,9 @@ async fn next_batch(sub: &mut async_nats::Subscriber) -> (u64, u64, u64) {
 #[test]
 fn a_tail_lost_in_transit_is_revealed_by_a_probe() {
     use troupe_remote::envelope::LinkAck;
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let a = node(&server, "a");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -294,7 +304,9 @@ fn a_subject() -> String {
 
 #[test]
 fn a_peer_that_leaves_acks_what_it_took() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let seen = Arc::new(AtomicU64::new(0));
     let counter = system.spawn(Counter::new(seen.clone()));

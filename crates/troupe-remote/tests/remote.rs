@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use troupe::{ActorSystem, AskError, SendError};
-use troupe_remote::nats_server::NatsServer;
 use troupe_remote::{Node, NodeError};
+use troupe_test_nats::NatsServer;
 
 const T: Duration = Duration::from_secs(5);
 
@@ -39,7 +39,9 @@ fn serve_counting(
 
 #[test]
 fn tells_arrive_in_order_and_asks_answer() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let ((_b, seen), disorder) = serve_counting(&server, &system, "b");
     let a = Node::connect(&server.url(), "a").unwrap();
@@ -59,7 +61,9 @@ fn tells_arrive_in_order_and_asks_answer() {
 
 #[test]
 fn ask_errors_are_distinct() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let (b, _) = serve(&server, &system, "b");
     let a = Node::connect(&server.url(), "a").unwrap();
@@ -89,7 +93,9 @@ fn ask_errors_are_distinct() {
 
 #[test]
 fn clusters_on_one_server_do_not_see_each_other() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let seen = Arc::new(AtomicU64::new(0));
     let counter = system.spawn(Counter::new(seen.clone()));
@@ -121,7 +127,9 @@ fn clusters_on_one_server_do_not_see_each_other() {
 
 #[test]
 fn a_node_name_is_taken_once_per_cluster() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let _first = Node::connect(&server.url(), "same").unwrap();
     match Node::connect(&server.url(), "same") {
         Err(NodeError::NameTaken(n)) => assert_eq!(n, "same"),
@@ -147,7 +155,9 @@ mod clash {
 
 #[test]
 fn a_type_id_clash_is_refused_at_start_naming_both() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let err = Node::builder(&server.url(), "x")
         .register::<clash::one::Same>()
         .register::<clash::two::Same>()
@@ -173,7 +183,9 @@ fn a_type_id_clash_is_refused_at_start_naming_both() {
 
 #[test]
 fn an_oversized_message_is_handed_back() {
-    let server = NatsServer::start_with(Some(4096)).unwrap();
+    let Some(server) = NatsServer::builder().max_payload(4096).start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let (_b, seen) = serve(&server, &system, "b");
     let a = Node::connect(&server.url(), "a").unwrap();
@@ -195,7 +207,9 @@ fn an_oversized_message_is_handed_back() {
 
 #[test]
 fn garbage_on_a_node_subject_is_counted_and_the_node_keeps_serving() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let (b, seen) = serve(&server, &system, "b");
     let a = Node::connect(&server.url(), "a").unwrap();
@@ -256,7 +270,9 @@ fn garbage_on_a_node_subject_is_counted_and_the_node_keeps_serving() {
 
 #[test]
 fn a_node_on_the_callers_runtime_asks_without_a_hop() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let (_b, _) = serve(&server, &system, "b");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -299,7 +315,9 @@ fn nodes_and_references_cross_threads() {
 
 #[test]
 fn a_flood_of_garbage_is_counted_exactly() {
-    let server = NatsServer::start().unwrap();
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
     let system = ActorSystem::builder().threads(2).build();
     let (b, seen) = serve(&server, &system, "b");
     let a = Node::connect(&server.url(), "a").unwrap();

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use troupe::{Actor, ActorSystem, Context, Down};
-use troupe_cluster::nats_server::NatsServer;
 use troupe_cluster::Cluster;
 use troupe_remote::remote;
+use troupe_test_nats::NatsServer;
 
 #[remote("cluster.bench.Job")]
 #[derive(Serialize, Deserialize, Clone)]
@@ -66,7 +66,10 @@ fn main() {
             .unwrap_or(d)
     };
     let (kills, ms) = (arg("--kills", 20), arg("--heartbeat-ms", 100));
-    let server = NatsServer::start().expect("nats-server");
+    let server = NatsServer::builder()
+        .jetstream()
+        .start()
+        .expect("nats-server");
     let url = server.url();
     let system = ActorSystem::builder().threads(2).build();
     let hb = Duration::from_millis(ms);

@@ -37,8 +37,8 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use troupe::{Actor, ActorSystem, Context, ReplyTo, SendError};
 use troupe_remote::envelope::{decode_body, decode_frame, encode_frame, Header, Kind};
-use troupe_remote::nats_server::NatsServer;
 use troupe_remote::{remote, Node, RemoteMessage};
+use troupe_test_nats::NatsServer;
 
 /// The tell payload: bytes as one postcard byte string.
 #[remote("bench.Blob")]
