@@ -53,6 +53,15 @@
 //! handed to the outbox of the peer that sent them, if it is this epoch's.
 //! The loop takes the link table's lock once per NATS message and
 //! allocates only at a sender's first sight.
+//!
+//! The link table is keyed by names read off the wire, so it is bounded:
+//! at most [`NodeBuilder::max_links`] states (a new sender beyond them is
+//! not tracked: its tells are delivered, counted in `links_refused`, and
+//! its sender sees them unconfirmed), and the link task drops a state that
+//! has been acked and quiet for [`NodeBuilder::link_idle`]. Dropping such a
+//! state loses nothing: the sender's next batch starts a fresh one whose
+//! base follows the last number acked, and a sender whose last ack was
+//! lost probes (at least every 32 periods) long before the state goes.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -75,7 +84,7 @@ use crate::envelope::{
 };
 use crate::error::ask_error_of;
 use crate::message::{type_id, RemoteMessage, TypeEntry, TypeRegistry};
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, MAX_PROBE_GAP};
 use crate::stats::{add_and_log, bump, bump_and_log, Counters, NodeStats};
 use crate::{NodeError, RemoteRef};
 
@@ -118,6 +127,8 @@ pub(crate) struct LinkIn {
     dropped: u64,
     /// Changed since the last ack was sent.
     dirty: bool,
+    /// The link task's tick when a batch last came in on this link.
+    seen_tick: u64,
 }
 
 impl LinkIn {
@@ -146,8 +157,14 @@ pub(crate) struct Shared {
     /// This connection's epoch: a random number written in every link frame,
     /// so a restarted process under the same name starts new links.
     pub epoch: u64,
-    /// Receiver state per sender node name.
+    /// Receiver state per sender node name (bounded: see the module docs).
     pub links: Mutex<HashMap<String, LinkIn>>,
+    pub max_links: usize,
+    /// Ticks of the link task without a batch after which an acked link
+    /// state is dropped.
+    pub idle_ticks: u64,
+    /// The link task's ticks so far.
+    pub tick: AtomicU64,
     pub client: Client,
     pub handle: Handle,
     pub types: Mutex<TypeRegistry>,
@@ -209,6 +226,8 @@ pub struct NodeBuilder {
     ask_spin: Duration,
     shutdown_grace: Duration,
     link_sync: Duration,
+    link_idle: Duration,
+    max_links: usize,
 }
 
 impl NodeBuilder {
@@ -291,6 +310,23 @@ impl NodeBuilder {
     /// quiet.
     pub fn link_sync(mut self, period: Duration) -> Self {
         self.link_sync = period.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a sender's link state is kept after its last batch, once
+    /// acked (default 60 s; at least 64 [`link_sync`](Self::link_sync)
+    /// periods, so a sender's probe always comes first).
+    pub fn link_idle(mut self, idle: Duration) -> Self {
+        self.link_idle = idle;
+        self
+    }
+
+    /// The most senders whose links this node tracks at once (default
+    /// 1024). The table is keyed by names read off the wire; a sender beyond
+    /// the bound still has its tells delivered, but unacknowledged (counted
+    /// in `NodeStats::links_refused`).
+    pub fn max_links(mut self, n: usize) -> Self {
+        self.max_links = n.max(1);
         self
     }
 
@@ -425,6 +461,13 @@ async fn start(
         epoch: new_epoch(),
         name: b.name.into(),
         links: Mutex::new(HashMap::new()),
+        max_links: b.max_links,
+        idle_ticks: {
+            let sync = b.link_sync.as_nanos().max(1);
+            let ticks = b.link_idle.as_nanos() / sync;
+            (ticks.min(u128::from(u64::MAX)) as u64).max(2 * u64::from(MAX_PROBE_GAP))
+        },
+        tick: AtomicU64::new(0),
         client,
         handle: handle.clone(),
         types: Mutex::new(types),
@@ -633,9 +676,21 @@ impl Shared {
 
     /// Accounts a run of tells in the sender's link state.
     fn end_run(&self, r: LinkRun<'_>) {
+        let now = self.tick.load(Ordering::Relaxed);
         let mut links = self.links.lock();
+        let full = links.len() >= self.max_links;
         match links.get_mut(r.sender) {
-            Some(st) => self.account_run(st, &r),
+            Some(st) => {
+                st.seen_tick = now;
+                self.account_run(st, &r)
+            }
+            None if full => {
+                drop(links);
+                if bump_and_log(&self.counters.links_refused) {
+                    let count = self.counters.links_refused.load(Ordering::Relaxed);
+                    tracing::warn!(node = %self.name, sender = %r.sender, count, max = self.max_links, "the link table is full: this sender's tells are not acknowledged");
+                }
+            }
             None => {
                 // A sender's first sight: the one allocation of its link.
                 let mut st = LinkIn {
@@ -646,6 +701,7 @@ impl Shared {
                     received: 0,
                     dropped: 0,
                     dirty: false,
+                    seen_tick: now,
                 };
                 st.fresh(r.epoch, r.first);
                 self.account_run(&mut st, &r);
@@ -709,10 +765,16 @@ impl Shared {
     /// The link task's work: acks for dirty receiver states, probes for quiet
     /// outboxes with unconfirmed tells.
     async fn link_tick(&self) {
+        let now = self.tick.fetch_add(1, Ordering::Relaxed) + 1;
         if !self.connected.load(Ordering::Acquire) {
             return;
         }
         self.send_acks().await;
+        // After the acks: a state still dirty (its ack failed) stays.
+        let idle = self.idle_ticks;
+        self.links
+            .lock()
+            .retain(|_, l| l.dirty || now.saturating_sub(l.seen_tick) <= idle);
         let outboxes: Vec<Arc<Outbox>> = self.peers.lock().values().cloned().collect();
         for o in outboxes {
             if o.wants_probe() {
@@ -1063,6 +1125,8 @@ impl Node {
             ask_spin: Duration::from_micros(40),
             shutdown_grace: Duration::from_secs(2),
             link_sync: Duration::from_millis(100),
+            link_idle: Duration::from_secs(60),
+            max_links: 1024,
         }
     }
 
@@ -1092,6 +1156,7 @@ impl Node {
     pub fn stats(&self) -> NodeStats {
         let mut s = self.shared.counters.snapshot();
         s.tells_unconfirmed = self.unconfirmed();
+        s.links = self.shared.links.lock().len() as u64;
         s
     }
 

@@ -68,6 +68,7 @@ pub(crate) struct Counters {
     pub frames_missed: AtomicU64,
     pub unlinked: AtomicU64,
     pub panics: AtomicU64,
+    pub links_refused: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64) {
@@ -149,6 +150,12 @@ pub struct NodeStats {
     /// Inbox messages whose handling panicked (a bug: the message was
     /// dropped, logged, and the node went on serving).
     pub panics: u64,
+    /// Batches from a new sender while the link table was full
+    /// ([`NodeBuilder::max_links`](crate::NodeBuilder::max_links)): their
+    /// tells were delivered but not acknowledged.
+    pub links_refused: u64,
+    /// Gauge: senders whose link state this node holds now.
+    pub links: u64,
 }
 
 impl Counters {
@@ -175,6 +182,8 @@ impl Counters {
             frames_missed: self.frames_missed.load(Relaxed),
             unlinked: self.unlinked.load(Relaxed),
             panics: self.panics.load(Relaxed),
+            links_refused: self.links_refused.load(Relaxed),
+            links: 0,
         }
     }
 }

@@ -96,3 +96,51 @@ fn four_link_frames_do_not_make_a_node_deaf() {
     assert!(a.settle(T));
     assert_eq!(a.stats().tells_confirmed, 1);
 }
+
+/// Issue 25, finding 4: link frames from 100,000 made-up sender names cost
+/// tens of MiB and made the node ack nodes that do not exist; link states
+/// were never dropped.
+#[test]
+fn made_up_sender_names_do_not_grow_the_link_table() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let system = ActorSystem::builder().threads(1).build();
+    let counter = system.spawn(Counter::new(Arc::new(AtomicU64::new(0))));
+    let b = Node::builder(&server.url(), "b")
+        .link_sync(Duration::from_millis(5))
+        .link_idle(Duration::ZERO) // the floor: 64 periods
+        .max_links(64)
+        .connect()
+        .unwrap();
+    b.expose("counter", &counter)
+        .tell::<Add>()
+        .ask::<Sum>(CounterMsg::Sum)
+        .serve()
+        .unwrap();
+    let raw = Raw::connect(&server.url());
+    const NAMES: u64 = 20_000;
+    let batches: Vec<Vec<u8>> = (0..NAMES / 100)
+        .map(|m| {
+            // 100 links a message: each link frame ends the run before it.
+            (0..100)
+                .flat_map(|i| link(1, 1, &format!("fake{}", m * 100 + i)))
+                .collect()
+        })
+        .collect();
+    raw.publish(&b.subject(), batches);
+    assert!(wait_until(T, || b.stats().link_frames == NAMES));
+    let s = b.stats();
+    assert!(s.links <= 64, "{s:?}");
+    assert_eq!(s.links_refused, NAMES - 64);
+    assert_eq!(s.panics, 0);
+    // Acked once, then quiet: every state is dropped after 64 periods.
+    assert!(wait_until(T, || b.stats().links == 0), "{:?}", b.stats());
+    assert!(b.stats().acks_sent <= 2 * 64, "{:?}", b.stats());
+    // A real sender gets a link state again.
+    let a = Node::connect(&server.url(), "a").unwrap();
+    let add = a.lookup::<Add>("counter@b").unwrap();
+    add.tell(Add(1)).unwrap();
+    assert!(a.settle(T));
+    assert_eq!(a.stats().tells_confirmed, 1);
+}
