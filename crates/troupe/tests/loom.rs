@@ -275,15 +275,23 @@ fn bounded_turn(
             handled.fetch_add(1, Ordering::SeqCst);
         }
         let empty = || ring.lock().unwrap().is_empty();
+        // Counted out before the release (a send may take the task the
+        // instant it succeeds), back in if it fails (the task is still
+        // ours: `SCHEDULED` stayed set, so no send can take it).
+        holders.fetch_sub(1, Ordering::SeqCst);
         let released = if empty_first {
             st.try_release_mutation_empty_first(empty)
         } else {
             st.try_release(empty)
         };
         if released.is_ok() {
-            holders.fetch_sub(1, Ordering::SeqCst);
             return;
         }
+        assert_eq!(
+            holders.fetch_add(1, Ordering::SeqCst),
+            0,
+            "two tasks at once"
+        );
         thread::yield_now();
     }
 }
