@@ -173,6 +173,8 @@ pub(crate) struct Shared {
     pub flushers: Mutex<Vec<JoinHandle<()>>>,
     pub counters: Arc<Counters>,
     pub connected: Arc<AtomicBool>,
+    /// The same, watched: an ask in flight waits on it beside its reply.
+    pub link_state: tokio::sync::watch::Receiver<bool>,
     pub closed: AtomicBool,
     /// The largest body a received frame may have: the server's max payload
     /// less a header.
@@ -396,6 +398,7 @@ async fn start(
 ) -> Result<Arc<Shared>, NodeError> {
     let connected = Arc::new(AtomicBool::new(true));
     let flag = connected.clone();
+    let (link_up, link_state) = tokio::sync::watch::channel(true);
     let node = b.name.clone();
     let mut opts = match &b.credentials_file {
         Some(p) => ConnectOptions::with_credentials_file(p.clone())
@@ -409,14 +412,18 @@ async fn start(
         .event_callback(move |event| {
             let flag = flag.clone();
             let node = node.clone();
+            let link_up = link_up.clone();
             async move {
                 match event {
                     Event::Connected => {
                         flag.store(true, Ordering::Release);
+                        link_up.send_replace(true);
                         tracing::info!(node = %node, "connected to the NATS server");
                     }
                     Event::Disconnected | Event::Closed => {
                         flag.store(false, Ordering::Release);
+                        // Asks in flight end now, with `Disconnected`.
+                        link_up.send_replace(false);
                         tracing::warn!(node = %node, %event, "lost the NATS server");
                     }
                     other => tracing::debug!(node = %node, event = %other, "NATS event"),
@@ -476,6 +483,7 @@ async fn start(
         flushers: Mutex::new(Vec::new()),
         counters: Arc::new(Counters::default()),
         connected,
+        link_state,
         closed: AtomicBool::new(false),
         max_frame_body: max_payload - HEADER_LEN,
         max_body: max_payload.saturating_sub(HEADER_LEN + link_len),
@@ -930,7 +938,15 @@ impl Shared {
         let req = async_nats::Request::new()
             .payload(frame)
             .timeout(Some(timeout));
-        let msg = match self.client.send_request(subject, req).await {
+        // The client keeps a request waiting across a reconnect, until its
+        // timeout; the README promises `Disconnected` at once instead.
+        let mut link = self.link_state.clone();
+        let sent = tokio::select! {
+            biased;
+            r = self.client.send_request(subject, req) => r,
+            _ = link.wait_for(|up| !*up) => return Err(troupe::AskError::Disconnected),
+        };
+        let msg = match sent {
             Ok(m) => m,
             Err(e) => {
                 return Err(match e.kind() {
