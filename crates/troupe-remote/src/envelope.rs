@@ -4,7 +4,7 @@
 //! ```text
 //! offset size field
 //!  0      1   version      FORMAT_VERSION (2); anything else: the frame is refused
-//!  1      1   kind         1 tell, 2 ask, 3 reply, 4 ping, 5 link, 6 ack
+//!  1      1   kind         1 tell, 2 ask, 3 reply, 4 ping, 5 link, 6 ack, 7 seal
 //!  2      1   status       replies: Status as u8; 0 elsewhere
 //!  3      1   reserved     0 (ignored on read, so it can carry flags later)
 //!  4      4   body length  u32 little-endian, bytes following the header
@@ -76,6 +76,10 @@ pub enum Kind {
     Link = 5,
     /// A receiver's account of one link, sent back to the sender's inbox.
     Ack = 6,
+    /// The last frame of a message from a node with a cluster key: the
+    /// HMAC-SHA256 of the subject and the frames before it (see
+    /// [`auth`](crate::auth)).
+    Seal = 7,
 }
 
 impl Kind {
@@ -87,6 +91,7 @@ impl Kind {
             4 => Kind::Ping,
             5 => Kind::Link,
             6 => Kind::Ack,
+            7 => Kind::Seal,
             _ => return None,
         })
     }
@@ -439,6 +444,38 @@ impl LinkAck {
     }
 }
 
+/// The bytes of a seal frame: a header and the 32-byte seal.
+pub const SEAL_FRAME_LEN: usize = HEADER_LEN + crate::auth::SEAL_LEN;
+
+/// A seal frame's header: kind 7, a 32-byte body, every other field 0.
+fn seal_header() -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[0] = FORMAT_VERSION;
+    h[1] = Kind::Seal as u8;
+    h[4..8].copy_from_slice(&(crate::auth::SEAL_LEN as u32).to_le_bytes());
+    h
+}
+
+/// Appends the seal frame of the frames in `out`, published on `subject`.
+pub fn append_seal(out: &mut Vec<u8>, key: &crate::auth::ClusterKey, subject: &str) {
+    let tag = key.tag(subject, out);
+    out.extend_from_slice(&seal_header());
+    out.extend_from_slice(&tag);
+}
+
+/// The frames of a sealed message if it ends with a good seal frame for
+/// `subject`; `None` otherwise.
+pub fn open_sealed<'a>(
+    payload: &'a [u8],
+    key: &crate::auth::ClusterKey,
+    subject: &str,
+) -> Option<&'a [u8]> {
+    let at = payload.len().checked_sub(SEAL_FRAME_LEN)?;
+    let (frames, seal) = payload.split_at(at);
+    let (header, tag) = seal.split_at(HEADER_LEN);
+    (header == seal_header() && key.verify(subject, frames, tag)).then_some(frames)
+}
+
 /// Decodes a body to `T`, refusing trailing bytes. `T` may borrow from the
 /// body (a link frame's sender name decodes as `&str`, without allocating).
 pub fn decode_body<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, postcard::Error> {
@@ -540,6 +577,27 @@ mod tests {
         let (frame, rest) = decode_frame(&out, 100).unwrap();
         assert!(rest.is_empty());
         assert_eq!(LinkAck::decode(&frame).unwrap(), ack);
+    }
+
+    #[test]
+    fn a_seal_frame_covers_the_subject_and_every_byte_before_it() {
+        let key = crate::auth::ClusterKey::new(b"k");
+        let mut out = Vec::new();
+        encode_link(&mut out, 1, 1, "a");
+        let plain = out.clone();
+        append_seal(&mut out, &key, "s");
+        assert_eq!(out.len(), plain.len() + SEAL_FRAME_LEN);
+        assert_eq!(open_sealed(&out, &key, "s"), Some(&plain[..]));
+        assert_eq!(open_sealed(&out, &key, "t"), None);
+        assert_eq!(open_sealed(&plain, &key, "s"), None);
+        let mut flipped = out.clone();
+        flipped[9] ^= 1; // the epoch
+        assert_eq!(open_sealed(&flipped, &key, "s"), None);
+        let other = crate::auth::ClusterKey::new(b"other");
+        assert_eq!(open_sealed(&out, &other, "s"), None);
+        // A node without a key walks the frames: the seal is the last one.
+        let kinds: Vec<Kind> = Frames::new(&out, 100).map(|f| f.unwrap().kind).collect();
+        assert_eq!(kinds, vec![Kind::Link, Kind::Seal]);
     }
 
     #[test]

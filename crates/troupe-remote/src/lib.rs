@@ -80,6 +80,7 @@
 
 extern crate self as troupe_remote;
 
+pub mod auth;
 pub mod envelope;
 mod error;
 mod expose;

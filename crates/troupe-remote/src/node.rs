@@ -78,9 +78,10 @@ use parking_lot::{Mutex, RwLock};
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::JoinHandle;
 
+use crate::auth::ClusterKey;
 use crate::envelope::{
-    decode_body, decode_frame, encode_frame, link_frame_len, Frame, Frames, Header, Kind, LinkAck,
-    Status, HEADER_LEN,
+    append_seal, decode_body, decode_frame, encode_frame, link_frame_len, open_sealed, Frame,
+    Frames, Header, Kind, LinkAck, Status, HEADER_LEN, SEAL_FRAME_LEN,
 };
 use crate::error::ask_error_of;
 use crate::message::{type_id, RemoteMessage, TypeEntry, TypeRegistry};
@@ -173,6 +174,9 @@ pub(crate) struct Shared {
     pub flushers: Mutex<Vec<JoinHandle<()>>>,
     pub counters: Arc<Counters>,
     pub connected: Arc<AtomicBool>,
+    /// The cluster key: every message to a node's inbox is sealed with it,
+    /// and only sealed ones are obeyed (see [`auth`](crate::auth)).
+    pub key: Option<ClusterKey>,
     /// The same, watched: an ask in flight waits on it beside its reply.
     pub link_state: tokio::sync::watch::Receiver<bool>,
     pub closed: AtomicBool,
@@ -230,6 +234,7 @@ pub struct NodeBuilder {
     link_sync: Duration,
     link_idle: Duration,
     max_links: usize,
+    key: Option<ClusterKey>,
 }
 
 impl NodeBuilder {
@@ -329,6 +334,20 @@ impl NodeBuilder {
     /// in `NodeStats::links_refused`).
     pub fn max_links(mut self, n: usize) -> Self {
         self.max_links = n.max(1);
+        self
+    }
+
+    /// The cluster's shared secret: this node seals every message it
+    /// publishes to a node's inbox with HMAC-SHA256 under it, and obeys
+    /// only messages sealed with it (see [`auth`](crate::auth)). Set the
+    /// same secret on every node of the cluster.
+    pub fn secret(self, secret: impl AsRef<[u8]>) -> Self {
+        self.cluster_key(ClusterKey::new(secret))
+    }
+
+    /// As [`secret`](Self::secret), with a key already made.
+    pub fn cluster_key(mut self, key: ClusterKey) -> Self {
+        self.key = Some(key);
         self
     }
 
@@ -444,6 +463,9 @@ async fn start(
     let mut probe = Vec::with_capacity(HEADER_LEN);
     let ping = Header::new(Kind::Ping, 0, 0, 0);
     let _ = encode_frame(&mut probe, ping, &(), 0);
+    if let Some(key) = &b.key {
+        append_seal(&mut probe, key, &subject);
+    }
     let req = async_nats::Request::new()
         .payload(probe.into())
         .timeout(Some(Duration::from_millis(500)));
@@ -463,6 +485,8 @@ async fn start(
         .await
         .map_err(|e| NodeError::Subscribe(e.to_string()))?;
     let link_len = link_frame_len(&b.name);
+    // Room for the seal frame every message then ends with.
+    let seal_len = if b.key.is_some() { SEAL_FRAME_LEN } else { 0 };
     let shared = Arc::new(Shared {
         cluster: b.cluster,
         epoch: new_epoch(),
@@ -486,8 +510,9 @@ async fn start(
         link_state,
         closed: AtomicBool::new(false),
         max_frame_body: max_payload - HEADER_LEN,
-        max_body: max_payload.saturating_sub(HEADER_LEN + link_len),
-        batch_bytes: b.batch_bytes.min(max_payload),
+        max_body: max_payload.saturating_sub(HEADER_LEN + link_len + seal_len),
+        batch_bytes: b.batch_bytes.min(max_payload.saturating_sub(seal_len)),
+        key: b.key,
         queue_bytes: b.queue_bytes,
         serve_timeout: b.serve_timeout,
         ask_spin: b.ask_spin,
@@ -569,9 +594,25 @@ where
 
 impl Shared {
     fn on_message(self: &Arc<Self>, msg: Message) {
+        let payload = match &self.key {
+            None => &msg.payload[..],
+            Some(key) => match open_sealed(&msg.payload, key, &msg.subject) {
+                Some(frames) => frames,
+                None => {
+                    if bump_and_log(&self.counters.unauthenticated) {
+                        let count = self.counters.unauthenticated.load(Ordering::Relaxed);
+                        tracing::warn!(node = %self.name, bytes = msg.payload.len(), count, "dropped a message without a good seal (not from a node of this cluster)");
+                    }
+                    if let Some(reply) = msg.reply {
+                        self.reply_status(reply, Status::BadFrame, 0, 0, 0);
+                    }
+                    return;
+                }
+            },
+        };
         match msg.reply {
-            Some(reply) => self.on_request(&msg.payload, reply),
-            None => self.on_batch(&msg.payload),
+            Some(reply) => self.on_request(payload, reply),
+            None => self.on_batch(payload),
         }
     }
 
@@ -622,6 +663,9 @@ impl Shared {
                     self.on_ack(&frame, payload.len());
                     continue;
                 }
+                // A keyed sender's seal, read by a node without a key (a
+                // keyed node checked and took it off before).
+                Kind::Seal => continue,
                 _ => {
                     self.bad_frame(
                         &format_args!("a {:?} frame outside a request", frame.kind),
@@ -809,8 +853,12 @@ impl Shared {
                         received: l.received,
                         dropped: l.dropped,
                     };
-                    let mut out = Vec::with_capacity(2 * HEADER_LEN + self.name.len());
+                    let mut out =
+                        Vec::with_capacity(2 * HEADER_LEN + self.name.len() + SEAL_FRAME_LEN);
                     ack.encode(&mut out);
+                    if let Some(key) = &self.key {
+                        append_seal(&mut out, key, &l.subject);
+                    }
                     (sender.clone(), l.subject.clone(), out)
                 })
                 .collect()
@@ -831,6 +879,10 @@ impl Shared {
     fn on_request(self: &Arc<Self>, payload: &[u8], reply: Subject) {
         let frame = match decode_frame(payload, self.max_frame_body) {
             Ok((frame, [])) => frame,
+            // A keyed sender's seal, read by a node without a key.
+            Ok((frame, rest)) if rest.len() == SEAL_FRAME_LEN && rest[1] == Kind::Seal as u8 => {
+                frame
+            }
             Ok(_) => {
                 self.bad_frame(&"a request holding more than one frame", payload.len());
                 return self.reply_status(reply, Status::BadFrame, 0, 0, 0);
@@ -918,6 +970,7 @@ impl Shared {
             self.name.clone(),
             self.batch_bytes,
             self.queue_bytes,
+            self.key.clone(),
         ));
         let task = outbox
             .clone()
@@ -935,6 +988,15 @@ impl Shared {
         correlation: u64,
         timeout: Duration,
     ) -> Result<R, troupe::AskError> {
+        let frame = match &self.key {
+            None => frame,
+            Some(key) => {
+                let mut sealed = Vec::with_capacity(frame.len() + SEAL_FRAME_LEN);
+                sealed.extend_from_slice(&frame);
+                append_seal(&mut sealed, key, &subject);
+                sealed.into()
+            }
+        };
         let req = async_nats::Request::new()
             .payload(frame)
             .timeout(Some(timeout));
@@ -1143,6 +1205,7 @@ impl Node {
             link_sync: Duration::from_millis(100),
             link_idle: Duration::from_secs(60),
             max_links: 1024,
+            key: None,
         }
     }
 

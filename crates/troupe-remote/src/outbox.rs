@@ -53,7 +53,11 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::Notify;
 
-use crate::envelope::{encode_frame, encode_link, link_frame_len, EncodeError, Header, LinkAck};
+use crate::auth::ClusterKey;
+use crate::envelope::{
+    append_seal, encode_frame, encode_link, link_frame_len, EncodeError, Header, LinkAck,
+    SEAL_FRAME_LEN,
+};
 use crate::stats::Counters;
 
 /// The longest gap between two unanswered probes, in link-task ticks.
@@ -101,6 +105,9 @@ pub(crate) struct Outbox {
     state: Mutex<State>,
     ledger: Mutex<Ledger>,
     notify: Notify,
+    /// Seals every batch, when the node has a cluster key (the node keeps
+    /// `batch_bytes` a seal frame short of the max payload).
+    key: Option<ClusterKey>,
 }
 
 impl Outbox {
@@ -110,6 +117,7 @@ impl Outbox {
         node: Arc<str>,
         batch_bytes: usize,
         queue_bytes: usize,
+        key: Option<ClusterKey>,
     ) -> Self {
         Outbox {
             subject,
@@ -132,6 +140,7 @@ impl Outbox {
             }),
             ledger: Mutex::new(Ledger::default()),
             notify: Notify::new(),
+            key,
         }
     }
 
@@ -305,11 +314,15 @@ impl Outbox {
                 (batches, st.closed)
             };
             for Batch {
-                bytes,
+                mut bytes,
                 first,
                 tells,
             } in batches
             {
+                if let Some(key) = &self.key {
+                    bytes.reserve_exact(SEAL_FRAME_LEN);
+                    append_seal(&mut bytes, key, &self.subject);
+                }
                 match client.publish(self.subject.clone(), bytes.into()).await {
                     Ok(()) if tells == 0 => {
                         counters.probes_sent.fetch_add(1, Relaxed);
@@ -662,7 +675,14 @@ mod tests {
     #[test]
     fn a_sealed_overflow_starts_the_next_batch_with_its_own_link_frame() {
         // Room for the link frame (34 bytes) and three 33-byte tells.
-        let o = Outbox::new(Subject::from("s"), 7, "a".into(), 34 + 3 * 33, 1 << 20);
+        let o = Outbox::new(
+            Subject::from("s"),
+            7,
+            "a".into(),
+            34 + 3 * 33,
+            1 << 20,
+            None,
+        );
         let h = Header::new(Kind::Tell, 1, 2, 0);
         for i in 0..7u8 {
             o.push(h, &i, 100).ok().unwrap();
@@ -687,7 +707,7 @@ mod tests {
 
     #[test]
     fn a_probe_is_a_lone_link_frame_with_the_next_number() {
-        let o = Outbox::new(Subject::from("s"), 7, "a".into(), 1024, 1 << 20);
+        let o = Outbox::new(Subject::from("s"), 7, "a".into(), 1024, 1 << 20, None);
         let h = Header::new(Kind::Tell, 1, 2, 0);
         o.push(h, &1u8, 100).ok().unwrap();
         o.push(h, &2u8, 100).ok().unwrap();

@@ -69,6 +69,7 @@ pub(crate) struct Counters {
     pub unlinked: AtomicU64,
     pub panics: AtomicU64,
     pub links_refused: AtomicU64,
+    pub unauthenticated: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64) {
@@ -156,6 +157,10 @@ pub struct NodeStats {
     pub links_refused: u64,
     /// Gauge: senders whose link state this node holds now.
     pub links: u64,
+    /// Messages refused for want of a good seal (this node has a cluster
+    /// key and they were not sealed with it); requests among them were
+    /// answered `bad frame`.
+    pub unauthenticated: u64,
 }
 
 impl Counters {
@@ -184,6 +189,7 @@ impl Counters {
             panics: self.panics.load(Relaxed),
             links_refused: self.links_refused.load(Relaxed),
             links: 0,
+            unauthenticated: self.unauthenticated.load(Relaxed),
         }
     }
 }

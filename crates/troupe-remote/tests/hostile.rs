@@ -144,3 +144,85 @@ fn made_up_sender_names_do_not_grow_the_link_table() {
     assert!(a.settle(T));
     assert_eq!(a.stats().tells_confirmed, 1);
 }
+
+/// Issue 25, finding 3 (troupe-remote's half): with a cluster key, a
+/// client that is not a node cannot get a tell delivered, a link state
+/// made or an ask served; every such message is counted.
+#[test]
+fn with_a_cluster_key_a_plain_client_achieves_nothing() {
+    use troupe_remote::auth::ClusterKey;
+    use troupe_remote::envelope::{append_seal, encode_frame, Header, Kind};
+    use troupe_remote::RemoteMessage;
+
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let system = ActorSystem::builder().threads(1).build();
+    let seen = Arc::new(AtomicU64::new(0));
+    let counter = system.spawn(Counter::new(seen.clone()));
+    let keyed = |name: &str| {
+        Node::builder(&server.url(), name)
+            .secret("the cluster's secret")
+            .link_sync(Duration::from_millis(10))
+            .connect()
+            .unwrap()
+    };
+    let b = keyed("b");
+    b.expose("counter", &counter)
+        .tell::<Add>()
+        .ask::<Sum>(CounterMsg::Sum)
+        .serve()
+        .unwrap();
+    let a = keyed("a");
+    let add = a.lookup::<Add>("counter@b").unwrap();
+    let sum = a.lookup::<Sum>("counter@b").unwrap();
+    add.tell(Add(1)).unwrap();
+    assert!(a.settle(T), "sealed tells are confirmed");
+    assert_eq!(sum.ask(Sum, T), Ok(1), "sealed asks are served");
+    assert!(a.ping("b", T).is_ok());
+
+    // A batch of one tell, well-formed, from a plain client: unsealed, sealed
+    // with another key, and sealed for another subject.
+    let tell = |n: u64| {
+        let mut out = link(5, 1, "mallory");
+        let h = Header::new(
+            Kind::Tell,
+            Add::TYPE_ID,
+            troupe_remote::type_id("counter"),
+            0,
+        );
+        encode_frame(&mut out, h, &Add(n), 1 << 20).unwrap();
+        out
+    };
+    let mut wrong_key = tell(100);
+    append_seal(&mut wrong_key, &ClusterKey::new("a guess"), &b.subject());
+    let mut wrong_subject = tell(1000);
+    let key = ClusterKey::new("the cluster's secret");
+    append_seal(&mut wrong_subject, &key, "troupe.default.node.a");
+    let raw = Raw::connect(&server.url());
+    raw.publish(&b.subject(), vec![tell(10), wrong_key, wrong_subject]);
+    assert!(wait_until(T, || b.stats().unauthenticated == 3));
+    // An unsealed ask gets a bad-frame answer at once.
+    let mut ask = Vec::new();
+    let h = Header::new(
+        Kind::Ask,
+        Sum::TYPE_ID,
+        troupe_remote::type_id("counter"),
+        9,
+    );
+    encode_frame(&mut ask, h, &Sum, 1 << 20).unwrap();
+    let answer = raw.rt.block_on(async {
+        let req = async_nats::Request::new()
+            .payload(ask.into())
+            .timeout(Some(T));
+        raw.client.send_request(b.subject(), req).await
+    });
+    let answer = answer.expect("answered");
+    assert_eq!(answer.payload[2], 7, "status: bad frame");
+    let s = b.stats();
+    assert_eq!(s.unauthenticated, 4);
+    assert_eq!(s.delivered, 1, "only the node's own tell");
+    assert_eq!(s.asks_served, 1);
+    assert!(s.links <= 1, "no link state for mallory");
+    assert_eq!(sum.ask(Sum, T), Ok(1));
+}
