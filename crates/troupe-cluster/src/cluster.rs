@@ -28,6 +28,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::Notify;
 use troupe::supervision::is_abnormal;
 use troupe::{Actor, ActorRef, ActorSystem, Down, StopReason};
+use troupe_remote::auth::{ClusterKey, SEAL_LEN};
 use troupe_remote::{Exposure, Node, NodeBuilder, RemoteMessage, RemoteRef};
 
 use crate::bad_input::{Inlet, RateLog};
@@ -64,6 +65,7 @@ pub struct ClusterBuilder {
     nkey: Option<String>,
     node: Option<NodeOptions>,
     max_peers: usize,
+    key: Option<ClusterKey>,
 }
 
 impl ClusterBuilder {
@@ -121,6 +123,17 @@ impl ClusterBuilder {
         self.max_peers = n.max(1);
         self
     }
+    /// The cluster's shared secret: every message this node publishes (its
+    /// node's inbox traffic, heartbeats, goodbyes, stop events, control
+    /// requests and replies, registry values, group messages) is sealed
+    /// with HMAC-SHA256 under it, and only sealed messages are obeyed, so a
+    /// client that is not a node cannot kill an actor, declare a peer up,
+    /// down or restarted, or plant a registry entry (see
+    /// [`troupe_remote::auth`]). Set the same secret on every node.
+    pub fn secret(mut self, secret: impl AsRef<[u8]>) -> Self {
+        self.key = Some(ClusterKey::new(secret));
+        self
+    }
     /// Anything else on the underlying [`NodeBuilder`] (TLS and other
     /// `async-nats` options through `connect_options`, limits).
     pub fn node_options(
@@ -154,6 +167,9 @@ impl ClusterBuilder {
                 }
                 o
             });
+        if let Some(key) = &self.key {
+            nb = nb.cluster_key(key.clone());
+        }
         if let Some(f) = self.node {
             nb = f(nb);
         }
@@ -220,6 +236,7 @@ impl ClusterBuilder {
             down_hooks: Mutex::new(Vec::new()),
             counters: Counters::default(),
             bad_log: RateLog::default(),
+            key: self.key,
         });
         let (hb, bye, down, ctl) = rt
             .block_on({
@@ -288,6 +305,7 @@ struct Counters {
     bad_registry_values: AtomicU64,
     bad_group_messages: AtomicU64,
     peers_refused: AtomicU64,
+    unauthenticated: AtomicU64,
 }
 
 impl Counters {
@@ -334,6 +352,9 @@ pub struct ClusterStats {
     pub bad_group_messages: u64,
     /// Heartbeats of new nodes refused because the peer table was full.
     pub peers_refused: u64,
+    /// Messages and registry values refused for want of a good seal (this
+    /// node has a cluster key; see [`ClusterBuilder::secret`]).
+    pub unauthenticated: u64,
 }
 
 struct ExposedActor {
@@ -365,6 +386,7 @@ pub(crate) struct Inner {
     down_hooks: Mutex<Vec<DownHook>>,
     counters: Counters,
     bad_log: RateLog,
+    key: Option<ClusterKey>,
 }
 
 fn encode<T: serde::Serialize>(v: &T) -> Bytes {
@@ -382,7 +404,7 @@ impl Inner {
 
     async fn beat(self: Arc<Self>) {
         let subject = Subject::from(wire::heartbeat_subject(&self.ns, &self.name));
-        let payload = encode(&self.heartbeat());
+        let payload = self.seal(&subject, encode(&self.heartbeat()));
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -401,9 +423,46 @@ impl Inner {
         }
     }
 
+    /// `payload` sealed for `subject` when this node has a cluster key.
+    fn seal(&self, subject: &str, payload: Bytes) -> Bytes {
+        match &self.key {
+            None => payload,
+            Some(key) => key.seal(subject, &payload).into(),
+        }
+    }
+
+    /// The payload of a message on `subject`: with a cluster key, only if
+    /// its seal is good (else counted and logged, `None`).
+    fn open<'a>(&self, inlet: Inlet, subject: &str, payload: &'a [u8]) -> Option<&'a [u8]> {
+        let Some(key) = &self.key else {
+            return Some(payload);
+        };
+        let opened = key.open(subject, payload);
+        if opened.is_none() {
+            let count = self
+                .counters
+                .unauthenticated
+                .fetch_add(1, Ordering::Relaxed)
+                .saturating_add(1);
+            if let Some(left_out) = self.bad_log.admit(Instant::now()) {
+                tracing::warn!(node = %self.name, %inlet, subject, count, left_out, "dropped a message without a good seal (not from a node of this cluster)");
+            }
+        }
+        opened
+    }
+
+    /// One of this node's own registry values without its seal.
+    fn own_value<'a>(&self, v: &'a [u8]) -> &'a [u8] {
+        match &self.key {
+            None => v,
+            Some(_) => v.get(..v.len().saturating_sub(SEAL_LEN)).unwrap_or(v),
+        }
+    }
+
     /// A heartbeat or goodbye that decodes and names its subject's node.
     fn membership(&self, inlet: Inlet, msg: &async_nats::Message) -> Option<Heartbeat> {
-        let Some(hb) = decode::<Heartbeat>(&msg.payload) else {
+        let payload = self.open(inlet, &msg.subject, &msg.payload)?;
+        let Some(hb) = decode::<Heartbeat>(payload) else {
             self.bad(inlet, &msg.subject, &"did not decode");
             return None;
         };
@@ -470,7 +529,10 @@ impl Inner {
     async fn on_stop_events(self: Arc<Self>, mut sub: async_nats::Subscriber) {
         while let Some(msg) = sub.next().await {
             let node = wire::last_token(&msg.subject);
-            let Some(ev) = decode::<StopEvent>(&msg.payload) else {
+            let Some(payload) = self.open(Inlet::StopEvent, &msg.subject, &msg.payload) else {
+                continue;
+            };
+            let Some(ev) = decode::<StopEvent>(payload) else {
                 self.bad(Inlet::StopEvent, &msg.subject, &"did not decode");
                 continue;
             };
@@ -489,9 +551,13 @@ impl Inner {
                 );
                 continue;
             };
-            let answer = match decode::<Ctl>(&msg.payload) {
-                Some(Ctl::Watch { actor }) => self.status_of(&actor),
-                Some(Ctl::Kill { actor, reason }) => {
+            let request = self
+                .open(Inlet::Control, &msg.subject, &msg.payload)
+                .map(decode::<Ctl>);
+            let answer = match request {
+                None => CtlReply::BadRequest,
+                Some(Some(Ctl::Watch { actor })) => self.status_of(&actor),
+                Some(Some(Ctl::Kill { actor, reason })) => {
                     let ex = self.exposed.lock();
                     match ex.get(&actor) {
                         None => CtlReply::Unknown,
@@ -505,12 +571,13 @@ impl Inner {
                         },
                     }
                 }
-                None => {
+                Some(None) => {
                     self.bad(Inlet::Control, &msg.subject, &"did not decode");
                     CtlReply::BadRequest
                 }
             };
-            let _ = self.client.publish(reply, encode(&answer)).await;
+            let answer = self.seal(&reply, encode(&answer));
+            let _ = self.client.publish(reply, answer).await;
         }
     }
 
@@ -651,6 +718,7 @@ impl Inner {
     /// names its node and actor); `None` (a delete, for the cache) and
     /// counted otherwise.
     fn registry_value(&self, key: &str, value: &[u8]) -> Option<RegEntry> {
+        let value = self.open(Inlet::RegistryValue, &wire::kv_seal_subject(key), value)?;
         let Some(e) = decode::<RegEntry>(value) else {
             self.bad(Inlet::RegistryValue, key, &"did not decode");
             return None;
@@ -790,6 +858,7 @@ impl Cluster {
             nkey: None,
             node: None,
             max_peers: crate::liveness::DEFAULT_MAX_PEERS,
+            key: None,
         }
     }
 
@@ -823,6 +892,7 @@ impl Cluster {
             bad_registry_values: c.bad_registry_values.load(Ordering::Relaxed),
             bad_group_messages: c.bad_group_messages.load(Ordering::Relaxed),
             peers_refused: c.peers_refused.load(Ordering::Relaxed),
+            unauthenticated: c.unauthenticated.load(Ordering::Relaxed),
         }
     }
 
@@ -856,17 +926,23 @@ impl Cluster {
             if let Some(a) = inner.exposed.lock().get_mut(&actor_name) {
                 a.stopped = Some(wr.clone());
             }
-            let ev = encode(&StopEvent {
-                actor: actor_name.clone(),
-                reason: wr,
-            });
             let subject = wire::down_subject(&inner.ns, &inner.name);
+            let ev = inner.seal(
+                &subject,
+                encode(&StopEvent {
+                    actor: actor_name.clone(),
+                    reason: wr,
+                }),
+            );
             // Its registry entries go with it.
             let keys: Vec<String> = {
                 let mut own = inner.own.lock();
                 let keys: Vec<String> = own
                     .iter()
-                    .filter(|(_, v)| decode::<RegEntry>(v).is_some_and(|e| e.actor == actor_name))
+                    .filter(|(_, v)| {
+                        decode::<RegEntry>(inner.own_value(v))
+                            .is_some_and(|e| e.actor == actor_name)
+                    })
                     .map(|(k, _)| k.clone())
                     .collect();
                 for k in &keys {
@@ -894,7 +970,9 @@ impl Cluster {
         entry: RegEntry,
         create: bool,
     ) -> Result<(), ClusterError> {
-        let value = encode(&entry);
+        let value = self
+            .inner
+            .seal(&wire::kv_seal_subject(&key), encode(&entry));
         let kv = self.inner.kv.clone();
         let (k, v) = (key.clone(), value.clone());
         let r = self.inner.block(async move {
@@ -991,6 +1069,11 @@ impl Cluster {
                     break;
                 }
                 let p = &msg.payload;
+                let opened = match inner.upgrade() {
+                    Some(inner) => inner.open(Inlet::Group, &msg.subject, p),
+                    None => break,
+                };
+                let Some(p) = opened else { continue };
                 let m = match p.split_first_chunk::<8>() {
                     Some((id, body)) if u64::from_le_bytes(*id) == M::TYPE_ID => decode::<M>(body),
                     _ => None,
@@ -1025,8 +1108,9 @@ impl Cluster {
         payload.extend(postcard::to_allocvec(msg).map_err(|e| ClusterError::Nats(e.to_string()))?);
         let client = self.inner.client.clone();
         let subject = wire::group_subject(&self.inner.ns, group);
+        let payload = self.inner.seal(&subject, payload.into());
         self.inner
-            .block(async move { client.publish(subject, payload.into()).await })
+            .block(async move { client.publish(subject, payload).await })
             .map_err(|e| ClusterError::Nats(e.to_string()))
     }
 
@@ -1101,15 +1185,18 @@ impl Cluster {
         }
         let inner = self.inner.clone();
         let (target, actor, node) = (target.to_string(), actor.to_string(), node.to_string());
-        let ask = encode(&Ctl::Watch { actor });
         let timeout = (inner.interval * 2).max(Duration::from_millis(500));
         self.inner.handle.spawn(async move {
+            let subject = wire::ctl_subject(&inner.ns, &node);
+            let ask = inner.seal(&subject, encode(&Ctl::Watch { actor }));
             let req = async_nats::Request::new()
                 .payload(ask)
                 .timeout(Some(timeout));
-            let subject = wire::ctl_subject(&inner.ns, &node);
             match inner.client.send_request(subject, req).await {
-                Ok(m) => match decode::<CtlReply>(&m.payload) {
+                Ok(m) => match inner
+                    .open(Inlet::ControlReply, &m.subject, &m.payload)
+                    .and_then(decode::<CtlReply>)
+                {
                     Some(CtlReply::Alive) => {
                         // Known alive now: its silence from here on counts.
                         inner
@@ -1177,11 +1264,14 @@ impl Cluster {
                 return;
             }
             let Some(inner) = inner.upgrade() else { return };
-            let ask = encode(&Ctl::Kill {
-                actor,
-                reason: reason.into(),
-            });
             let subject = wire::ctl_subject(&inner.ns, &node);
+            let ask = inner.seal(
+                &subject,
+                encode(&Ctl::Kill {
+                    actor,
+                    reason: reason.into(),
+                }),
+            );
             let client = inner.client.clone();
             inner.handle.spawn(async move {
                 let req = async_nats::Request::new()
@@ -1205,11 +1295,9 @@ impl Drop for Cluster {
             let inner = inner.clone();
             async move {
                 let _ = tokio::time::timeout(Duration::from_millis(500), async {
-                    let bye = encode(&inner.heartbeat());
-                    let _ = inner
-                        .client
-                        .publish(wire::bye_subject(&inner.ns, &inner.name), bye)
-                        .await;
+                    let subject = wire::bye_subject(&inner.ns, &inner.name);
+                    let bye = inner.seal(&subject, encode(&inner.heartbeat()));
+                    let _ = inner.client.publish(subject, bye).await;
                     for k in own {
                         let _ = inner.kv.delete(&k).await;
                     }

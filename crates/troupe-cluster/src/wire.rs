@@ -71,6 +71,12 @@ pub fn group_subject(cluster: &str, group: &str) -> String {
 pub fn bucket(cluster: &str) -> String {
     format!("troupe-{cluster}-registry")
 }
+/// What a registry value's seal covers in place of a subject (see
+/// [`troupe_remote::auth`]): the key, so a value cannot be moved to
+/// another key.
+pub fn kv_seal_subject(key: &str) -> String {
+    format!("kv:{key}")
+}
 /// The key of a registered name.
 pub fn name_key(name: &str) -> String {
     format!("n.{name}")

@@ -221,3 +221,103 @@ fn name_taken_names_the_name() {
     assert_eq!(err, ClusterError::NameTaken("svc".into()));
     assert_eq!(err.to_string(), "the name svc is registered already");
 }
+
+struct Watcher(std::sync::mpsc::Sender<troupe::Down>);
+impl Actor for Watcher {
+    type Msg = troupe::Down;
+    fn handle(&mut self, d: troupe::Down, _: &mut Context<'_, Self>) {
+        let _ = self.0.send(d);
+    }
+}
+
+/// Issue 25, findings 2 and 3, with the chosen design (a cluster key):
+/// well-formed control requests, heartbeats, goodbyes, stop events and
+/// registry values from a client that is not a node achieve nothing and
+/// are counted; the nodes themselves work as before.
+#[test]
+fn with_a_cluster_key_a_plain_client_cannot_kill_or_declare_down() {
+    let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
+    let keyed = |name: &str| {
+        Cluster::builder(&server.url(), name)
+            .heartbeat(HB)
+            .secret("the cluster's secret")
+            .connect()
+            .unwrap()
+    };
+    let system = ActorSystem::builder().threads(1).build();
+    let a = keyed("a");
+    let b = keyed("b");
+    let w = system.spawn(Worker);
+    a.expose("w", &w).tell::<Job>().serve().unwrap();
+    a.register::<Job>("svc", "w").unwrap();
+    assert!(wait_until(T, || a.peers() == ["b"] && b.peers() == ["a"]));
+    assert!(
+        wait_until(T, || b.find::<Job>("svc").is_some()),
+        "sealed registry values"
+    );
+    let (tx, downs) = std::sync::mpsc::channel();
+    let watcher = system.spawn(Watcher(tx));
+    b.monitor(&watcher, "w@a", |d| d).unwrap();
+
+    let raw = Raw::connect(&server.url());
+    let kill = postcard::to_allocvec(&Ctl::Kill {
+        actor: "w".into(),
+        reason: WireReason::Killed,
+    })
+    .unwrap();
+    let (answer, took) = raw.request(wire::ctl_subject("default", "a"), kill);
+    assert_eq!(
+        wire::decode::<CtlReply>(&answer.expect("answered")),
+        Some(CtlReply::BadRequest)
+    );
+    assert!(took < Duration::from_secs(2));
+    let restarted = Heartbeat {
+        node: "b".into(),
+        incarnation: 42,
+        interval_ms: 200,
+    };
+    let stop = troupe_cluster::wire::StopEvent {
+        actor: "w".into(),
+        reason: WireReason::Failed("forged".into()),
+    };
+    raw.publish(vec![
+        (
+            wire::heartbeat_subject("default", "b"),
+            postcard::to_allocvec(&restarted).unwrap(),
+        ),
+        (
+            wire::bye_subject("default", "b"),
+            postcard::to_allocvec(&restarted).unwrap(),
+        ),
+        (
+            wire::down_subject("default", "a"),
+            postcard::to_allocvec(&stop).unwrap(),
+        ),
+    ]);
+    // a: the Kill, the heartbeat, the goodbye and the stop event.
+    assert!(
+        wait_until(T, || a.stats().unauthenticated == 4),
+        "{:?}",
+        a.stats()
+    );
+    std::thread::sleep(3 * HB);
+    assert!(w.is_alive(), "a forged Kill must not kill");
+    assert_eq!(
+        a.stats().nodes_down,
+        0,
+        "a forged restart must not declare b down"
+    );
+    assert_eq!(a.peers(), ["b"]);
+    assert!(
+        downs.try_recv().is_err(),
+        "a forged stop event must not fire a Down"
+    );
+    assert!(b.find::<Job>("svc").is_some(), "b's registry entries stay");
+
+    // The real thing still works: a stop reaches b's watcher.
+    w.kill();
+    let d = downs.recv_timeout(T).expect("a Down");
+    assert_eq!(d.reason, troupe::StopReason::Killed);
+}
