@@ -14,6 +14,15 @@
 //! - liveness: heartbeats, the peer table, down detection ([`liveness`]);
 //! - every subject and key: [`wire`].
 //!
+//! Hostile input, in short: every payload decodes with no byte left over;
+//! a bad one is counted per subject in [`ClusterStats`], logged at most once
+//! per 5 s, and a bad control request is answered `BadRequest` at once; the
+//! peer table is bounded ([`ClusterBuilder::max_peers`], announced intervals
+//! clamped to 60 s). With [`ClusterBuilder::secret`] every message and
+//! registry value is sealed with HMAC-SHA256 under the cluster's key and
+//! only sealed ones are obeyed, so a client that is not a node cannot kill
+//! an actor or declare a node down ([`troupe_remote::auth`]).
+//!
 //! Fault behaviour, in short: a node killed outright is declared down by
 //! every survivor within 1.75 heartbeat intervals (plus a check tick of
 //! interval/20) of its last heartbeat; its actors' watchers get `Down`

@@ -71,7 +71,8 @@
 //! ```
 //!
 //! Where things live: [`message`] (stable names, type ids, the registry),
-//! [`envelope`] (the frame layout, byte by byte), `node` (the subject
+//! [`envelope`] (the frame layout, byte by byte), [`auth`] (the cluster
+//! key: HMAC-SHA256 seals, so only nodes holding it are obeyed), `node` (the subject
 //! scheme, the inbox loop), `outbox` (coalescing), `remote_ref`, `expose`.
 //! The `nats-server` child process that tests and benchmarks start is
 //! the `troupe-test-nats` crate's.
