@@ -6,7 +6,7 @@ Layers, lowest first (docs/architecture.md, "Layers"):
   0 engine        engine/
   1 actor core    actor/
   2 system        system/
-  3 features      messaging/, states.rs, parallel.rs, supervision/, registry/, bridge.rs
+  3 features      messaging/, states.rs, parallel.rs, supervision/, registry/, bridge.rs, testkit/
   4 observability observability/
 A file may use `crate::` paths of its own layer or below, never above. The
 crate root (lib.rs) is exempt: it only declares modules and re-exports.

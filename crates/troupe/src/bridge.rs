@@ -36,47 +36,4 @@
 //! assert_eq!(f.join(), troupe::StopReason::Normal);
 //! ```
 
-use crate::actor::{Actor, Context};
-
-/// A future started by [`Context::spawn_future`](crate::Context::spawn_future);
-/// [`abort`](Self::abort) cancels it (its message is then never sent).
-/// Dropping the handle does not cancel.
-#[derive(Debug)]
-pub struct FutureHandle(pub(crate) tokio::task::JoinHandle<()>);
-
-impl FutureHandle {
-    /// Cancels the future.
-    pub fn abort(&self) {
-        self.0.abort();
-    }
-
-    /// Whether the future has completed (and its message was sent).
-    pub fn is_finished(&self) -> bool {
-        self.0.is_finished()
-    }
-}
-
-impl<A: Actor> Context<'_, A> {
-    /// Runs `fut` on the system's async runtime (see the [module docs](self));
-    /// when it completes, this actor receives `to_msg(output)`. The worker is
-    /// not blocked meanwhile. If the actor has stopped by then, the message
-    /// is dropped and counted (and an ask inside it fails at once).
-    pub fn spawn_future<F>(
-        &self,
-        fut: F,
-        to_msg: impl FnOnce(F::Output) -> A::Msg + Send + 'static,
-    ) -> FutureHandle
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let me = self.myself();
-        let handle = self.system().inner().bridge.lock().handle();
-        FutureHandle(handle.spawn(async move {
-            let out = fut.await;
-            if let Err(e) = me.tell(to_msg(out)) {
-                me.drop_undelivered(e.into_inner());
-            }
-        }))
-    }
-}
+pub use crate::actor::future_handle::FutureHandle;

@@ -43,8 +43,8 @@
 //! | engine | `engine/` | mailboxes, the state word, the work-stealing scheduler, parking, dispatchers, the timer thread |
 //! | actor core | `actor/` | [`Actor`], [`Context`], [`ActorRef`], the cell, the lifecycle (exit records, watchers, stop reasons), ask |
 //! | system | `system/` | [`ActorSystem`], spawn, the actor table, shutdown |
-//! | above | `messaging/`, `states.rs`, `parallel.rs`, `supervision/`, `registry/`, `bridge.rs`, `testkit/` | [`Recipient`], [`channel`], [`mchain`], [`limits`], [`timer`]; [`states`]; [`parallel`] actors; [`supervision`]; [`registry`]; the async [`bridge`]; the [`testkit`] |
-//! | top | `observability/` | per-actor, per-worker and per-channel [`observability`] metrics: snapshots, Prometheus text, the HTTP endpoint, seed 000's estimators |
+//! | features | `messaging/`, `states.rs`, `parallel.rs`, `supervision/`, `registry/`, `bridge.rs`, `testkit/` | [`Recipient`], [`channel`], [`mchain`], [`limits`], [`timer`]; [`states`]; [`parallel`] actors; [`supervision`]; [`registry`]; the async [`bridge`]; the [`testkit`] |
+//! | observability | `observability/` | per-actor, per-worker and per-channel [`observability`] metrics: snapshots, Prometheus text, the HTTP endpoint, the arrival-rate and service-time estimators |
 //!
 //! The core types are at the crate root; everything else is under its
 //! module, and every public item has exactly one path.
@@ -86,8 +86,8 @@ pub use actor::lifecycle::{Down, WatchId};
 pub use actor::runtime::SpawnOptions;
 pub use engine::dispatcher;
 pub use engine::mailbox::{MailboxConfig, Overflow};
-pub use messaging::recipient::Recipient;
-pub use messaging::{channel, limits, mchain, recipient, timer};
+pub use messaging::recipient::{Deliver, Recipient};
+pub use messaging::{channel, limits, mchain, timer};
 pub use system::{ActorSystem, ShutdownReport, SystemBuilder, SystemHandle};
 
 /// Internals exposed for the loom model tests only.
@@ -95,6 +95,6 @@ pub use system::{ActorSystem, ShutdownReport, SystemBuilder, SystemHandle};
 #[doc(hidden)]
 pub mod loom_exports {
     pub use crate::engine::mailbox::unbounded::{Release, Unbounded};
-    pub use crate::engine::state::ActorState;
-    pub use crate::engine::state::{CLOSED, SCHEDULED, STOPPED, STOP_DRAIN, STOP_NOW};
+    pub use crate::engine::state_word::ActorState;
+    pub use crate::engine::state_word::{CLOSED, SCHEDULED, STOPPED, STOP_DRAIN, STOP_NOW};
 }

@@ -8,7 +8,7 @@
 //! The model keeps `Arc`'s two counts as std does (the weak count is one
 //! more than the number of `Weak`s while any strong reference lives) and
 //! runs the holder's steps against two checks:
-//! * the check the runtime makes (`system::table::is_sole_reference`, which
+//! * the check the runtime makes (`system::actor_table::is_sole_reference`, which
 //!   is `Arc::get_mut`): lock the weak count (1 -> `usize::MAX`, Acquire),
 //!   read the strong count (Acquire), unlock;
 //! * the mutation, the check the runtime made before: two `Relaxed` loads.

@@ -7,7 +7,7 @@ use super::cell::ActorCell;
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{Down, JoinFuture, StopListener, StopRequest, WatchId};
-use super::watch::Watchable;
+use super::watchable::Watchable;
 use super::watcher::Watcher;
 use crate::engine::deadline;
 use crate::engine::scheduler::may_block_here;

@@ -9,7 +9,7 @@
 
 use super::error::{AskError, SendError};
 use crate::engine::deadline;
-use crate::engine::timer::{call_after, TimerHandle};
+use crate::engine::timer_thread::{call_after, TimerHandle};
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;

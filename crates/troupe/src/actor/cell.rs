@@ -2,10 +2,12 @@
 //! state word), the user's actor value and its exit record; and the turn a
 //! worker runs.
 //!
-//! Memory layout (one `Arc` allocation; see `docs/architecture.md`):
-//! `[Arc counts][mailbox + state][runtime][pool][id][killed][table key]
-//! [name][actor slot][exit record]`. An unbounded mailbox allocates its first
-//! block on its first message.
+//! Memory layout: one `Arc` allocation, fields in declaration order
+//! (`repr(C)`, see `ActorCell`): `[Arc counts][mailbox + state][metrics]
+//! [pool][runtime][id][table key][name][exit record][actor slot][killed]
+//! [dedicated][rt_released]`. What senders touch comes first, the actor
+//! value after the exit record, more than a cache line away. An unbounded
+//! mailbox allocates its first block on its first message.
 //!
 //! Invariants:
 //! * Only the holder of the actor's task (`SCHEDULED` bit) touches the actor
@@ -38,7 +40,7 @@ use super::runtime::{Admission, SpawnOptions};
 use super::runtime_ref::RuntimeRef;
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Release};
 use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
-use crate::engine::state;
+use crate::engine::state_word as state;
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -90,7 +92,7 @@ pub(crate) struct ActorCell<A: Actor> {
 }
 
 // SAFETY: the actor value is only touched by the single holder of the actor's
-// task (the `SCHEDULED` bit protocol in `engine/state.rs`), one thread at a
+// task (the `SCHEDULED` bit protocol in `engine/state_word.rs`), one thread at a
 // time, so `A: Send` suffices for sharing the cell; messages are `Send`;
 // every other field is itself `Sync`.
 unsafe impl<A: Actor> Sync for ActorCell<A> {}
@@ -170,8 +172,8 @@ impl<A: Actor> ActorCell<A> {
 
     /// Writes a new cell at `p`, field by field. Built as a value and
     /// moved in, the cell went through a stack copy whose 16-byte loads
-    /// read back 8-byte stores, a store-forwarding stall that perf put at a
-    /// fifth of a spawn's own time.
+    /// read back 8-byte stores: a store-forwarding stall on every spawn
+    /// (CHANGELOG, "spawn writes its cell field by field").
     ///
     /// # Safety
     /// `p` is valid for writes of a `Self` and nothing else accesses it.
@@ -321,7 +323,7 @@ impl<A: Actor> ActorCell<A> {
 
     /// `send_with` for a bounded mailbox. What its overflow policy drops
     /// is counted inside the push window, before the actor's final drain
-    /// can finish (`engine::state`).
+    /// can finish (`engine::state_word`).
     #[inline(never)]
     fn send_bounded(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
         let evicted = |old| self.drop_undelivered(old, AskError::MailboxFull);

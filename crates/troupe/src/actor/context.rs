@@ -7,9 +7,9 @@ use super::cell::ActorCell;
 use super::error::{AskError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{Down, WatchId};
-use super::runtime::SpawnOptions;
+use super::runtime::{SpawnOptions, SystemHandle};
 use super::runtime_ref::RuntimeRef;
-use super::watch::Watchable;
+use super::watchable::Watchable;
 use super::watcher::Watcher;
 
 /// What a handler can do besides handling: reach itself, stop, spawn, watch,
@@ -45,6 +45,37 @@ impl<'a, A: Actor> Context<'a, A> {
 
     pub(crate) fn runtime(&self) -> &RuntimeRef {
         &self.cell.rt
+    }
+
+    /// The system this actor runs in.
+    pub fn system(&self) -> SystemHandle {
+        SystemHandle {
+            rt: self.runtime().clone(),
+        }
+    }
+
+    /// Runs `fut` on the system's async runtime (see [`bridge`](crate::bridge));
+    /// when it completes, this actor receives `to_msg(output)`. The worker is
+    /// not blocked meanwhile. If the actor has stopped by then, the message
+    /// is dropped and counted (and an ask inside it fails at once).
+    #[cfg(feature = "async")]
+    pub fn spawn_future<F>(
+        &self,
+        fut: F,
+        to_msg: impl FnOnce(F::Output) -> A::Msg + Send + 'static,
+    ) -> super::future_handle::FutureHandle
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let me = self.myself();
+        let handle = self.runtime().host.tokio_handle();
+        super::future_handle::FutureHandle(handle.spawn(async move {
+            let out = fut.await;
+            if let Err(e) = me.tell(to_msg(out)) {
+                me.drop_undelivered(e.into_inner());
+            }
+        }))
     }
 
     /// A reference to this actor.

@@ -30,7 +30,7 @@ use super::error::StopReason;
 use super::id::ActorId;
 use crate::engine::lock::{ShortGuard, ShortLock};
 use crate::engine::scheduler::Runnable;
-use crate::engine::state;
+use crate::engine::state_word as state;
 use std::future::{Future, IntoFuture};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;

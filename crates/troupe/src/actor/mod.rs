@@ -15,19 +15,21 @@ pub(crate) mod behaviour;
 pub(crate) mod cell;
 pub(crate) mod context;
 pub(crate) mod error;
+#[cfg(feature = "async")]
+pub(crate) mod future_handle;
 pub(crate) mod id;
 pub(crate) mod lifecycle;
 pub(crate) mod metrics;
 pub(crate) mod recycle;
 pub(crate) mod runtime;
 pub(crate) mod runtime_ref;
-pub(crate) mod watch;
+pub(crate) mod watchable;
 pub(crate) mod watcher;
 
 // The core types are re-exported at the crate root (one path each); this
 // module exposes the rest of the actor API.
 pub use lifecycle::{JoinFuture, StopListener};
-pub use watch::Watchable;
+pub use watchable::Watchable;
 
 // Short paths for the layers above.
 pub(crate) use actor_ref::ActorRef;

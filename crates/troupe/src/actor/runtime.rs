@@ -37,8 +37,21 @@ pub(crate) trait Host: Send + Sync + 'static {
     fn retire(&self, key: u64, release_unique: bool) -> Retired;
     /// Starts a pool that the system stops and joins at shutdown.
     fn start_pool(&self, config: PoolConfig) -> Arc<Pool>;
+    /// The tokio runtime the system's futures run on (`Context::spawn_future`).
+    #[cfg(feature = "async")]
+    fn tokio_handle(&self) -> tokio::runtime::Handle;
     /// The system's own type, for the layers above (`system/`).
     fn as_any(&self) -> &dyn Any;
+}
+
+/// A non-owning handle to a system: spawn actors, make dispatchers, read
+/// counters. Cheap to clone; actors get one from
+/// [`Context::system`](crate::Context::system). Defined here, with the
+/// runtime it points at, so that `Context` can hand one out; its methods
+/// are the system's (`system/`).
+#[derive(Clone)]
+pub struct SystemHandle {
+    pub(crate) rt: super::runtime_ref::RuntimeRef,
 }
 
 /// What an enrolment did.

@@ -23,6 +23,6 @@ pub(crate) mod lock;
 pub mod mailbox;
 pub(crate) mod scheduler;
 pub(crate) mod shard;
-pub(crate) mod state;
+pub(crate) mod state_word;
 pub(crate) mod sync;
-pub(crate) mod timer;
+pub(crate) mod timer_thread;

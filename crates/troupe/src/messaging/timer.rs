@@ -25,17 +25,17 @@
 //! drop(tick); // cancels
 //! ```
 
-use crate::engine::timer::{call_after, call_at, call_periodic};
+use crate::engine::timer_thread::{call_after, call_at, call_periodic};
 use crate::messaging::recipient::Recipient;
 use std::time::{Duration, Instant};
 
-pub use crate::engine::timer::{stats, TimerHandle, TimerStats};
+pub use crate::engine::timer_thread::{stats, TimerHandle, TimerStats};
 
 /// The timer clock's now: `Instant::now()`, or inside a
 /// [`TestKit`](crate::testkit::TestKit) its virtual clock. Code that
 /// measures time against timers (as state time limits do) reads this.
 pub fn now() -> Instant {
-    crate::engine::timer::now()
+    crate::engine::timer_thread::now()
 }
 
 /// Sends `msg` to `to` once, after `delay` (never, if `delay` is beyond the

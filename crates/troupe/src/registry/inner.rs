@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use super::members::*;
-use super::table::*;
+use super::name_table::*;
 use super::{Hasher, Name, NONE};
 
 /// The registry's monitor of its actors, shared by all of them.

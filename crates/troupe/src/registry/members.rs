@@ -6,7 +6,7 @@ use parking_lot::RwLock;
 use std::collections::HashMap;
 
 use super::chunks::*;
-use super::table::*;
+use super::name_table::*;
 use super::{Hasher, Name, NONE};
 
 /// One registered actor: what to undo when it stops (16 bytes; names and

@@ -96,7 +96,7 @@ mod chunks;
 mod error;
 mod inner;
 mod members;
-mod table;
+mod name_table;
 
 pub use error::RegisterError;
 
@@ -111,7 +111,7 @@ use std::sync::Arc;
 use chunks::*;
 use inner::*;
 use members::*;
-use table::*;
+use name_table::*;
 
 pub(super) type Hasher = foldhash::fast::RandomState;
 

@@ -6,29 +6,30 @@
 //! what only a whole system has: the worker threads, the extra pools,
 //! the live count that shutdown waits on, and the shutdown report.
 
-#[cfg(feature = "async")]
-pub(crate) mod async_runtime;
+mod actor_table;
 mod shutdown;
-mod table;
+#[cfg(feature = "async")]
+pub(crate) mod tokio_runtime;
 
+pub use crate::actor::runtime::SystemHandle;
 pub use shutdown::ShutdownReport;
 
 use crate::actor::cell::ActorCell;
 use crate::actor::lifecycle::Stoppable;
 use crate::actor::runtime::{Admission, Enrolled, Host, Retired, Runtime};
 use crate::actor::runtime_ref::{Holders, RuntimeRef};
-use crate::actor::{Actor, ActorRef, Context, SpawnOptions};
+use crate::actor::{Actor, ActorRef, SpawnOptions};
 use crate::engine::deadline;
 use crate::engine::dispatcher::{Dispatcher, DispatcherKind};
 use crate::engine::mailbox::MailboxConfig;
 use crate::engine::scheduler::{Pool, PoolConfig, WorkerLocal};
+use actor_table::ActorTable;
 use parking_lot::{Condvar, Mutex};
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use table::ActorTable;
 
 /// A pool and its worker threads' handles.
 type PoolThreads = (Arc<Pool>, Vec<JoinHandle<()>>);
@@ -53,7 +54,7 @@ pub(crate) struct SystemInner {
     extra_pools: Mutex<Vec<PoolThreads>>,
     report: Mutex<Option<ShutdownReport>>,
     #[cfg(feature = "async")]
-    pub(crate) bridge: Mutex<async_runtime::AsyncBridge>,
+    pub(crate) bridge: Mutex<tokio_runtime::AsyncBridge>,
 }
 
 impl Host for SystemInner {
@@ -103,6 +104,11 @@ impl Host for SystemInner {
         pools.retain(|(p, hs)| !(p.is_shut_down() && hs.iter().all(|h| h.is_finished())));
         pools.push((pool.clone(), handles));
         pool
+    }
+
+    #[cfg(feature = "async")]
+    fn tokio_handle(&self) -> tokio::runtime::Handle {
+        self.bridge.lock().handle()
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -267,7 +273,7 @@ impl SystemBuilder {
             extra_pools: Mutex::new(Vec::new()),
             report: Mutex::new(None),
             #[cfg(feature = "async")]
-            bridge: Mutex::new(async_runtime::AsyncBridge::new(self.tokio)),
+            bridge: Mutex::new(tokio_runtime::AsyncBridge::new(self.tokio)),
         };
         let rt = RuntimeRef::new(Runtime {
             holders: Holders::new(),
@@ -287,23 +293,6 @@ impl SystemBuilder {
         });
         ActorSystem {
             handle: SystemHandle { rt },
-        }
-    }
-}
-
-/// A non-owning handle to a system: spawn actors, make dispatchers, read
-/// counters. Cheap to clone; actors get one from
-/// [`Context::system`](crate::Context::system).
-#[derive(Clone)]
-pub struct SystemHandle {
-    pub(crate) rt: RuntimeRef,
-}
-
-impl<A: Actor> Context<'_, A> {
-    /// The system this actor runs in.
-    pub fn system(&self) -> SystemHandle {
-        SystemHandle {
-            rt: self.runtime().clone(),
         }
     }
 }
@@ -524,6 +513,7 @@ mod tests {
     use super::recycle_tests::Quitter;
     use super::*;
     use crate::engine::scheduler::Pool;
+    use crate::Context;
     use std::sync::Weak;
     use std::time::Instant;
 

@@ -20,7 +20,7 @@
 use super::probe::TestProbe;
 use crate::actor::{Actor, ActorRef, AskError, ReplyTo, SpawnOptions, StopReason};
 use crate::engine::scheduler::WorkerLocal;
-use crate::engine::timer::{VirtualClock, VirtualGuard};
+use crate::engine::timer_thread::{VirtualClock, VirtualGuard};
 use crate::system::{ActorSystem, SystemBuilder, SystemHandle};
 use std::future::Future;
 use std::mem::ManuallyDrop;

@@ -6,7 +6,7 @@
 //!   allocation per message in steady state (blocks of slots are recycled).
 //! * `bounded`: a preallocated lock-free ring with an [`Overflow`] policy.
 //!
-//! Each flavour also carries the actor's state word (`state.rs`): the
+//! Each flavour also carries the actor's state word (`state_word.rs`): the
 //! unbounded queue inside its tail word, the bounded ring beside it. The
 //! mailbox is where "is there work?" and "who runs the actor?" are decided
 //! together, so its API is: `push` (and learn whether to schedule),
@@ -19,7 +19,7 @@
 //! and reads nothing after; the final drain waits until no window is open.
 //! So, as with the unbounded mailbox, a send that returned `Ok` (with what
 //! its overflow policy evicted) is handled or counted before the actor's
-//! `join` returns. The protocol and its argument are in `state.rs`.
+//! `join` returns. The protocol and its argument are in `state_word.rs`.
 //!
 //! Invariants every flavour keeps: FIFO per sender, no message lost or
 //! duplicated, exactly one consumer at a time (the worker holding the actor's
@@ -32,7 +32,7 @@ pub(crate) mod unbounded;
 
 pub use bounded::Overflow;
 
-use crate::engine::state::{self, ActorState};
+use crate::engine::state_word::{self as state, ActorState};
 use bounded::{Bounded, BoundedPushError};
 pub(crate) use unbounded::Release;
 use unbounded::Unbounded;
@@ -92,9 +92,9 @@ pub(crate) enum PushError<T> {
 
 impl<T> Mailbox<T> {
     /// Inline, so that a spawn writes the mailbox straight into its cell:
-    /// returned through memory, its 40 bytes were read back in 16-byte
-    /// loads from the 8-byte stores that wrote them, a store-forwarding
-    /// stall that perf put at a quarter of a spawn's own time.
+    /// returned through memory, it was read back in 16-byte loads from the
+    /// 8-byte stores that wrote it, a store-forwarding stall on every spawn
+    /// (see `ActorCell::init`).
     #[inline]
     pub(crate) fn new(config: MailboxConfig) -> Self {
         match config {

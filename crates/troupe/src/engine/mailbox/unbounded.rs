@@ -6,7 +6,7 @@
 //!
 //! # The tail word: queue index and actor state in one atomic
 //! The tail word is `index << SHIFT | flags`, where the flags are the actor's
-//! state bits (`SCHEDULED`, `CLOSED`, stop requests; see `state.rs`). One CAS
+//! state bits (`SCHEDULED`, `CLOSED`, stop requests; see `state_word.rs`). One CAS
 //! by a sender therefore claims a slot, refuses it if the actor is closed, and
 //! takes the actor's `SCHEDULED` bit; one CAS by the worker releases the actor
 //! only if no slot was claimed since it last looked (`tail index == head`).
@@ -38,7 +38,7 @@
 //! FIFO: slots are claimed in tail-index order and read in the same order, so
 //! two messages from one sender arrive in the order they were sent.
 
-use crate::engine::state::{CLOSED, SCHEDULED, STOPPED, STOP_ANY};
+use crate::engine::state_word::{CLOSED, SCHEDULED, STOPPED, STOP_ANY};
 use crate::engine::sync::{AtomicPtr, AtomicUsize, Backoff, Ordering, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::ptr;
