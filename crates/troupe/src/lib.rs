@@ -78,6 +78,7 @@ pub mod supervision;
 
 pub use actor::actor_ref::{ActorRef, WeakActorRef};
 pub use actor::ask::{AskFuture, ReplyTo};
+pub use actor::async_actor::{Async, AsyncActor, AsyncContext};
 pub use actor::behaviour::Actor;
 pub use actor::context::Context;
 pub use actor::error::{AskError, SendError, StopReason};

@@ -27,7 +27,7 @@
 //!   system's actor table.
 
 use super::ask::{while_dropping, ReplySink};
-use super::behaviour::Actor;
+use super::behaviour::{Actor, Sealed};
 use super::context::Context;
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
@@ -43,7 +43,7 @@ use crate::engine::scheduler::{Pool, Runnable, Task, WorkerLocal};
 use crate::engine::state_word as state;
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 
 struct Slot<A> {
@@ -89,7 +89,19 @@ pub(crate) struct ActorCell<A: Actor> {
     /// cell's drop, which must not touch the runtime. Written by the task
     /// holder before it drops the entry, read by the drop.
     rt_released: AtomicBool,
+    /// Who holds the task of an actor whose handler is suspended on a
+    /// future (`actor::async_actor`): `RUNNING` (the worker), `SUSPENDED`
+    /// (parked: the first waker, or a kill, to swap it back takes the task
+    /// and schedules it) or `NOTIFIED` (woken while being polled: the
+    /// worker comes back to it). Always `RUNNING` for other actors. In the
+    /// padding after the flags above: the cell does not grow.
+    pub(crate) park: AtomicU8,
 }
+
+/// `ActorCell::park` states.
+pub(crate) const RUNNING: u8 = 0;
+pub(crate) const SUSPENDED: u8 = 1;
+pub(crate) const NOTIFIED: u8 = 2;
 
 // SAFETY: the actor value is only touched by the single holder of the actor's
 // task (the `SCHEDULED` bit protocol in `engine/state_word.rs`), one thread at a
@@ -227,6 +239,7 @@ impl<A: Actor> ActorCell<A> {
             addr_of_mut!((*p).killed).write(AtomicBool::new(false));
             addr_of_mut!((*p).dedicated).write(dedicated);
             addr_of_mut!((*p).rt_released).write(AtomicBool::new(false));
+            addr_of_mut!((*p).park).write(AtomicU8::new(RUNNING));
             // Last, so that nothing after it can unwind before `spawn`
             // enrols the cell.
             // SAFETY: `spawn` enrols the cell right after building it,
@@ -369,7 +382,58 @@ impl<A: Actor> ActorCell<A> {
         }
         if self.mailbox.request_stop(bits) {
             self.pool().schedule(Task::new(self));
+        } else if bits & state::STOP_NOW != 0
+            && self
+                .park
+                .compare_exchange(SUSPENDED, RUNNING, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            // A kill takes the task from a suspended handler's waker, so
+            // that the pending future is dropped now, not when it wakes.
+            self.pool().schedule(Task::new(self));
         }
+    }
+
+    /// A waker of a suspended handler fired (any thread): if the actor is
+    /// parked, take its task and schedule it; if it is being polled right
+    /// now, tell its worker to come back (`park`).
+    pub(crate) fn wake_parked(&self) {
+        let mut s = self.park.load(Ordering::Acquire);
+        loop {
+            let (from, to) = match s {
+                SUSPENDED => (SUSPENDED, RUNNING),
+                RUNNING => (RUNNING, NOTIFIED),
+                _ => return,
+            };
+            match self
+                .park
+                .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) if from == SUSPENDED => {
+                    self.pool().schedule(Task::new(self));
+                    return;
+                }
+                Ok(_) => return,
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    /// Ends a turn whose handler suspended: the actor keeps its task, held
+    /// by its wakers from now on. Nothing of `self` is read after a
+    /// successful park: a waker may schedule the actor on another worker
+    /// at once.
+    fn park(&self, worker: &WorkerLocal) -> Option<Arc<dyn Runnable>> {
+        if self
+            .park
+            .compare_exchange(RUNNING, SUSPENDED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // Woken while it was polled: poll again after other work.
+            self.park.store(RUNNING, Ordering::Relaxed);
+            worker.push_local(Task::new(self));
+        }
+        None
     }
 
     /// Finalizes an actor that never ran, on the spawning thread (its system
@@ -459,6 +523,28 @@ impl<A: Actor> ActorCell<A> {
         retired.entry.map(|entry| entry as Arc<dyn Runnable>)
     }
 
+    /// A graceful stop: the actor's kind may first suspend to finish (an
+    /// async `stopped`, `Actor::__stopping`); then it is finalized.
+    fn finish(
+        &self,
+        actor: &mut A,
+        ctx: &mut Context<'_, A>,
+        reason: StopReason,
+        worker: &WorkerLocal,
+    ) -> Option<Arc<dyn Runnable>> {
+        match guard(|| actor.__stopping(ctx, &reason, Sealed(()))) {
+            Ok(true) => self.finalize(reason, true),
+            Ok(false) => {
+                ctx.take_suspended();
+                self.park(worker)
+            }
+            Err(r) => {
+                self.rt.count_panics(1);
+                self.finalize(r, false)
+            }
+        }
+    }
+
     /// The reason for a stop asked by `bits`: a `stop_with` reason if one
     /// was given, else what the bits say.
     fn requested_reason(&self, bits: usize) -> StopReason {
@@ -503,6 +589,23 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 self.rt.count_panics(1);
                 return self.finalize(reason, false);
             }
+            if ctx.take_suspended() {
+                return self.park(worker);
+            }
+        } else if !self.killed.load(Ordering::Relaxed) {
+            // A suspended handler (an async actor) resumes before anything
+            // else; for every other actor this is nothing.
+            match guard(|| actor.__resume(&mut ctx, Sealed(()))) {
+                Ok(true) => {}
+                Ok(false) => {
+                    ctx.take_suspended();
+                    return self.park(worker);
+                }
+                Err(reason) => {
+                    self.rt.count_panics(1);
+                    return self.finalize(reason, false);
+                }
+            }
         }
 
         // Stop requests are read once per turn and whenever the mailbox runs
@@ -523,7 +626,8 @@ impl<A: Actor> Runnable for ActorCell<A> {
             }
             let before = handled;
             let turn = guard(|| {
-                while handled < budget && !ctx.stopping() && !self.killed.load(Ordering::Relaxed) {
+                while handled < budget && !ctx.interrupted() && !self.killed.load(Ordering::Relaxed)
+                {
                     // SAFETY: task holder = sole consumer.
                     match unsafe { self.mailbox.pop() } {
                         Some(msg) => {
@@ -548,9 +652,12 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 self.rt.count_panics(1);
                 return self.finalize(reason, false);
             }
+            if ctx.take_suspended() {
+                return self.park(worker);
+            }
             if ctx.stopping() {
                 let reason = ctx.take_stop_reason();
-                return self.finalize(reason, true);
+                return self.finish(actor, &mut ctx, reason, worker);
             }
             if self.killed.load(Ordering::Acquire) {
                 bits = self.mailbox.flags();
@@ -581,7 +688,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
                         && self.mailbox.is_empty()
                     {
                         let reason = self.requested_reason(bits);
-                        return self.finalize(reason, true);
+                        return self.finish(actor, &mut ctx, reason, worker);
                     }
                     if bits & state::STOP_NOW == 0 && handled == before && !self.mailbox.is_empty()
                     {

@@ -17,11 +17,22 @@ use super::watcher::Watcher;
 pub struct Context<'a, A: Actor> {
     pub(crate) cell: &'a ActorCell<A>,
     stop: Option<StopReason>,
+    /// The handler's future is pending (an async actor): the turn takes no
+    /// more messages, and the worker parks the actor until it is woken.
+    suspended: bool,
+    /// `stop` is set or `suspended`: the one flag the turn's loop tests per
+    /// message.
+    interrupted: bool,
 }
 
 impl<'a, A: Actor> Context<'a, A> {
     pub(crate) fn new(cell: &'a ActorCell<A>) -> Self {
-        Context { cell, stop: None }
+        Context {
+            cell,
+            stop: None,
+            suspended: false,
+            interrupted: false,
+        }
     }
 
     #[inline]
@@ -29,7 +40,28 @@ impl<'a, A: Actor> Context<'a, A> {
         self.stop.is_some()
     }
 
+    /// The turn must end: a stop was asked, or the handler suspended.
+    #[inline]
+    pub(crate) fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+
+    /// The handler suspended on a pending future (`actor::async_actor`).
+    pub(crate) fn suspend(&mut self) {
+        self.suspended = true;
+        self.interrupted = true;
+    }
+
+    /// Whether the handler suspended; clears it (the worker parks the
+    /// actor once per suspension).
+    pub(crate) fn take_suspended(&mut self) -> bool {
+        let s = std::mem::take(&mut self.suspended);
+        self.interrupted = self.stop.is_some();
+        s
+    }
+
     pub(crate) fn take_stop_reason(&mut self) -> StopReason {
+        self.interrupted = self.suspended;
         self.stop.take().unwrap_or(StopReason::Normal)
     }
 
@@ -108,6 +140,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// panicking).
     pub fn stop_with(&mut self, reason: StopReason) {
         self.stop.get_or_insert(reason);
+        self.interrupted = true;
     }
 
     /// Spawns a child actor on the same system. It starts on this worker

@@ -11,6 +11,7 @@
 
 pub(crate) mod actor_ref;
 pub(crate) mod ask;
+pub(crate) mod async_actor;
 pub(crate) mod behaviour;
 pub(crate) mod cell;
 pub(crate) mod context;

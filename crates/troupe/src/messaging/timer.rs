@@ -27,6 +27,12 @@
 
 use crate::engine::timer_thread::{call_after, call_at, call_periodic};
 use crate::messaging::recipient::Recipient;
+use parking_lot::Mutex;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
 
 pub use crate::engine::timer_thread::{stats, TimerHandle, TimerStats};
@@ -76,4 +82,62 @@ pub fn send_periodic<M: Clone + Send + 'static>(
         Err(e) => !e.is_closed(),
         Ok(()) => true,
     })
+}
+
+/// A future that completes after `delay`, kept by the timer thread: it
+/// needs no async runtime (an [`AsyncActor`](crate::AsyncActor)'s handler
+/// can await it on any system), and inside a
+/// [`TestKit`](crate::testkit::TestKit) it follows the virtual clock.
+///
+/// See [`AsyncActor`](crate::AsyncActor) for an example.
+pub fn sleep(delay: Duration) -> Sleep {
+    Sleep {
+        deadline: now().checked_add(delay),
+        armed: None,
+    }
+}
+
+/// The future of [`sleep`]. Dropping it cancels its timer.
+#[must_use = "a sleep does nothing unless awaited"]
+pub struct Sleep {
+    /// `None`: beyond the clock's range (never completes).
+    deadline: Option<Instant>,
+    armed: Option<(Arc<SleepShared>, TimerHandle)>,
+}
+
+#[derive(Default)]
+struct SleepShared {
+    fired: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if this.armed.is_none() {
+            let shared = Arc::new(SleepShared::default());
+            let s = shared.clone();
+            let timer = call_at(this.deadline, move || {
+                s.fired.store(true, Ordering::Release);
+                if let Some(w) = s.waker.lock().take() {
+                    w.wake();
+                }
+            });
+            this.armed = Some((shared, timer));
+        }
+        let (shared, _) = this.armed.as_ref().expect("armed above");
+        if shared.fired.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        *shared.waker.lock() = Some(cx.waker().clone());
+        // Checked after the waker is stored: a timer firing in between
+        // either finds the waker or is seen here.
+        if shared.fired.load(Ordering::Acquire) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
 }

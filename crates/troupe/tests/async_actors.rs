@@ -1,0 +1,425 @@
+//! Async actors (issue 27): handlers that await, one message at a time.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
+use troupe::{
+    ActorRef, ActorSystem, AskError, Async, AsyncActor, AsyncContext, ReplyTo, StopReason,
+};
+
+const T: Duration = Duration::from_secs(10);
+
+/// Pending once (it wakes itself first), then ready: a suspension that
+/// needs no timer.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+fn yield_now() -> YieldOnce {
+    YieldOnce(false)
+}
+
+/// Checks per-sender FIFO and that no two handlers overlap.
+struct Orderly {
+    next: Vec<u64>,
+    inside: Arc<AtomicBool>,
+    handled: Arc<AtomicU64>,
+}
+
+enum OrderMsg {
+    Item { sender: usize, seq: u64, pause: u8 },
+    Count(ReplyTo<u64>),
+}
+
+impl AsyncActor for Orderly {
+    type Msg = OrderMsg;
+    async fn handle(&mut self, msg: OrderMsg, _ctx: &mut AsyncContext<Self>) {
+        match msg {
+            OrderMsg::Item { sender, seq, pause } => {
+                assert!(
+                    !self.inside.swap(true, Ordering::SeqCst),
+                    "two handlers of one actor overlapped"
+                );
+                assert_eq!(self.next[sender], seq, "FIFO per sender broken");
+                match pause {
+                    0 => {}
+                    1..=3 => yield_now().await,
+                    4 => troupe::timer::sleep(Duration::from_micros(50)).await,
+                    _ => tokio::time::sleep(Duration::from_micros(50)).await,
+                }
+                self.next[sender] = seq + 1;
+                self.inside.store(false, Ordering::SeqCst);
+                self.handled.fetch_add(1, Ordering::Relaxed);
+            }
+            OrderMsg::Count(r) => {
+                r.reply(self.handled.load(Ordering::Relaxed));
+            }
+        }
+    }
+}
+
+#[test]
+fn ordering_is_kept_under_suspension() {
+    const SENDERS: usize = 100;
+    let per: u64 = if cfg!(debug_assertions) {
+        2_000
+    } else {
+        10_000
+    };
+    let system = ActorSystem::builder().threads(2).build();
+    let handled = Arc::new(AtomicU64::new(0));
+    let a = system.spawn(Async::new(Orderly {
+        next: vec![0; SENDERS],
+        inside: Arc::new(AtomicBool::new(false)),
+        handled: handled.clone(),
+    }));
+    let senders: Vec<_> = (0..SENDERS)
+        .map(|s| {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                let mut x = (s as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                for seq in 0..per {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Mostly no await; some yields, a few timer sleeps.
+                    let pause = match x % 100 {
+                        0..=79 => 0,
+                        80..=97 => 1,
+                        98 => 4,
+                        _ => 5,
+                    };
+                    a.tell(OrderMsg::Item {
+                        sender: s,
+                        seq,
+                        pause,
+                    })
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for s in senders {
+        s.join().unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let n = a.ask(OrderMsg::Count, T).unwrap();
+        if n == SENDERS as u64 * per {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "handled {n} of {}",
+            SENDERS as u64 * per
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let report = system.shutdown();
+    assert_eq!(report.panics, 0);
+}
+
+/// Sets its flag when dropped: tells whether a pending future was dropped.
+struct DropFlag(Arc<AtomicBool>);
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+struct Sleeper {
+    finished: Arc<AtomicU64>,
+    dropped: Arc<AtomicBool>,
+    stopped_ran: Arc<AtomicBool>,
+    started_ran: Arc<AtomicBool>,
+}
+
+enum SleepMsg {
+    Nap(Duration),
+    Panic,
+    Ping(ReplyTo<()>),
+}
+
+impl AsyncActor for Sleeper {
+    type Msg = SleepMsg;
+    async fn started(&mut self, _ctx: &mut AsyncContext<Self>) {
+        troupe::timer::sleep(Duration::from_millis(1)).await;
+        self.started_ran.store(true, Ordering::SeqCst);
+    }
+    async fn handle(&mut self, msg: SleepMsg, _ctx: &mut AsyncContext<Self>) {
+        let _guard = DropFlag(self.dropped.clone());
+        match msg {
+            SleepMsg::Nap(d) => {
+                troupe::timer::sleep(d).await;
+                self.finished.fetch_add(1, Ordering::SeqCst);
+            }
+            SleepMsg::Panic => {
+                yield_now().await;
+                panic!("after an await");
+            }
+            SleepMsg::Ping(r) => {
+                r.reply(());
+            }
+        }
+    }
+    async fn stopped(&mut self, _ctx: &mut AsyncContext<Self>) {
+        // The stop hook awaits too.
+        troupe::timer::sleep(Duration::from_millis(1)).await;
+        self.stopped_ran.store(true, Ordering::SeqCst);
+    }
+}
+
+fn sleeper(
+    system: &ActorSystem,
+) -> (
+    ActorRef<Async<Sleeper>>,
+    [Arc<AtomicBool>; 3],
+    Arc<AtomicU64>,
+) {
+    let finished = Arc::new(AtomicU64::new(0));
+    let flags = [
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    ];
+    let a = system.spawn(Async::new(Sleeper {
+        finished: finished.clone(),
+        dropped: flags[0].clone(),
+        stopped_ran: flags[1].clone(),
+        started_ran: flags[2].clone(),
+    }));
+    (a, flags, finished)
+}
+
+#[test]
+fn stop_during_an_await_lets_the_handler_finish() {
+    let system = ActorSystem::builder().threads(2).build();
+    let (a, [_, stopped_ran, started_ran], finished) = sleeper(&system);
+    a.tell(SleepMsg::Nap(Duration::from_millis(50))).unwrap();
+    a.tell(SleepMsg::Nap(Duration::from_millis(1))).unwrap();
+    std::thread::sleep(Duration::from_millis(10));
+    a.stop();
+    assert!(
+        a.tell(SleepMsg::Nap(Duration::ZERO)).is_err(),
+        "closed to new ones"
+    );
+    assert_eq!(a.join_timeout(T), Some(StopReason::Normal));
+    assert!(started_ran.load(Ordering::SeqCst));
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        2,
+        "both queued handlers ran to the end"
+    );
+    assert!(
+        stopped_ran.load(Ordering::SeqCst),
+        "the async stopped hook ran"
+    );
+    system.shutdown();
+}
+
+#[test]
+fn kill_during_an_await_drops_the_future_at_once() {
+    let system = ActorSystem::builder().threads(2).build();
+    let (a, [dropped, _, _], finished) = sleeper(&system);
+    a.tell(SleepMsg::Nap(Duration::from_secs(30))).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let ask = a.ask_async(SleepMsg::Ping);
+    let t0 = Instant::now();
+    a.kill();
+    assert_eq!(a.join_timeout(T), Some(StopReason::Killed));
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "the kill did not wait for the sleep"
+    );
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the pending future was dropped"
+    );
+    assert_eq!(finished.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        ask.wait_timeout(T),
+        Err(AskError::ActorStopped),
+        "an ask queued behind it fails at once"
+    );
+    system.shutdown();
+}
+
+#[test]
+fn a_panic_after_an_await_stops_the_actor_and_fails_its_asks() {
+    let system = ActorSystem::builder().threads(2).build();
+    let (a, [_, stopped_ran, _], _) = sleeper(&system);
+    std::panic::set_hook(Box::new(|_| {}));
+    a.tell(SleepMsg::Panic).unwrap();
+    let queued = a.ask_async(SleepMsg::Ping);
+    assert!(matches!(a.join_timeout(T), Some(StopReason::Panicked(_))));
+    let _ = std::panic::take_hook();
+    assert_eq!(queued.wait_timeout(T), Err(AskError::ActorStopped));
+    assert!(
+        !stopped_ran.load(Ordering::SeqCst),
+        "no stopped hook after a panic"
+    );
+    assert_eq!(system.shutdown().panics, 1);
+}
+
+/// Awaits a future that never completes.
+struct Forever;
+impl AsyncActor for Forever {
+    type Msg = ();
+    async fn handle(&mut self, _: (), _ctx: &mut AsyncContext<Self>) {
+        std::future::pending::<()>().await;
+    }
+}
+
+fn process_cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after_comm.split_whitespace().collect();
+    Duration::from_millis((f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()) * 10)
+}
+
+#[test]
+fn a_hundred_thousand_pending_actors_cost_no_cpu() {
+    let system = ActorSystem::builder().threads(2).build();
+    let n = 100_000;
+    let actors: Vec<_> = (0..n).map(|_| system.spawn(Async::new(Forever))).collect();
+    for a in &actors {
+        a.tell(()).unwrap();
+        // A second message waits in the mailbox behind the pending one.
+        a.tell(()).unwrap();
+    }
+    // Let every first message start and suspend.
+    std::thread::sleep(Duration::from_millis(300));
+    let cpu0 = process_cpu_time();
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_millis(1000));
+    let cpu = process_cpu_time() - cpu0;
+    // Other tests of this binary may run meanwhile: a generous bound, far
+    // below the 2 s two spinning workers would burn.
+    assert!(
+        cpu < t0.elapsed() / 2,
+        "{n} suspended actors used {cpu:?} of CPU"
+    );
+    for a in &actors {
+        a.kill();
+    }
+    let report = system.shutdown_timeout(T);
+    assert_eq!(report.actors_unresponsive, 0);
+    assert_eq!(
+        report.messages_dropped, n as u64,
+        "each one's queued message"
+    );
+}
+
+/// Asks `next` inside its handler and adds one: a chain of awaits.
+struct Link {
+    next: Option<ActorRef<Async<Link>>>,
+}
+
+enum LinkMsg {
+    Depth(ReplyTo<u32>),
+}
+
+impl AsyncActor for Link {
+    type Msg = LinkMsg;
+    async fn handle(&mut self, msg: LinkMsg, ctx: &mut AsyncContext<Self>) {
+        let LinkMsg::Depth(reply) = msg;
+        let below = match &self.next {
+            Some(next) => ctx.ask(next, LinkMsg::Depth).await.unwrap(),
+            None => 0,
+        };
+        reply.reply(below + 1);
+    }
+}
+
+#[test]
+fn a_chain_of_actors_asks_with_await() {
+    let system = ActorSystem::builder().threads(2).build();
+    let mut next = None;
+    for _ in 0..10 {
+        next = Some(system.spawn(Async::new(Link { next })));
+    }
+    let head = next.unwrap();
+    for _ in 0..1000 {
+        assert_eq!(head.ask(LinkMsg::Depth, T), Ok(10));
+    }
+    system.shutdown();
+}
+
+#[test]
+fn a_supervisor_restarts_an_async_actor() {
+    use troupe::supervision::{ChildSpec, Strategy, SupervisorSpec};
+    let system = ActorSystem::builder().threads(2).build();
+    let starts = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(AtomicU64::new(0));
+    let (s, f) = (starts.clone(), finished.clone());
+    let spec = ChildSpec::new("sleeper", move || {
+        s.fetch_add(1, Ordering::SeqCst);
+        let flag = || Arc::new(AtomicBool::new(false));
+        Async::new(Sleeper {
+            finished: f.clone(),
+            dropped: flag(),
+            stopped_ran: flag(),
+            started_ran: flag(),
+        })
+    });
+    let child = spec.supervised_ref::<Async<Sleeper>>().unwrap();
+    let sup = SupervisorSpec::new(Strategy::OneForOne)
+        .intensity(10, Duration::from_secs(60))
+        .child(spec)
+        .spawn(&system);
+    std::panic::set_hook(Box::new(|_| {}));
+    child.tell(SleepMsg::Panic).unwrap();
+    let second = child.wait_generation(1, T).expect("restarted");
+    let _ = std::panic::take_hook();
+    assert_eq!(starts.load(Ordering::SeqCst), 2);
+    // The new instance handles (and awaits) as the first did.
+    second
+        .tell(SleepMsg::Nap(Duration::from_millis(1)))
+        .unwrap();
+    let deadline = Instant::now() + T;
+    while finished.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted actor never handled"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(sup.restarts(T), Ok(1));
+    sup.stop();
+    assert_eq!(sup.join_timeout(T), Some(StopReason::Normal));
+    system.shutdown();
+}
+
+/// tokio timers work inside a handler (feature `async`): the poll runs
+/// inside the system's runtime context.
+struct TokioUser;
+impl AsyncActor for TokioUser {
+    type Msg = ReplyTo<u64>;
+    async fn handle(&mut self, r: ReplyTo<u64>, _ctx: &mut AsyncContext<Self>) {
+        let t0 = tokio::time::Instant::now();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        r.reply(t0.elapsed().as_millis() as u64);
+    }
+}
+
+#[test]
+fn tokio_timers_work_inside_a_handler() {
+    let system = ActorSystem::builder().threads(2).build();
+    let a = system.spawn(Async::new(TokioUser));
+    let waited = a.ask(|r| r, T).unwrap();
+    assert!(waited >= 5, "slept {waited} ms");
+    system.shutdown();
+}
