@@ -30,7 +30,7 @@ if [ -n "$smoke" ]; then
     scale=(--quick --samples 1 --warmup 0 --senders 4 --messages 20000)
 else
     runs=10; secs=10; threads_list="1 2 4 8 16"; top=16; stress_msgs=100000000
-    scale=(--samples 3 --warmup 1 --senders 32 --messages 200000)
+    scale=(--samples 3 --warmup 1 --senders 32 --messages 200000 --rings 32 --actors 1000 --laps 100)
 fi
 
 # 1. chaos, plain and under ASan, alternating.

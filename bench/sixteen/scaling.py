@@ -37,7 +37,9 @@ def main(out):
     by_threads = {}
     for path in glob.glob(os.path.join(out, "scaling-*.jsonl")):
         t = int(re.search(r"scaling-(\d+)\.jsonl", path).group(1))
-        by_threads[t] = {r["name"]: r for r in load(path) if r["framework"] == "troupe"}
+        # reader_db names its thread count: one row per workload all the same.
+        by_threads[t] = {re.sub(r", \d+ threads?$", "", r["name"]): r
+                         for r in load(path) if r["framework"] == "troupe"}
     threads = sorted(by_threads)
     names = sorted({n for rows in by_threads.values() for n in rows})
     print("## Troupe at 1 to 16 threads (median time per operation; speed-up over 1 thread)\n")
