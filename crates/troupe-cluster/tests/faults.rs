@@ -329,11 +329,22 @@ fn server_restart_reconnects_resyncs_and_reports_losses() {
     let asker = std::thread::spawn(move || echo.ask(Echo(1500), Duration::from_secs(5)));
     std::thread::sleep(Duration::from_millis(200));
     // Tells sent around the kill: accepted ones are delivered or counted lost.
+    // The client sees the kill a moment later (its socket's end), so tells go
+    // on, at least 2,000 in all, until one is handed back (5 s at most).
     let mut accepted = 0u64;
     let mut refused = 0u64;
-    for n in 1..=2000u64 {
+    let mut killed_at = None;
+    for n in 1u64.. {
         if n == 1000 {
             server.kill();
+            killed_at = Some(Instant::now());
+        }
+        if n > 2000 {
+            let since = killed_at.map_or(Duration::ZERO, |t| t.elapsed());
+            if refused > 0 || since > Duration::from_secs(5) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
         match job.tell(Job(n)) {
             Ok(()) => accepted += 1,
@@ -341,10 +352,7 @@ fn server_restart_reconnects_resyncs_and_reports_losses() {
         }
     }
     let ask = asker.join().unwrap();
-    assert!(
-        matches!(ask, Err(AskError::Disconnected) | Err(AskError::Timeout)),
-        "{ask:?}"
-    );
+    assert!(matches!(ask, Err(AskError::Disconnected)), "{ask:?}");
     std::thread::sleep(HB * 3);
     server.restart().expect("restart");
     assert!(wait_until(Duration::from_secs(10), || a
@@ -360,20 +368,24 @@ fn server_restart_reconnects_resyncs_and_reports_losses() {
         .is_some()
         && b.find::<Job>("w").is_some()));
     assert!(b.stats().resyncs >= 2, "{:?}", b.stats());
-    // Traffic flows again.
+    // Traffic flows again. The server is back within a second (the ask in
+    // flight failed at once), while the worker may still sleep in the 1.5 s
+    // Echo: up to 999 tells a took before the kill wait in its mailbox and
+    // come out now, ahead of the new ones. Each round takes all that comes.
     let mut delivered = jobs.try_iter().count() as u64;
     let mut again = 0u64;
     assert!(wait_until(Duration::from_secs(5), || {
         if job.tell(Job(9999)).is_ok() {
             again += 1;
         }
-        match jobs.recv_timeout(Duration::from_millis(100)) {
-            Ok(n) => {
-                delivered += 1;
-                n == 9999
+        let round = Instant::now() + Duration::from_millis(100);
+        while let Ok(n) = jobs.recv_timeout(round.saturating_duration_since(Instant::now())) {
+            delivered += 1;
+            if n == 9999 {
+                return true;
             }
-            Err(_) => false,
         }
+        false
     }));
     // Every tell b accepted is accounted on b once a's acks are in:
     // confirmed (a's actor took it), refused by a, or reported lost.
@@ -394,7 +406,7 @@ fn server_restart_reconnects_resyncs_and_reports_losses() {
         "restart: tells accepted {accepted} (+{again} after the restart), refused (handed back) {refused}, delivered {delivered}, reported lost {}, refused by the peer {}, silently lost {silently_lost}; ask in flight: {ask:?}",
         s.frames_lost, s.tells_refused_by_peer
     );
-    assert!(accepted + refused == 2000 && refused > 0);
+    assert!(accepted + refused >= 2000 && refused > 0);
     assert_eq!(
         s.tells_confirmed + s.tells_refused_by_peer + s.frames_lost,
         accepted_all,
