@@ -355,7 +355,9 @@ impl<A: AsyncActor> Actor for Async<A> {
     }
 
     fn __resume(&mut self, ctx: &mut Context<'_, Self>, _: Sealed) -> bool {
-        if !self.is_pending() {
+        // Killed: the turn finalizes the actor, which drops the future
+        // unpolled.
+        if !self.is_pending() || ctx.cell.killed.load(Ordering::Relaxed) {
             return true;
         }
         if !self.poll(ctx.cell) {

@@ -81,7 +81,7 @@ pub(crate) struct ActorCell<A: Actor> {
     slot: UnsafeCell<Slot<A>>,
     /// Set with `STOP_NOW`: read per message by the running worker. Kept apart
     /// from the state bits, whose cache line the senders write.
-    killed: AtomicBool,
+    pub(crate) killed: AtomicBool,
     /// The pool is this actor's own thread: stop it when the actor stops.
     dedicated: bool,
     /// The finalizer's retirement uncounted `rt` (`Retired::holder_released`):
@@ -592,9 +592,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
             if ctx.take_suspended() {
                 return self.park(worker);
             }
-        } else if !self.killed.load(Ordering::Relaxed) {
+        } else {
             // A suspended handler (an async actor) resumes before anything
-            // else; for every other actor this is nothing.
+            // else, unless it was killed; for every other actor this is
+            // nothing.
             match guard(|| actor.__resume(&mut ctx, Sealed(()))) {
                 Ok(true) => {}
                 Ok(false) => {
