@@ -326,6 +326,44 @@ pub const REGISTRY: Spec = Spec {
     )],
 };
 
+/// `async_pingpong` (issue 27): `pingpong` with async handlers that await
+/// nothing: what an async handler costs when it never suspends.
+pub const ASYNC_PINGPONG: Spec = Spec {
+    name: "async_pingpong",
+    about: "two actors with async handlers bounce an integer; ns per round trip",
+    params: &[ParamSpec::count(
+        "async-round-trips",
+        "async_pingpong: round trips",
+        "1000000",
+        "200000",
+    )],
+};
+
+/// `async_ask_chain` (issue 27): an actor's async handler awaits an ask to
+/// another actor, one after another: the cost of a suspension and resume.
+pub const ASYNC_ASK_CHAIN: Spec = Spec {
+    name: "async_ask_chain",
+    about: "an async handler awaits K asks to another actor in sequence; ns per ask",
+    params: &[ParamSpec::count(
+        "chain-asks",
+        "async_ask_chain: asks awaited in sequence",
+        "1000000",
+        "100000",
+    )],
+};
+
+/// `async_io` (issue 27): N actors each handle M messages, each awaiting a
+/// tokio sleep; beside N bare tokio tasks doing the same sleeps.
+pub const ASYNC_IO: Spec = Spec {
+    name: "async_io",
+    about: "N actors each await a tokio sleep per message, M messages each; overhead per step above the sleep",
+    params: &[
+        ParamSpec::count("io-actors", "async_io: actors (N)", "10000", "1000"),
+        ParamSpec::count("io-messages", "async_io: messages per actor (M)", "100", "20"),
+        ParamSpec::count("io-sleep-us", "async_io: sleep per message, µs", "1000", "1000"),
+    ],
+};
+
 /// The workloads the peer programs run, in report order.
 pub const CONTRACT: &[&Spec] = &[
     &RING,
@@ -335,6 +373,9 @@ pub const CONTRACT: &[&Spec] = &[
     &SPAWN_AND_AWAIT,
     &READER_DB,
     &REGISTRY,
+    &ASYNC_PINGPONG,
+    &ASYNC_ASK_CHAIN,
+    &ASYNC_IO,
 ];
 
 /// The contract workload called `name`.

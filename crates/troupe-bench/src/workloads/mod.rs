@@ -9,6 +9,7 @@
 //! flags passed to the peers are all derived from these declarations.
 
 pub mod actor_creation;
+pub mod async_actors;
 pub mod baseline;
 pub mod channels;
 pub mod chaos;
@@ -109,6 +110,9 @@ pub const ALL: &[&Workload] = &[
     &metrics_overhead::WORKLOAD,
     &chaos::WORKLOAD,
     &stress::WORKLOAD,
+    &async_actors::PINGPONG,
+    &async_actors::ASK_CHAIN,
+    &async_actors::IO,
     // Savina (Imam & Sarkar, AGERE 2014): micro, concurrency, parallel.
     &savina::pingpong::WORKLOAD,
     &savina::count::WORKLOAD,
