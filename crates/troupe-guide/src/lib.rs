@@ -1,5 +1,5 @@
-//! The Troupe user guide (`book/`), as doctests: every chapter of
-//! `book/src` is included below as the docs of an empty module, so
+//! The Troupe user guide (`book/`), as doctests: the README and every
+//! chapter of `book/src` are included below as the docs of an empty module, so
 //! `cargo test -p troupe-guide --doc` compiles and runs each Rust snippet
 //! of the book against the crates in this workspace.
 //!
@@ -18,6 +18,11 @@ macro_rules! chapters {
         )*
     };
 }
+
+/// The repository's README: its snippets are the first a newcomer runs.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme {}
 
 chapters! {
     introduction => "introduction.md",

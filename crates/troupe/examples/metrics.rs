@@ -86,8 +86,7 @@ fn main() {
 
     #[cfg(feature = "metrics-http")]
     let _server = {
-        let addr =
-            std::env::var("TROUPE_METRICS_ADDR").unwrap_or_else(|_| "127.0.0.1:9464".into());
+        let addr = std::env::var("TROUPE_METRICS_ADDR").unwrap_or_else(|_| "127.0.0.1:9464".into());
         let server = system
             .serve_metrics(&addr)
             .unwrap_or_else(|e| panic!("could not serve metrics at {addr}: {e}"));
@@ -137,7 +136,11 @@ fn main() {
     println!(
         "{} Prometheus series; the thumbnailer {} buffering",
         text.lines().filter(|l| l.starts_with("troupe_")).count(),
-        if buffering_seen { "was seen" } else { "was never seen" }
+        if buffering_seen {
+            "was seen"
+        } else {
+            "was never seen"
+        }
     );
     // Kill rather than drain: the thumbnailer's backlog would take a while.
     println!("{}", system.shutdown_timeout(Duration::from_millis(200)));
