@@ -6,7 +6,7 @@ use super::behaviour::Actor;
 use super::cell::ActorCell;
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
-use super::lifecycle::{Down, JoinFuture, StopListener, StopRequest, WatchId};
+use super::lifecycle::{Down, StopListener, StopRequest, WatchId};
 use super::watchable::Watchable;
 use super::watcher::Watcher;
 use crate::engine::deadline;
@@ -143,36 +143,11 @@ impl<A: Actor> ActorRef<A> {
         self.cell.stop_request(StopRequest::Kill);
     }
 
-    /// Blocks until the actor has stopped and its monitors have run (so a
-    /// registry no longer lists it); returns why. Not from inside an actor.
-    pub fn join(&self) -> StopReason {
-        self.cell.exit.wait(None).unwrap_or(StopReason::Killed)
-    }
-
-    /// As [`join`](Self::join), giving up after `timeout` (`None`).
-    pub fn join_timeout(&self, timeout: Duration) -> Option<StopReason> {
-        self.cell.exit.wait(deadline::after(timeout))
-    }
-
-    /// As [`join`](Self::join), for async code: a future of the stop reason,
-    /// ready once the actor's monitors have run. Any executor works.
-    pub fn join_async(&self) -> JoinFuture {
-        self.cell.exit.join_async()
-    }
-
-    /// Why the actor stopped, or `None` while it runs.
-    pub fn stop_reason(&self) -> Option<StopReason> {
-        self.cell.exit.reason()
-    }
+    super::lifecycle::join_methods!();
 
     /// Whether the actor still accepts messages.
     pub fn is_alive(&self) -> bool {
         !self.cell.mailbox.is_closed()
-    }
-
-    /// The actor's id.
-    pub fn id(&self) -> ActorId {
-        self.cell.id
     }
 
     /// The actor's name, if it was spawned with one.

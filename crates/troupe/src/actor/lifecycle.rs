@@ -578,3 +578,44 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 pub(crate) fn guard<R>(f: impl FnOnce() -> R) -> Result<R, StopReason> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|p| StopReason::Panicked(panic_message(&*p)))
 }
+
+/// The methods every kind of actor reference has over its cell's exit
+/// record (`ActorRef`, `parallel::SharedRef`): written once for both.
+macro_rules! join_methods {
+    () => {
+        /// Blocks until the actor has stopped and its watchers have run (so
+        /// a registry no longer lists it); returns why. Not from inside an
+        /// actor.
+        pub fn join(&self) -> $crate::StopReason {
+            self.cell
+                .exit
+                .wait(None)
+                .unwrap_or($crate::StopReason::Killed)
+        }
+
+        /// As [`join`](Self::join), giving up after `timeout` (`None`).
+        pub fn join_timeout(&self, timeout: std::time::Duration) -> Option<$crate::StopReason> {
+            self.cell
+                .exit
+                .wait($crate::engine::deadline::after(timeout))
+        }
+
+        /// As [`join`](Self::join), for async code: a future of the stop
+        /// reason, ready once the actor's watchers have run. Any executor
+        /// works.
+        pub fn join_async(&self) -> $crate::actor::JoinFuture {
+            self.cell.exit.join_async()
+        }
+
+        /// Why the actor stopped, or `None` while it runs.
+        pub fn stop_reason(&self) -> Option<$crate::StopReason> {
+            self.cell.exit.reason()
+        }
+
+        /// The actor's id.
+        pub fn id(&self) -> $crate::ActorId {
+            self.cell.id
+        }
+    };
+}
+pub(crate) use join_methods;

@@ -21,6 +21,7 @@ pub(crate) mod future_handle;
 pub(crate) mod id;
 pub(crate) mod lifecycle;
 pub(crate) mod metrics;
+pub(crate) mod parallel;
 pub(crate) mod recycle;
 pub(crate) mod runtime;
 pub(crate) mod runtime_ref;
