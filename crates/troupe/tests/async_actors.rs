@@ -423,3 +423,38 @@ fn tokio_timers_work_inside_a_handler() {
     assert!(waited >= 5, "slept {waited} ms");
     system.shutdown();
 }
+
+/// Awaits an hour on the timer thread's clock, then reports.
+struct Patient {
+    out: troupe::Recipient<&'static str>,
+}
+
+impl AsyncActor for Patient {
+    type Msg = ();
+    async fn handle(&mut self, _: (), _ctx: &mut AsyncContext<Self>) {
+        troupe::timer::sleep(Duration::from_secs(3600)).await;
+        let _ = self.out.send("an hour later");
+    }
+}
+
+/// The test kit's virtual clock drives an async handler's sleep: an hour
+/// passes in no time, and nothing happens a second early.
+#[test]
+fn the_test_kit_virtual_clock_drives_async_sleeps() {
+    use troupe::testkit::TestKit;
+    let kit = TestKit::new();
+    let probe = kit.probe::<&'static str>();
+    let a = kit.spawn(Async::new(Patient {
+        out: probe.recipient(),
+    }));
+    a.tell(()).unwrap();
+    let t0 = Instant::now();
+    probe.expect_no_msg(Duration::from_secs(3599));
+    probe
+        .expect_msg(Duration::from_secs(2))
+        .equals("an hour later");
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "virtual, not real, time"
+    );
+}
