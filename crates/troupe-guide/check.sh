@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The user guide and the examples it walks through, as CI runs them:
 # every Rust snippet of README.md and book/src (troupe-guide's doctests),
-# the HTML book where mdbook is installed, and the test kit, metrics and
-# cluster examples. The metrics example serves its endpoint for a few
+# the HTML book where mdbook is installed, and every example the README's
+# map names that CI runs nowhere else (fps_estimator runs in
+# .ci/metrics_check.sh, async_db in its own step of .ci/run, remote_ping
+# in troupe-remote's tests). The metrics example serves its endpoint for a few
 # seconds; this scrapes it and, where tmux is installed, looks at it
 # through troupe-top, which must flag the slow stage as buffering.
 set -euo pipefail
@@ -20,8 +22,17 @@ else
     say "mdbook is not installed: the HTML build is skipped (cargo install mdbook --locked)"
 fi
 
+say "examples the README's map names: each runs to its end (under a second each)"
+cargo build -q -p troupe --examples
+for e in hello ask supervision registry dispatcher_pools dispatcher_dedicated \
+    dispatcher_pinned dispatcher_blocking dispatcher_parallel; do
+    timeout 60 "$target/debug/examples/$e" >"$target/guide_example_$e.out" 2>&1 \
+        || { cat "$target/guide_example_$e.out"; echo "example $e failed" >&2; exit 1; }
+    echo "$e: ok"
+done
+
 say "example: testkit (a timer-driven actor on the virtual clock)"
-cargo run -q -p troupe --example testkit
+"$target/debug/examples/testkit"
 
 say "example: cluster (3 nodes, one killed, Down seen; nats-server -js)"
 timeout 180 cargo run -q -p troupe-cluster --example cluster | tee "$target/guide_cluster.out"
