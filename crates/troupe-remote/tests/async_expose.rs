@@ -1,0 +1,64 @@
+//! An async actor exposed over a node (issue 27): remote tells and asks
+//! reach an `AsyncActor` whose handler awaits before it answers, in order.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+use troupe::{ActorSystem, Async, AsyncActor, AsyncContext};
+use troupe_remote::Node;
+use troupe_test_nats::NatsServer;
+
+const T: Duration = Duration::from_secs(5);
+
+/// Sums what it is told, awaiting a timer per message first.
+struct SlowCounter {
+    sum: u64,
+    seen: Vec<u64>,
+}
+
+impl AsyncActor for SlowCounter {
+    type Msg = CounterMsg;
+    async fn handle(&mut self, msg: CounterMsg, _ctx: &mut AsyncContext<Self>) {
+        troupe::timer::sleep(Duration::from_micros(200)).await;
+        match msg {
+            CounterMsg::Add(Add(n)) => {
+                self.seen.push(n);
+                self.sum += n;
+            }
+            CounterMsg::Sum(_, r) => {
+                // In order: every tell before the ask was handled first.
+                let ordered = self.seen.windows(2).all(|w| w[0] < w[1]);
+                r.reply(if ordered { self.sum } else { u64::MAX });
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn an_async_actor_answers_remote_tells_and_asks_in_order() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let system = ActorSystem::builder().threads(2).build();
+    let counter = system.spawn(Async::new(SlowCounter {
+        sum: 0,
+        seen: Vec::new(),
+    }));
+    let b = Node::connect(&server.url(), "b").unwrap();
+    b.expose("slow", &counter)
+        .tell::<Add>()
+        .ask::<Sum>(CounterMsg::Sum)
+        .serve()
+        .unwrap();
+    let a = Node::connect(&server.url(), "a").unwrap();
+    let add = a.lookup::<Add>("slow@b").unwrap();
+    for i in 1..=200u64 {
+        add.tell(Add(i)).unwrap();
+    }
+    let sum = add.retype::<Sum>().unwrap();
+    assert_eq!(sum.ask(Sum, T), Ok(200 * 201 / 2));
+    drop((a, b));
+    system.shutdown();
+}
