@@ -150,23 +150,21 @@ impl App {
     }
 }
 
+/// A live view of a Troupe system's metrics endpoint.
+#[derive(clap::Parser)]
+#[command(name = "troupe-top", version, about)]
+struct Cli {
+    /// The Prometheus endpoint (`SystemHandle::serve_metrics`).
+    #[arg(default_value = "http://127.0.0.1:9464/metrics")]
+    url: String,
+    /// Milliseconds between polls (at least 50).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..))]
+    interval: u64,
+}
+
 fn main() -> std::io::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let mut url = "http://127.0.0.1:9464/metrics".to_string();
-    let mut interval = Duration::from_millis(1000);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--interval" => {
-                let ms = args.next().and_then(|v| v.parse().ok()).unwrap_or(1000);
-                interval = Duration::from_millis(ms);
-            }
-            "-h" | "--help" => {
-                println!("usage: troupe-top [URL] [--interval MS]");
-                return Ok(());
-            }
-            other => url = other.to_string(),
-        }
-    }
+    let cli = <Cli as clap::Parser>::parse();
+    let (url, interval) = (cli.url, Duration::from_millis(cli.interval));
     let mut app = App {
         url,
         interval,
