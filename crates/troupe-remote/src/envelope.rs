@@ -11,9 +11,11 @@
 //!  8      8   type id      u64 LE: RemoteMessage::TYPE_ID of the body;
 //!                          link and ack: the sending node's epoch
 //! 16      8   target id    u64 LE: type_id(exposed actor name); 0 for link and ack
-//! 24      8   correlation  u64 LE: asks and their replies; link: the sequence
-//!                          number of the batch's first tell; ack: `upto`;
-//!                          0 for tells
+//! 24      8   correlation  u64 LE: tell: the schema fingerprint of its type;
+//!                          ask: that of its type and reply type, echoed by
+//!                          the reply (0: not given, not checked; see
+//!                          `schema`); link: the sequence number of the
+//!                          batch's first tell; ack: `upto`
 //! 32      n   body         postcard encoding of the message (n = body length)
 //! ```
 //!
@@ -117,6 +119,10 @@ pub enum Status {
     Timeout = 6,
     /// The request frame could not be decoded.
     BadFrame = 7,
+    /// The serving node's shape of the ask's type (or of its reply) differs
+    /// from the asker's; the body is postcard of `(rust type, fingerprint)`
+    /// of the serving side (see [`schema`](crate::schema)).
+    SchemaMismatch = 8,
 }
 
 impl Status {
@@ -129,6 +135,7 @@ impl Status {
             4 => Status::MailboxFull,
             5 => Status::NoReply,
             6 => Status::Timeout,
+            8 => Status::SchemaMismatch,
             _ => Status::BadFrame,
         }
     }

@@ -57,7 +57,9 @@ impl std::error::Error for NodeError {}
 /// The ask error a reply's status stands for.
 pub(crate) fn ask_error_of(status: Status) -> AskError {
     match status {
-        Status::UnknownTarget | Status::UnknownType => AskError::NoResponders,
+        Status::UnknownTarget | Status::UnknownType | Status::SchemaMismatch => {
+            AskError::NoResponders
+        }
         Status::Stopped => AskError::ActorStopped,
         Status::MailboxFull => AskError::MailboxFull,
         Status::Timeout => AskError::Timeout,

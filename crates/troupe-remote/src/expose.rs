@@ -13,6 +13,10 @@
 //!   a full bounded mailbox refuses a remote tell (counted as `refused`)
 //!   instead of stalling every other actor's traffic; asks are awaited in
 //!   their own task.
+//! - Each handler keeps its type's schema fingerprint (an ask's covers the
+//!   reply type too): a tell or ask whose sender has another shape under
+//!   the same stable name is refused before decoding (see
+//!   [`schema`](crate::schema)).
 
 use std::collections::HashMap;
 
@@ -23,6 +27,7 @@ use crate::envelope::{decode_body, encode_frame, Frame, Header, Kind, Status};
 use crate::error::status_of;
 use crate::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
 use crate::node::{status_frame, AskFn, Handlers, Outcome, Target, TellFn};
+use crate::schema;
 use crate::{Node, NodeError};
 
 /// Which remote types an exposed actor takes; finish with [`serve`](Self::serve).
@@ -32,8 +37,9 @@ pub struct Exposure<'n, A: Actor> {
     name: String,
     actor: ActorRef<A>,
     types: Vec<TypeEntry>,
-    tells: Vec<(u64, TellFn)>,
-    asks: Vec<(u64, AskFn)>,
+    /// Each handler with its type and schema fingerprint.
+    tells: Vec<(TypeEntry, u64, TellFn)>,
+    asks: Vec<(TypeEntry, u64, AskFn)>,
 }
 
 impl<'n, A: Actor> Exposure<'n, A> {
@@ -56,7 +62,8 @@ impl<'n, A: Actor> Exposure<'n, A> {
         let actor = self.actor.clone();
         self.types.push(TypeEntry::of::<M>());
         self.tells.push((
-            M::TYPE_ID,
+            TypeEntry::of::<M>(),
+            schema::tell_fingerprint::<M>(),
             Box::new(move |body: &[u8]| match decode_body::<M>(body) {
                 Ok(m) => match actor.try_tell(A::Msg::from(m)) {
                     Ok(()) => Outcome::Delivered,
@@ -97,7 +104,8 @@ impl<'n, A: Actor> Exposure<'n, A> {
             }
             .boxed())
         });
-        self.asks.push((Q::TYPE_ID, f));
+        self.asks
+            .push((TypeEntry::of::<Q>(), schema::ask_fingerprint::<Q>(), f));
         self
     }
 
@@ -128,11 +136,13 @@ impl<'n, A: Actor> Exposure<'n, A> {
             }));
         }
         let mut by_type: HashMap<u64, Handlers> = HashMap::new();
-        for (t, f) in self.tells {
-            by_type.entry(t).or_default().tell = Some(f);
+        for (t, fp, f) in self.tells {
+            let h = by_type.entry(t.id).or_default();
+            (h.entry, h.tell_schema, h.tell) = (Some(t), fp, Some(f));
         }
-        for (t, f) in self.asks {
-            by_type.entry(t).or_default().ask = Some(f);
+        for (t, fp, f) in self.asks {
+            let h = by_type.entry(t.id).or_default();
+            (h.entry, h.ask_schema, h.ask) = (Some(t), fp, Some(f));
         }
         targets.insert(
             id,

@@ -72,7 +72,8 @@
 //!
 //! Where things live: [`message`] (stable names, type ids, the registry),
 //! [`envelope`] (the frame layout, byte by byte), [`auth`] (the cluster
-//! key: HMAC-SHA256 seals, so only nodes holding it are obeyed), `node` (the subject
+//! key: HMAC-SHA256 seals, so only nodes holding it are obeyed), [`schema`]
+//! (shape fingerprints, and how to evolve a message type), `node` (the subject
 //! scheme, the inbox loop), `outbox` (coalescing), `remote_ref`, `expose`.
 //! The `nats-server` child process that tests and benchmarks start is
 //! the `troupe-test-nats` crate's.
@@ -89,6 +90,7 @@ pub mod message;
 mod node;
 mod outbox;
 mod remote_ref;
+pub mod schema;
 mod stats;
 
 pub use error::NodeError;
@@ -96,5 +98,6 @@ pub use expose::Exposure;
 pub use message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};
 pub use node::{node_subject, Node, NodeBuilder};
 pub use remote_ref::RemoteRef;
+pub use schema::SchemaMismatch;
 pub use stats::NodeStats;
 pub use troupe_macros::remote;

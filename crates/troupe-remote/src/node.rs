@@ -86,6 +86,7 @@ use crate::envelope::{
 use crate::error::ask_error_of;
 use crate::message::{type_id, RemoteMessage, TypeEntry, TypeRegistry};
 use crate::outbox::{Outbox, MAX_PROBE_GAP};
+use crate::schema::{self, SchemaMismatch, SchemaSide};
 use crate::stats::{add_and_log, bump, bump_and_log, Counters, NodeStats};
 use crate::{NodeError, RemoteRef};
 
@@ -109,6 +110,12 @@ pub(crate) type AskFn =
 pub(crate) struct Handlers {
     pub tell: Option<TellFn>,
     pub ask: Option<AskFn>,
+    /// The type's stable name and Rust type, for a schema mismatch's report.
+    pub entry: Option<TypeEntry>,
+    /// The schema fingerprints of the type as told, and as asked (with its
+    /// reply); [`schema::UNCHECKED`] when it could not be traced.
+    pub tell_schema: u64,
+    pub ask_schema: u64,
 }
 
 pub(crate) struct Target {
@@ -190,7 +197,8 @@ pub(crate) struct Shared {
     pub queue_bytes: usize,
     pub serve_timeout: Duration,
     pub ask_spin: Duration,
-    pub next_correlation: AtomicU64,
+    /// The last schema mismatch seen (see [`schema`]).
+    pub last_mismatch: Mutex<Option<SchemaMismatch>>,
 }
 
 /// The subject of a node's inbox.
@@ -516,7 +524,7 @@ async fn start(
         queue_bytes: b.queue_bytes,
         serve_timeout: b.serve_timeout,
         ask_spin: b.ask_spin,
-        next_correlation: AtomicU64::new(1),
+        last_mismatch: Mutex::new(None),
     });
     // The inbox loop holds a weak reference so that dropping the node ends it.
     let weak = Arc::downgrade(&shared);
@@ -674,7 +682,7 @@ impl Shared {
                     continue;
                 }
             }
-            let delivered = self.deliver(&targets, &frame);
+            let delivered = self.deliver(&targets, &frame, run.as_ref().map(|r| r.sender));
             match run.as_mut() {
                 Some(r) => {
                     r.tells += 1;
@@ -689,19 +697,72 @@ impl Shared {
         }
     }
 
+    /// Whether a received tell's or ask's fingerprint `theirs` agrees with
+    /// `ours`; if not, the mismatch is counted, logged (rate-limited) and
+    /// kept. 0 on either side is not checked.
+    fn schema_agrees(
+        &self,
+        h: &Handlers,
+        ours: u64,
+        theirs: u64,
+        sender: Option<&str>,
+        ask: bool,
+    ) -> bool {
+        if ours == schema::UNCHECKED || theirs == schema::UNCHECKED || ours == theirs {
+            return true;
+        }
+        let entry = h.entry.unwrap_or(TypeEntry {
+            id: 0,
+            name: "?",
+            rust_type: "?",
+        });
+        self.schema_mismatch(SchemaMismatch {
+            name: entry.name.to_string(),
+            ask,
+            here: SchemaSide {
+                node: self.name.to_string(),
+                rust_type: Some(entry.rust_type.to_string()),
+                fingerprint: ours,
+            },
+            there: SchemaSide {
+                node: sender.unwrap_or_default().to_string(),
+                rust_type: None,
+                fingerprint: theirs,
+            },
+        });
+        false
+    }
+
+    /// Counts, logs (at the 1st, 2nd, 4th... occurrence) and keeps a
+    /// schema mismatch.
+    pub(crate) fn schema_mismatch(&self, m: SchemaMismatch) {
+        if bump_and_log(&self.counters.schema_mismatches) {
+            let count = self.counters.schema_mismatches.load(Ordering::Relaxed);
+            tracing::error!(node = %self.name, count, "{m}");
+        }
+        *self.last_mismatch.lock() = Some(m);
+    }
+
     /// Hands one tell to its actor; says whether it was delivered.
-    fn deliver(&self, targets: &HashMap<u64, Target>, frame: &Frame<'_>) -> bool {
+    fn deliver(
+        &self,
+        targets: &HashMap<u64, Target>,
+        frame: &Frame<'_>,
+        sender: Option<&str>,
+    ) -> bool {
         let Some(target) = targets.get(&frame.target) else {
             if bump_and_log(&self.counters.unknown_target) {
                 tracing::warn!(node = %self.name, target = format_args!("{:#018x}", frame.target), "tell for an actor not exposed here");
             }
             return false;
         };
-        let Some(tell) = target
-            .by_type
-            .get(&frame.type_id)
-            .and_then(|h| h.tell.as_ref())
-        else {
+        let handlers = target.by_type.get(&frame.type_id);
+        if let Some(h) = handlers.filter(|h| h.tell.is_some()) {
+            if !self.schema_agrees(h, h.tell_schema, frame.correlation, sender, false) {
+                return false;
+            }
+        }
+        let Some(tell) = handlers.and_then(|h| h.tell.as_ref()) else {
             if bump_and_log(&self.counters.unknown_type) {
                 tracing::warn!(node = %self.name, actor = %target.name, type_id = format_args!("{:#018x}", frame.type_id), "tell of a type the actor does not take remotely");
             }
@@ -912,12 +973,34 @@ impl Shared {
                     bump(&self.counters.unknown_target);
                     Err(Status::UnknownTarget)
                 }
-                Some(tg) => match tg.by_type.get(&t).and_then(|h| h.ask.as_ref()) {
+                Some(tg) => match tg.by_type.get(&t).filter(|h| h.ask.is_some()) {
                     None => {
                         bump(&self.counters.unknown_type);
                         Err(Status::UnknownType)
                     }
-                    Some(ask) => ask(&frame, self.max_frame_body),
+                    Some(h) if !self.schema_agrees(h, h.ask_schema, corr, None, true) => {
+                        let rust_type = h.entry.map_or("?", |e| e.rust_type);
+                        let mut out = Vec::with_capacity(HEADER_LEN + rust_type.len() + 10);
+                        let head = Header {
+                            kind: Kind::Reply,
+                            status: Status::SchemaMismatch,
+                            type_id: t,
+                            target,
+                            correlation: corr,
+                        };
+                        let ours = (rust_type, h.ask_schema);
+                        let _ = encode_frame(&mut out, head, &ours, usize::MAX);
+                        drop(targets);
+                        let client = self.client.clone();
+                        self.handle.spawn(async move {
+                            let _ = client.publish(reply, out.into()).await;
+                        });
+                        return;
+                    }
+                    Some(h) => match h.ask.as_ref() {
+                        Some(ask) => ask(&frame, self.max_frame_body),
+                        None => Err(Status::UnknownType),
+                    },
                 },
             }
         };
@@ -980,13 +1063,15 @@ impl Shared {
         outbox
     }
 
-    /// Sends one ask frame as a NATS request and decodes the reply.
+    /// Sends one ask frame as a NATS request and decodes the reply. `ty`:
+    /// the ask's type, named in a schema mismatch the peer reports.
     pub(crate) async fn request<R: serde::de::DeserializeOwned>(
         self: Arc<Self>,
         subject: Subject,
         frame: Bytes,
         correlation: u64,
         timeout: Duration,
+        ty: Option<TypeEntry>,
     ) -> Result<R, troupe::AskError> {
         let frame = match &self.key {
             None => frame,
@@ -997,6 +1082,10 @@ impl Shared {
                 sealed.into()
             }
         };
+        let peer = subject
+            .rsplit_once(".node.")
+            .map_or("", |(_, node)| node)
+            .to_string();
         let req = async_nats::Request::new()
             .payload(frame)
             .timeout(Some(timeout));
@@ -1028,6 +1117,28 @@ impl Shared {
             Ok((f, rest))
                 if rest.is_empty() && f.kind == Kind::Reply && f.correlation == correlation =>
             {
+                if f.status == Status::SchemaMismatch {
+                    let theirs = decode_body::<(String, u64)>(f.body).ok();
+                    let entry = ty.unwrap_or(TypeEntry {
+                        id: 0,
+                        name: "?",
+                        rust_type: "?",
+                    });
+                    self.schema_mismatch(SchemaMismatch {
+                        name: entry.name.to_string(),
+                        ask: true,
+                        here: SchemaSide {
+                            node: self.name.to_string(),
+                            rust_type: Some(entry.rust_type.to_string()),
+                            fingerprint: correlation,
+                        },
+                        there: SchemaSide {
+                            node: peer,
+                            rust_type: theirs.as_ref().map(|t| t.0.clone()),
+                            fingerprint: theirs.map_or(0, |t| t.1),
+                        },
+                    });
+                }
                 if f.status != Status::Ok {
                     return Err(ask_error_of(f.status));
                 }
@@ -1324,6 +1435,14 @@ impl Node {
         ))
     }
 
+    /// The last schema mismatch this node saw: a tell or ask it received
+    /// whose type has another shape here under the same stable name, or an
+    /// ask of its own that the peer refused for that reason. Both sides are
+    /// named; see [`schema`](crate::schema) for how to evolve a type.
+    pub fn last_schema_mismatch(&self) -> Option<SchemaMismatch> {
+        self.shared.last_mismatch.lock().clone()
+    }
+
     /// Asks node `node` of this cluster whether it is there; the round trip.
     pub fn ping(&self, node: &str, timeout: Duration) -> Result<Duration, troupe::AskError> {
         check_token("node name", node).map_err(|_| troupe::AskError::NoResponders)?;
@@ -1335,7 +1454,7 @@ impl Node {
         let start = std::time::Instant::now();
         block_on(
             &self.shared.handle,
-            shared.request::<()>(subject, frame.into(), 0, timeout),
+            shared.request::<()>(subject, frame.into(), 0, timeout, None),
         )
         .unwrap_or(Err(troupe::AskError::Disconnected))?;
         Ok(start.elapsed())

@@ -9,8 +9,11 @@
 //! - An accepted tell gets the link's next sequence number; the peer's acks
 //!   then account for it on this node (confirmed, refused by the peer, or
 //!   lost; until then unconfirmed), so no accepted tell is lost silently.
-//! - `ask` sends one frame as a NATS request with its own reply inbox and a
-//!   fresh correlation id; the reply must echo that id.
+//! - `ask` sends one frame as a NATS request with its own reply inbox; its
+//!   correlation is the schema fingerprint of the ask (type and reply), which
+//!   the reply must echo. Tells carry their type's fingerprint the same way,
+//!   so a receiver refuses a shape it does not share (see
+//!   [`schema`](crate::schema)).
 //! - Asks do not wait behind queued tells: an ask may overtake tells sent
 //!   earlier to the same actor.
 
@@ -26,6 +29,7 @@ use crate::envelope::{encode_frame, EncodeError, Header, Kind};
 use crate::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
 use crate::node::Shared;
 use crate::outbox::{Outbox, Refusal};
+use crate::schema;
 use crate::NodeError;
 
 /// A reference to the actor `actor@node` for messages of type `M`.
@@ -36,6 +40,8 @@ pub struct RemoteRef<M> {
     outbox: Arc<Outbox>,
     target: u64,
     name: Arc<str>,
+    /// `M`'s schema fingerprint, written in every tell.
+    schema: u64,
     _msg: PhantomData<fn(M)>,
 }
 
@@ -46,6 +52,7 @@ impl<M> Clone for RemoteRef<M> {
             outbox: self.outbox.clone(),
             target: self.target,
             name: self.name.clone(),
+            schema: self.schema,
             _msg: PhantomData,
         }
     }
@@ -68,6 +75,7 @@ impl<M: RemoteMessage> RemoteRef<M> {
             outbox,
             target: type_id(actor),
             name: format!("{actor}@{node}").into(),
+            schema: schema::tell_fingerprint::<M>(),
             _msg: PhantomData,
         }
     }
@@ -97,7 +105,7 @@ impl<M: RemoteMessage> RemoteRef<M> {
         {
             return Err(closed(msg));
         }
-        let header = Header::new(Kind::Tell, M::TYPE_ID, self.target, 0);
+        let header = Header::new(Kind::Tell, M::TYPE_ID, self.target, self.schema);
         match self.outbox.push(header, &msg, self.shared.max_body) {
             Ok(()) => Ok(()),
             Err(Refusal::Closed) => Err(closed(msg)),
@@ -117,6 +125,7 @@ impl<M: RemoteMessage> RemoteRef<M> {
             outbox: self.outbox.clone(),
             target: self.target,
             name: self.name.clone(),
+            schema: schema::tell_fingerprint::<N>(),
             _msg: PhantomData,
         })
     }
@@ -134,7 +143,9 @@ impl<M: RemoteAsk> RemoteRef<M> {
         {
             return Err(AskError::Disconnected);
         }
-        let correlation = self.shared.next_correlation.fetch_add(1, Ordering::Relaxed);
+        // The ask's correlation is its schema fingerprint: the reply (on this
+        // ask's own inbox) echoes it, and the server checks it.
+        let correlation = schema::ask_fingerprint::<M>();
         let header = Header::new(Kind::Ask, M::TYPE_ID, self.target, correlation);
         let mut frame = Vec::with_capacity(64);
         if let Err(e) = encode_frame(&mut frame, header, msg, self.shared.max_body) {
@@ -156,6 +167,7 @@ impl<M: RemoteAsk> RemoteRef<M> {
             frame,
             correlation,
             timeout,
+            Some(TypeEntry::of::<M>()),
         );
         self.shared.handle.spawn(async move {
             let _ = tx.send(fut.await);
@@ -190,7 +202,13 @@ impl<M: RemoteAsk> RemoteRef<M> {
             return self
                 .shared
                 .clone()
-                .request::<M::Reply>(subject, frame, correlation, timeout)
+                .request::<M::Reply>(
+                    subject,
+                    frame,
+                    correlation,
+                    timeout,
+                    Some(TypeEntry::of::<M>()),
+                )
                 .await;
         }
         let rx = self.start_ask(&msg, timeout)?;

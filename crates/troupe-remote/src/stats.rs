@@ -4,7 +4,8 @@
 //!
 //! Every frame a node receives ends in exactly one of: `delivered`,
 //! `asks_served`, `refused` (the local actor was full or stopped),
-//! `unknown_target`, `unknown_type`, `undecodable`, `link_frames` (the link
+//! `unknown_target`, `unknown_type`, `undecodable`, `schema_mismatches`,
+//! `link_frames` (the link
 //! and ack frames of the delivery accounting), or, for frames that could
 //! not even be framed, `bad_frames` (once per NATS message, since nothing after
 //! a bad length can be re-framed). Beside them, per link (sender node):
@@ -25,8 +26,9 @@
 //! - `tells_confirmed`: the peer's acks say its actor took it;
 //! - `tells_refused_by_peer`: the peer received it and did not deliver it
 //!   (the actor was full or stopped, or the target or type is unknown there,
-//!   or the body did not decode): the peer's own `refused`,
-//!   `unknown_target`, `unknown_type` and `undecodable` tells from us;
+//!   or the type has another shape there, or the body did not decode): the
+//!   peer's own `refused`, `unknown_target`, `unknown_type`,
+//!   `schema_mismatches` and `undecodable` tells from us;
 //! - `frames_lost`: known not delivered: its publish failed here, or the
 //!   peer's acks show it never arrived (a gap in the numbers, or numbers
 //!   before a peer's new link state began: a peer that restarted may have
@@ -70,6 +72,7 @@ pub(crate) struct Counters {
     pub panics: AtomicU64,
     pub links_refused: AtomicU64,
     pub unauthenticated: AtomicU64,
+    pub schema_mismatches: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64) {
@@ -161,6 +164,12 @@ pub struct NodeStats {
     /// key and they were not sealed with it); requests among them were
     /// answered `bad frame`.
     pub unauthenticated: u64,
+    /// Tells and asks refused because the sender's shape of the type
+    /// differs from this node's under one stable name (received tells and
+    /// asks, and asks of this node refused by the peer for that reason);
+    /// see [`schema`](crate::schema) and
+    /// [`Node::last_schema_mismatch`](crate::Node::last_schema_mismatch).
+    pub schema_mismatches: u64,
 }
 
 impl Counters {
@@ -190,6 +199,7 @@ impl Counters {
             links_refused: self.links_refused.load(Relaxed),
             links: 0,
             unauthenticated: self.unauthenticated.load(Relaxed),
+            schema_mismatches: self.schema_mismatches.load(Relaxed),
         }
     }
 }
