@@ -45,7 +45,7 @@ fn main() {
         let session = system.spawn(Session { user });
         sessions.register(user, &session).expect("names are unique");
         for room in rooms {
-            sessions.join(room, &session);
+            sessions.join_group(room, &session);
         }
     }
     println!("{} sessions, rooms {:?}", sessions.len(), sessions.groups());

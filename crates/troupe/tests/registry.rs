@@ -135,12 +135,12 @@ fn groups_and_dispatch() {
         if i % 2 == 0 {
             reg.register(format!("m{i}"), a).unwrap();
         }
-        assert!(reg.join(&format!("g{}", i % 10), a));
+        assert!(reg.join_group(&format!("g{}", i % 10), a));
         if i < 5 {
-            assert!(reg.join("first", a));
+            assert!(reg.join_group("first", a));
         }
     }
-    assert!(!reg.join("g0", &actors[0]), "already a member");
+    assert!(!reg.join_group("g0", &actors[0]), "already a member");
     assert_eq!(reg.len(), 100);
     assert_eq!(reg.group_len("g3"), 10);
     assert_eq!(reg.group_len("first"), 5);
@@ -160,8 +160,8 @@ fn groups_and_dispatch() {
     assert_eq!(reg.dispatch_group("first", M::Ping), 5);
     assert_eq!(reg.dispatch(M::Ping), 100);
     wait_until("deliveries", || pings.load(Ordering::Relaxed) == 115);
-    assert!(reg.leave("g3", &actors[3]));
-    assert!(!reg.leave("g3", &actors[3]));
+    assert!(reg.leave_group("g3", &actors[3]));
+    assert!(!reg.leave_group("g3", &actors[3]));
     assert_eq!(reg.group_len("g3"), 9);
     assert_eq!(reg.dispatch_group("g3", M::Ping), 9);
     wait_until("deliveries", || pings.load(Ordering::Relaxed) == 124);
@@ -176,8 +176,8 @@ fn dead_actors_leave_after_panics_and_normal_stops() {
     let actors: Vec<_> = (0..200).map(|_| spawn(&system, &pings)).collect();
     for (i, a) in actors.iter().enumerate() {
         reg.register(format!("m{i}"), a).unwrap();
-        reg.join("all", a);
-        reg.join(if i % 2 == 0 { "even" } else { "odd" }, a);
+        reg.join_group("all", a);
+        reg.join_group(if i % 2 == 0 { "even" } else { "odd" }, a);
     }
     for (i, a) in actors.iter().enumerate() {
         a.tell(if i % 2 == 0 { M::Crash } else { M::Stop }).unwrap();
@@ -207,7 +207,7 @@ fn cleanup_under_concurrent_lookups_and_dispatch() {
     let actors: Vec<_> = (0..n).map(|_| spawn(&system, &pings)).collect();
     for (i, a) in actors.iter().enumerate() {
         reg.register(format!("m{i}"), a).unwrap();
-        reg.join(&format!("g{}", i % 10), a);
+        reg.join_group(&format!("g{}", i % 10), a);
     }
     let done = Arc::new(AtomicBool::new(false));
     let ids: Arc<Vec<_>> = Arc::new(actors.iter().map(|a| a.id()).collect());
@@ -279,7 +279,7 @@ fn no_stale_entry_after_many_register_die_cycles() {
         // The previous holder of this name was stopped (it refuses messages),
         // so the name is free even if its monitor has not run yet.
         reg.register(format!("n{}", i % 1_000), &a).unwrap();
-        reg.join(&format!("g{}", i % 7), &a);
+        reg.join_group(&format!("g{}", i % 7), &a);
         if i % 3 == 0 {
             a.tell(M::Crash).unwrap();
             a.stop();
@@ -322,10 +322,10 @@ fn several_names_and_groups_per_actor() {
         reg.register(n, &a).unwrap();
     }
     for g in ["g1", "g2"] {
-        assert!(reg.join(g, &a));
-        assert!(reg.join(g, &b));
+        assert!(reg.join_group(g, &a));
+        assert!(reg.join_group(g, &b));
     }
-    assert!(!reg.join("g1", &a), "joined twice");
+    assert!(!reg.join_group("g1", &a), "joined twice");
     assert_eq!((reg.len(), reg.names_len()), (2, 3));
 
     assert_eq!(reg.unregister("a2"), Some(a.clone()));
@@ -333,15 +333,15 @@ fn several_names_and_groups_per_actor() {
     assert!(reg.find("a2").is_none());
     assert_eq!(reg.find("a1"), Some(a.clone()));
     assert_eq!(reg.find("a3"), Some(a.clone()));
-    assert!(reg.leave("g1", &a));
-    assert!(!reg.leave("g1", &a));
+    assert!(reg.leave_group("g1", &a));
+    assert!(!reg.leave_group("g1", &a));
     assert_eq!(reg.members("g1"), vec![b.clone()]);
     assert_eq!(reg.dispatch_group("g2", M::Ping), 2);
     assert_eq!(reg.dispatch(M::Ping), 2);
 
     // `b` leaves its last group: it is no longer registered at all.
-    assert!(reg.leave("g1", &b));
-    assert!(reg.leave("g2", &b));
+    assert!(reg.leave_group("g1", &b));
+    assert!(reg.leave_group("g2", &b));
     assert_eq!(reg.len(), 1);
     assert_eq!(reg.dispatch(M::Ping), 1);
 
@@ -381,12 +381,12 @@ fn group_membership_stays_exact_through_joins_and_leaves() {
         let g = (next() % groups.len() as u64) as usize;
         let member = expected[g].contains(a);
         if next() % 2 == 0 {
-            assert_eq!(reg.join(groups[g], a), !member, "step {step}");
+            assert_eq!(reg.join_group(groups[g], a), !member, "step {step}");
             if !member {
                 expected[g].push(a.clone());
             }
         } else {
-            assert_eq!(reg.leave(groups[g], a), member, "step {step}");
+            assert_eq!(reg.leave_group(groups[g], a), member, "step {step}");
             expected[g].retain(|x| x != a);
         }
         if step % 97 == 0 {
@@ -507,7 +507,7 @@ fn dispatch_skips_a_full_blocking_mailbox_instead_of_waiting() {
         SpawnOptions::default().mailbox(MailboxConfig::bounded(1, Overflow::Block)),
     );
     let busy_reg: Registry<Busy> = Registry::new();
-    assert!(busy_reg.join("g", &busy));
+    assert!(busy_reg.join_group("g", &busy));
     busy.tell(M::Crash).unwrap(); // taken at once: the handler waits on `open`
     wait_until("busy handler", || busy.mailbox_len() == 0);
     busy.tell(M::Ping).unwrap(); // fills the mailbox
@@ -519,7 +519,7 @@ fn dispatch_skips_a_full_blocking_mailbox_instead_of_waiting() {
     wait_until("handled", || pings.load(Ordering::Relaxed) == 2);
     // A plain member beside it still gets its message.
     let plain = spawn(&system, &pings);
-    assert!(reg.join("g", &plain));
+    assert!(reg.join_group("g", &plain));
     assert_eq!(reg.dispatch_group("g", M::Ping), 1);
     busy.stop();
     system.shutdown();
@@ -535,7 +535,7 @@ fn join_returns_after_the_registry_forgot_the_actor() {
     for i in 0..500 {
         let a = spawn(&system, &pings);
         reg.register("it", &a).unwrap();
-        reg.join("all", &a);
+        reg.join_group("all", &a);
         if i % 2 == 0 {
             a.stop();
         } else {

@@ -242,7 +242,7 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
         let heap_before = heap_in_use();
         for (j, a) in actors.iter().enumerate() {
             registry.register(&names[j], a).map_err(|e| e.to_string())?;
-            registry.join(&groups[j % GROUPS], a);
+            registry.join_group(&groups[j % GROUPS], a);
         }
         // Steady state: the tables replaced while growing are freed once the
         // epoch moves on, which a few thousand guarded lookups make happen.

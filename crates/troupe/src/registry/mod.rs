@@ -15,7 +15,7 @@
 //! let registry = Registry::new();
 //! let alice = system.spawn(Session);
 //! registry.register("alice", &alice).unwrap();
-//! registry.join("sessions", &alice);
+//! registry.join_group("sessions", &alice);
 //! assert_eq!(registry.find("alice"), Some(alice.clone()));
 //! assert_eq!(registry.dispatch_group("sessions", 7), 1);
 //! alice.stop();
@@ -252,7 +252,7 @@ impl<A: Actor> Registry<A> {
     /// Adds `actor` to `group` (created on first use). Returns `false` if it
     /// was already a member, or has stopped; an actor may be in any number
     /// of groups.
-    pub fn join(&self, group: &str, actor: &ActorRef<A>) -> bool {
+    pub fn join_group(&self, group: &str, actor: &ActorRef<A>) -> bool {
         let Some((mut st, m)) = self.lock_member(actor) else {
             return false;
         };
@@ -289,8 +289,23 @@ impl<A: Actor> Registry<A> {
         true
     }
 
-    /// Removes `actor` from `group`; `false` if it was not a member.
+    /// Adds `actor` to `group`: the old name of [`join_group`](Self::join_group).
+    #[deprecated(
+        since = "0.2.0",
+        note = "renamed `join_group`: `join` means waiting for an actor's stop"
+    )]
+    pub fn join(&self, group: &str, actor: &ActorRef<A>) -> bool {
+        self.join_group(group, actor)
+    }
+
+    /// Removes `actor` from `group`: the old name of [`leave_group`](Self::leave_group).
+    #[deprecated(since = "0.2.0", note = "renamed `leave_group`, beside `join_group`")]
     pub fn leave(&self, group: &str, actor: &ActorRef<A>) -> bool {
+        self.leave_group(group, actor)
+    }
+
+    /// Removes `actor` from `group`; `false` if it was not a member.
+    pub fn leave_group(&self, group: &str, actor: &ActorRef<A>) -> bool {
         let mut st = self.inner.state.lock();
         let Some(m) = self.inner.member_of(actor) else {
             return false;
