@@ -1,4 +1,4 @@
-//! Per-actor counters and timings (seed 000's performance model): what the
+//! Per-actor counters and timings (a queueing model of each actor): what the
 //! cell records when an actor is spawned with metrics on, and nothing when
 //! it is not.
 //!

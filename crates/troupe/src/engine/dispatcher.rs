@@ -5,10 +5,10 @@
 //! |---|---|---|
 //! | default work-stealing pool | per-worker LIFO slot + deque, stealing | almost everything |
 //! | [`work_stealing_pool`](crate::SystemHandle::work_stealing_pool) | another, independent one | isolating a subsystem's CPU share |
-//! | [`shared_queue_pool`](crate::SystemHandle::shared_queue_pool) | all workers pull one queue | the baseline of seed 002; strict global FIFO |
+//! | [`shared_queue_pool`](crate::SystemHandle::shared_queue_pool) | all workers pull one queue | the classic thread pool, the baseline work stealing is measured against; strict global FIFO |
 //! | [`SpawnOptions::dedicated_thread`](crate::SpawnOptions::dedicated_thread) | one OS thread for one actor, for its whole life | SObjectizer's active_obj: latency-critical or thread-bound actors |
 //! | [`one_thread`](crate::SystemHandle::one_thread) | one OS thread shared by a group | SObjectizer's one_thread / active_group |
-//! | [`pinned_pool`](crate::SystemHandle::pinned_pool) | each worker pinned to a CPU | cache-sensitive actors (seed 003's affinity executor) |
+//! | [`pinned_pool`](crate::SystemHandle::pinned_pool) | each worker pinned to a CPU | cache-sensitive actors (an affinity executor) |
 //! | [`blocking_pool`](crate::SystemHandle::blocking_pool) | a shared-queue pool sized for waiting | handlers that block on files, sockets, sleeps |
 //! | [`SharedActor`](crate::parallel::SharedActor) | thread-safe handlers run in parallel | SObjectizer's adv_thread_pool |
 //!
@@ -16,7 +16,7 @@
 //! message lost or duplicated, a panic stops only its actor, and shutdown
 //! drains every actor before the dispatchers' threads are joined.
 //!
-//! Sizing an I/O pool: [`io_pool_size`] is the formula of seed 003 (Goetz):
+//! Sizing an I/O pool: [`io_pool_size`] is Goetz's formula (Java Concurrency in Practice):
 //! `threads = cores x target utilization x (1 + wait time / compute time)`.
 
 use crate::engine::scheduler::Pool;
@@ -99,7 +99,7 @@ impl fmt::Debug for Dispatcher {
     }
 }
 
-/// Threads for a pool whose tasks wait as well as compute (seed 003, after
+/// Threads for a pool whose tasks wait as well as compute (after
 /// Goetz): `cores x target_utilization x (1 + wait_time / compute_time)`,
 /// rounded up, at least 1. `wait_time` and `compute_time` are in any one unit.
 ///

@@ -1,4 +1,4 @@
-//! Messaging above single actors (seed 000's SObjectizer toolkit): the
+//! Messaging above single actors (the toolkit SObjectizer users know): the
 //! [`Recipient`](crate::Recipient) abstraction every target implements,
 //! publish/subscribe [`channel`]s, message chains for plain threads
 //! ([`mchain`]), message [`limits`], and message [`timer`]s.

@@ -1,4 +1,4 @@
-//! Seed 000's helpers for actors that measure a stream themselves:
+//! Helpers for actors that measure a stream themselves:
 //! [`ThroughputEstimator`] (the `fps_estimator`: count messages, report
 //! messages per second once per window) and [`FrequencyCalculator`] (the
 //! `frequency_calculator`: time how long a known number of messages takes).
@@ -133,7 +133,7 @@ impl ThroughputEstimator {
 }
 
 /// Measures the frequency of a stream by timing a known number of messages
-/// (seed 000's `frequency_calculator`): the first message starts the clock,
+/// (a frequency calculator): the first message starts the clock,
 /// the next `expected` messages are counted, and when the last of them
 /// arrives the frequency is `expected / elapsed`.
 ///

@@ -1,4 +1,4 @@
-//! Observability: seed 000's performance model per actor (arrival rate,
+//! Observability: a performance model per actor (arrival rate,
 //! throughput, waiting time, service time), per worker and per channel, as
 //! plain structs ([`SystemHandle::metrics`]), as Prometheus text
 //! ([`render_prometheus`]), over HTTP (`SystemHandle::serve_metrics`, feature

@@ -1,5 +1,5 @@
 //! A registry of actors of one type: unique names, groups, lookups and
-//! dispatch (the Gleam library `chip` of seed 001, with Troupe's names).
+//! dispatch (in the manner of Gleam's `chip` registry, with Troupe's names).
 //!
 //! ```
 //! use troupe::{Actor, ActorSystem, Context};
@@ -68,7 +68,7 @@
 //!   over by a new registration (a restarted child registering again).
 //! * Dispatch costs one read lock per group and one `tell` per member: the
 //!   per-message cost does not grow with the number of registered actors or
-//!   monitors (seed 001's "selector bloat" cannot happen: monitors are
+//!   monitors (no "selector bloat", a registry watching ever more actors: monitors are
 //!   entries in the watched actor, not entries scanned per message).
 //!
 //! Dispatch sends with [`ActorRef::try_tell`]: it never waits, neither for

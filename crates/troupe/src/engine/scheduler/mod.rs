@@ -16,8 +16,8 @@
 //!
 //! A pool in **shared-queue** mode (`PoolConfig::shared_queue`) skips the LIFO
 //! slot and the local deques: every task goes through the injector and every
-//! worker pulls from it, the classic thread pool the Scala post of seed 002
-//! compares work stealing against (also used for blocking/IO pools, where a
+//! worker pulls from it: the classic thread pool, which work stealing is
+//! measured against (also used for blocking/IO pools, where a
 //! task parked in a blocked worker's LIFO slot would wait for the blocking
 //! call). A pool may pin each worker to a CPU (`PoolConfig::pin`).
 
