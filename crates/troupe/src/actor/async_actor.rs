@@ -38,8 +38,9 @@
 //! With the `async` feature each poll runs inside the system's tokio
 //! runtime context, so tokio timers and I/O work in a handler.
 //!
-//! Metrics: an async actor's service time covers its polls, not the time
-//! it spends suspended.
+//! Metrics: an async handler's sampled service time runs from its start to
+//! its completion, the time it spends suspended included (what a caller
+//! waits for); its trace span covers the first poll only.
 
 use super::actor_ref::ActorRef;
 use super::ask::{AskFuture, ReplyTo};
@@ -367,6 +368,9 @@ impl<A: AsyncActor> Actor for Async<A> {
         let p = self.raw();
         // SAFETY: the future completed, so nothing borrows `Inner`.
         let phase = unsafe { (*p).phase };
+        if phase == Phase::Handling {
+            ctx.resumed();
+        }
         if phase == Phase::Stopping {
             // SAFETY: as above.
             let reason = unsafe { (*p).stop_reason.take() }.unwrap_or(StopReason::Normal);

@@ -597,7 +597,13 @@ impl<A: Actor> Runnable for ActorCell<A> {
             // else, unless it was killed; for every other actor this is
             // nothing.
             match guard(|| actor.__resume(&mut ctx, Sealed(()))) {
-                Ok(true) => {}
+                Ok(true) => {
+                    if ctx.take_resumed() {
+                        if let Some((m, _)) = self.metrics.get() {
+                            m.after_resume();
+                        }
+                    }
+                }
                 Ok(false) => {
                     ctx.take_suspended();
                     return self.park(worker);
@@ -642,7 +648,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
                             // here as it would with no metrics at all.
                             actor.handle(msg, &mut ctx);
                             if let Some(s) = sampled {
-                                s.after();
+                                s.after(ctx.interrupted());
                             }
                         }
                         None => break,
@@ -758,12 +764,18 @@ struct Sampled<'a> {
 }
 
 impl Sampled<'_> {
+    /// After `handle`; `interrupted`: it may have suspended (an async
+    /// handler), and then its service time is taken when it completes.
     #[cold]
     #[inline(never)]
-    fn after(self) {
+    fn after(self, interrupted: bool) {
         drop(self.span);
         if let Some(start) = self.start {
-            self.m.after_handle(start);
+            if interrupted {
+                self.m.suspend_handle(start);
+            } else {
+                self.m.after_handle(start);
+            }
         }
     }
 }

@@ -23,6 +23,8 @@ pub struct Context<'a, A: Actor> {
     /// `stop` is set or `suspended`: the one flag the turn's loop tests per
     /// message.
     interrupted: bool,
+    /// A suspended handler completed in this turn's resume.
+    resumed: bool,
 }
 
 impl<'a, A: Actor> Context<'a, A> {
@@ -32,6 +34,7 @@ impl<'a, A: Actor> Context<'a, A> {
             stop: None,
             suspended: false,
             interrupted: false,
+            resumed: false,
         }
     }
 
@@ -50,6 +53,17 @@ impl<'a, A: Actor> Context<'a, A> {
     pub(crate) fn suspend(&mut self) {
         self.suspended = true;
         self.interrupted = true;
+    }
+
+    /// A suspended handler completed (`actor::async_actor`).
+    pub(crate) fn resumed(&mut self) {
+        self.resumed = true;
+    }
+
+    /// Whether a suspended handler completed in this turn; clears it.
+    #[inline]
+    pub(crate) fn take_resumed(&mut self) -> bool {
+        std::mem::take(&mut self.resumed)
     }
 
     /// Whether the handler suspended; clears it (the worker parks the

@@ -207,6 +207,10 @@ struct ConsumerSide {
     depth_max: AtomicU64,
     waiting: Histogram,
     service: Histogram,
+    /// The clock reading before a sampled handler that suspended (an async
+    /// actor), 0 if none: its service time is recorded when it completes,
+    /// so that it covers the awaits. Written by the task holder only.
+    suspended_start: AtomicU64,
 }
 
 /// The cell's pointer to its actor's metrics, with two flags in its low
@@ -370,6 +374,7 @@ impl ActorMetrics {
             consumer: CachePadded::new(ConsumerSide {
                 next_sample: AtomicU64::new(u64::MAX),
                 depth_max: AtomicU64::new(0),
+                suspended_start: AtomicU64::new(0),
                 waiting: Histogram::new(),
                 service: Histogram::new(),
             }),
@@ -519,6 +524,23 @@ impl ActorMetrics {
     /// Records the service time of a timed message started at `start`.
     #[cold]
     #[inline(never)]
+    /// A sampled handler suspended: its service time is taken when it
+    /// completes (`after_resume`).
+    pub(crate) fn suspend_handle(&self, start: u64) {
+        self.consumer
+            .suspended_start
+            .store(start.max(1), Ordering::Relaxed);
+    }
+
+    /// A suspended handler completed: records its service time, awaits
+    /// included, if it was sampled.
+    pub(crate) fn after_resume(&self) {
+        let start = self.consumer.suspended_start.swap(0, Ordering::Relaxed);
+        if start != 0 {
+            self.after_handle(start);
+        }
+    }
+
     pub(crate) fn after_handle(&self, start: u64) {
         self.consumer
             .service
