@@ -56,6 +56,28 @@ pub enum Workload {
         /// Registry sizes to measure.
         sizes: Vec<usize>,
     },
+    /// Two actors with async handlers that await nothing bounce an integer
+    /// `round_trips` times (issue 27).
+    AsyncPingpong {
+        /// Number of round trips.
+        round_trips: usize,
+    },
+    /// One actor's async handler awaits `asks` asks to a second actor, one
+    /// after another; the second answers `i` with `i + 1` (issue 27).
+    AsyncAskChain {
+        /// Asks awaited in sequence.
+        asks: u64,
+    },
+    /// `actors` actors each handle `messages` messages, each awaiting a tokio
+    /// sleep of `sleep_us` µs; all messages are sent up front (issue 27).
+    AsyncIo {
+        /// Number of actors (N).
+        actors: usize,
+        /// Messages per actor (M).
+        messages: u64,
+        /// Sleep per message, µs.
+        sleep_us: u64,
+    },
     /// A Savina workload of [`crate::savina::PEER_RUN`] (its name, e.g.
     /// `savina_count`); its parameters are read from [`Cli::args`].
     Savina(&'static str),
@@ -91,6 +113,17 @@ impl Workload {
             },
             "registry" => Workload::Registry {
                 sizes: a.list("sizes"),
+            },
+            "async_pingpong" => Workload::AsyncPingpong {
+                round_trips: a.usize("async-round-trips"),
+            },
+            "async_ask_chain" => Workload::AsyncAskChain {
+                asks: a.u64("chain-asks"),
+            },
+            "async_io" => Workload::AsyncIo {
+                actors: a.usize("io-actors"),
+                messages: a.u64("io-messages"),
+                sleep_us: a.u64("io-sleep-us"),
             },
             savina if crate::savina::spec(savina).is_some() => Workload::Savina(a.spec().name),
             other => unreachable!("`{other}` is not in spec::CONTRACT or savina::PEER_RUN"),
@@ -258,5 +291,16 @@ mod tests {
             }
         );
         assert_eq!(cli.args.params().to_json(), "{\"sizes\":[10,100]}");
+        let cli = Cli::parse(&args("async_io --io-actors 3 --io-sleep-us=10")).unwrap();
+        assert_eq!(
+            cli.workload,
+            Workload::AsyncIo {
+                actors: 3,
+                messages: 100,
+                sleep_us: 10
+            }
+        );
+        let cli = Cli::parse(&args("async_ask_chain --chain-asks 5")).unwrap();
+        assert_eq!(cli.workload, Workload::AsyncAskChain { asks: 5 });
     }
 }

@@ -4,6 +4,8 @@
 //!
 //! - [`spec`]: every workload's parameters declared once (flag, default,
 //!   quick value), resolved into checked [`spec::Args`];
+//! - [`async_actors`]: the checks and figures of the async actor workloads
+//!   (issue 27), keyed as Troupe's own;
 //! - [`cli`]: a peer's command line (`<peer> <workload> [--threads N]
 //!   [--samples K] [--warmup W] [params]`);
 //! - [`output`]: the JSON lines, and the warm-up/sample rounds behind them;
@@ -19,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+pub mod async_actors;
 pub mod cli;
 pub mod customers;
 pub mod output;

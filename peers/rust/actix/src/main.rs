@@ -26,6 +26,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+mod async_actors;
 mod savina;
 
 use actix::dev::{MessageResponse, OneshotSender};
@@ -84,6 +85,15 @@ async fn run(cli: &Cli, rep: &Reporter, arbs: &[ArbiterHandle]) {
                 outstanding,
             } => reader_db(rep, w, arbs, reads, clients, readers, outstanding).await,
             Workload::Registry { .. } => {}
+            Workload::AsyncPingpong { round_trips } => {
+                async_actors::pingpong(rep, arbs, round_trips).await
+            }
+            Workload::AsyncAskChain { asks } => async_actors::ask_chain(rep, arbs, asks).await,
+            Workload::AsyncIo {
+                actors,
+                messages,
+                sleep_us,
+            } => async_actors::io(rep, arbs, actors, messages, sleep_us).await,
             Workload::Savina(name) => savina::run(name, rep, w, arbs).await,
         }
     }

@@ -11,6 +11,7 @@
 //! find, and a `kameo_actors::pubsub::PubSub` actor per group (kameo's own utility crate;
 //! kameo has no process groups of its own) for dispatch_group.
 
+mod async_actors;
 mod savina;
 
 use std::sync::Arc;
@@ -57,6 +58,15 @@ async fn run(cli: Cli, rep: Reporter) {
                     registry_size(&rep, sample, size).await;
                 }
             }
+            Workload::AsyncPingpong { round_trips } => {
+                async_actors::pingpong(&rep, round_trips).await
+            }
+            Workload::AsyncAskChain { asks } => async_actors::ask_chain(&rep, asks).await,
+            Workload::AsyncIo {
+                actors,
+                messages,
+                sleep_us,
+            } => async_actors::io(&rep, actors, messages, sleep_us).await,
             Workload::Savina(name) => savina::run(name, &rep, w).await,
         }
     }
@@ -208,6 +218,13 @@ impl Message<Ball> for Pong {
 }
 
 async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
+    let (n, secs) = bounce(round_trips).await;
+    pingpong_finish(rep, &w.params(), n, round_trips, secs);
+}
+
+/// Runs ping and pong for `round_trips`; the last ball's count and the seconds it took.
+/// Also `async_pingpong`'s round: kameo handlers are async already.
+async fn bounce(round_trips: usize) -> (u64, f64) {
     let (done_tx, done_rx) = oneshot::channel();
     let pong = Pong::spawn(Pong { ping: None });
     let ping = Ping::spawn(Ping {
@@ -226,9 +243,9 @@ async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
         .await
         .unwrap_or_else(|_| fail("ping never finished"));
     let secs = seconds_since(start);
-    pingpong_finish(rep, &w.params(), n, round_trips, secs);
     stop_all(&[ping]).await;
     stop_all(&[pong]).await;
+    (n, secs)
 }
 
 // ---------------------------------------------------------------- mailbox_performance

@@ -21,6 +21,7 @@ use troupe_bench_contract::{
     Params, Reporter, Workload,
 };
 
+mod async_actors;
 mod savina;
 
 type Res<T> = Result<T, ActorProcessingErr>;
@@ -56,6 +57,15 @@ async fn run(cli: Cli, rep: Reporter) {
                     registry_size(&rep, sample, size).await;
                 }
             }
+            Workload::AsyncPingpong { round_trips } => {
+                async_actors::pingpong(&rep, round_trips).await
+            }
+            Workload::AsyncAskChain { asks } => async_actors::ask_chain(&rep, asks).await,
+            Workload::AsyncIo {
+                actors,
+                messages,
+                sleep_us,
+            } => async_actors::io(&rep, actors, messages, sleep_us).await,
             Workload::Savina(name) => savina::run(&rep, w, name).await,
         }
     }
@@ -232,6 +242,13 @@ impl Actor for Pong {
 }
 
 async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
+    let (n, secs) = bounce(round_trips).await;
+    pingpong_finish(rep, &w.params(), n, round_trips, secs);
+}
+
+/// Runs ping and pong for `round_trips`; the last ball's count and the seconds it took.
+/// Also `async_pingpong`'s round: ractor handlers are async already.
+async fn bounce(round_trips: usize) -> (u64, f64) {
     let (done_tx, done_rx) = oneshot::channel();
     let ping = spawn(
         Ping,
@@ -251,9 +268,9 @@ async fn pingpong(rep: &Reporter, w: &Args, round_trips: usize) {
         .await
         .unwrap_or_else(|_| fail("ping never finished"));
     let secs = seconds_since(start);
-    pingpong_finish(rep, &w.params(), n, round_trips, secs);
     stop_all(vec![ping]).await;
     stop_all(vec![pong]).await;
+    (n, secs)
 }
 
 // ---------------------------------------------------------------- mailbox_performance

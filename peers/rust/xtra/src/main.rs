@@ -9,6 +9,8 @@
 //! `address.send(msg).await`. In `reader_db` the DB actor hands a read to a reader with
 //! `detach()` and returns the reader's reply `Receiver`, so the reader answers the client.
 //! xtra has no name registry and no process groups, so `registry` is reported unsupported.
+//! The async workloads of issue 27 (`async_*`) are not ported to xtra (its handlers are
+//! async, so it could express them): they answer `unsupported`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,6 +35,16 @@ async fn run(cli: Cli, rep: Reporter) {
         rep.unsupported(
             name,
             "Savina is not ported to xtra: the suite's Savina peers are actix, ractor, kameo, CAF and Erlang",
+        );
+        return;
+    }
+    if let Workload::AsyncPingpong { .. }
+    | Workload::AsyncAskChain { .. }
+    | Workload::AsyncIo { .. } = cli.workload
+    {
+        rep.unsupported(
+            w.name(),
+            "not ported to xtra: issue 27's async workloads compare kameo, ractor and actix",
         );
         return;
     }
@@ -65,7 +77,10 @@ async fn run(cli: Cli, rep: Reporter) {
                 outstanding,
             } => reader_db(&rep, w, reads, clients, readers, outstanding).await,
             Workload::Registry { .. } => {}
-            Workload::Savina(_) => {}
+            Workload::Savina(_)
+            | Workload::AsyncPingpong { .. }
+            | Workload::AsyncAskChain { .. }
+            | Workload::AsyncIo { .. } => {}
         }
     }
 }
