@@ -62,3 +62,47 @@ fn an_async_actor_answers_remote_tells_and_asks_in_order() {
     drop((a, b));
     system.shutdown();
 }
+
+/// Asks a remote counter with `.await` inside its own async handler.
+struct Auditor {
+    sum: troupe_remote::RemoteRef<Sum>,
+}
+
+impl AsyncActor for Auditor {
+    type Msg = troupe::ReplyTo<u64>;
+    async fn handle(&mut self, reply: troupe::ReplyTo<u64>, _ctx: &mut AsyncContext<Self>) {
+        // Twice, in sequence: the handler suspends on each remote ask.
+        let a = self.sum.ask_async(Sum, T).await.unwrap_or(0);
+        let b = self.sum.ask_async(Sum, T).await.unwrap_or(0);
+        reply.reply(a + b);
+    }
+}
+
+#[test]
+fn an_async_handler_awaits_a_remote_ask() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let system = ActorSystem::builder().threads(2).build();
+    let counter = system.spawn(Async::new(SlowCounter {
+        sum: 0,
+        seen: Vec::new(),
+    }));
+    let b = Node::connect(&server.url(), "b").unwrap();
+    b.expose("slow", &counter)
+        .tell::<Add>()
+        .ask::<Sum>(CounterMsg::Sum)
+        .serve()
+        .unwrap();
+    let a = Node::connect(&server.url(), "a").unwrap();
+    let add = a.lookup::<Add>("slow@b").unwrap();
+    for i in 1..=10u64 {
+        add.tell(Add(i)).unwrap();
+    }
+    let auditor = system.spawn(Async::new(Auditor {
+        sum: a.lookup::<Sum>("slow@b").unwrap(),
+    }));
+    assert_eq!(auditor.ask(|r| r, T), Ok(2 * 55));
+    drop((a, b));
+    system.shutdown();
+}
