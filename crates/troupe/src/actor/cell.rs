@@ -525,14 +525,27 @@ impl<A: Actor> ActorCell<A> {
 
     /// A graceful stop: the actor's kind may first suspend to finish (an
     /// async `stopped`, `Actor::__stopping`); then it is finalized.
+    ///
+    /// The actor is borrowed afresh here, and that borrow ends before
+    /// `finalize` takes the slot: a `&mut A` argument would stay protected
+    /// for the whole call, and `finalize`'s write to the slot under it is
+    /// undefined behaviour (Miri, Tree Borrows).
     fn finish(
         &self,
-        actor: &mut A,
         ctx: &mut Context<'_, A>,
         reason: StopReason,
         worker: &WorkerLocal,
     ) -> Option<Arc<dyn Runnable>> {
-        match guard(|| actor.__stopping(ctx, &reason, Sealed(()))) {
+        let ready = {
+            // SAFETY: we hold the actor's task (our caller runs it), so the
+            // slot is ours; this borrow ends with the block.
+            let slot = unsafe { &mut *self.slot.get() };
+            match slot.actor.as_mut() {
+                Some(actor) => guard(|| actor.__stopping(ctx, &reason, Sealed(()))),
+                None => Ok(true),
+            }
+        };
+        match ready {
             Ok(true) => self.finalize(reason, true),
             Ok(false) => {
                 ctx.take_suspended();
@@ -664,7 +677,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
             }
             if ctx.stopping() {
                 let reason = ctx.take_stop_reason();
-                return self.finish(actor, &mut ctx, reason, worker);
+                return self.finish(&mut ctx, reason, worker);
             }
             if self.killed.load(Ordering::Acquire) {
                 bits = self.mailbox.flags();
@@ -695,7 +708,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
                         && self.mailbox.is_empty()
                     {
                         let reason = self.requested_reason(bits);
-                        return self.finish(actor, &mut ctx, reason, worker);
+                        return self.finish(&mut ctx, reason, worker);
                     }
                     if bits & state::STOP_NOW == 0 && handled == before && !self.mailbox.is_empty()
                     {
