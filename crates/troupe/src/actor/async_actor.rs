@@ -585,8 +585,10 @@ mod tests {
                 return Poll::Ready(());
             }
             self.0 = true;
-            // A clone, woken later: the counted waker's path.
-            cx.waker().clone().wake();
+            // Through a clone: the counted waker's clone, wake and release.
+            let counted = cx.waker().clone();
+            counted.wake_by_ref();
+            drop(counted);
             Poll::Pending
         }
     }
