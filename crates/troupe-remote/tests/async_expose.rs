@@ -36,12 +36,8 @@ impl AsyncActor for SlowCounter {
     }
 }
 
-#[test]
-fn an_async_actor_answers_remote_tells_and_asks_in_order() {
-    let Some(server) = NatsServer::start_or_skip() else {
-        return;
-    };
-    let system = ActorSystem::builder().threads(2).build();
+/// Serves a `SlowCounter` as `slow@b`.
+fn serve_slow(server: &NatsServer, system: &ActorSystem) -> Node {
     let counter = system.spawn(Async::new(SlowCounter {
         sum: 0,
         seen: Vec::new(),
@@ -52,6 +48,16 @@ fn an_async_actor_answers_remote_tells_and_asks_in_order() {
         .ask::<Sum>(CounterMsg::Sum)
         .serve()
         .unwrap();
+    b
+}
+
+#[test]
+fn an_async_actor_answers_remote_tells_and_asks_in_order() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let system = ActorSystem::builder().threads(2).build();
+    let b = serve_slow(&server, &system);
     let a = Node::connect(&server.url(), "a").unwrap();
     let add = a.lookup::<Add>("slow@b").unwrap();
     for i in 1..=200u64 {
@@ -84,16 +90,7 @@ fn an_async_handler_awaits_a_remote_ask() {
         return;
     };
     let system = ActorSystem::builder().threads(2).build();
-    let counter = system.spawn(Async::new(SlowCounter {
-        sum: 0,
-        seen: Vec::new(),
-    }));
-    let b = Node::connect(&server.url(), "b").unwrap();
-    b.expose("slow", &counter)
-        .tell::<Add>()
-        .ask::<Sum>(CounterMsg::Sum)
-        .serve()
-        .unwrap();
+    let b = serve_slow(&server, &system);
     let a = Node::connect(&server.url(), "a").unwrap();
     let add = a.lookup::<Add>("slow@b").unwrap();
     for i in 1..=10u64 {
