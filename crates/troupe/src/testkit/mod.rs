@@ -44,6 +44,8 @@
 //! assert_eq!(probe.receive_n(3600, Duration::from_secs(3600)).len(), 3600);
 //! ```
 
+#[cfg(all(test, not(loom)))]
+mod async_actor_tests;
 mod kit;
 mod probe;
 
