@@ -274,55 +274,6 @@ fn a_panic_after_an_await_stops_the_actor_and_fails_its_asks() {
     assert_eq!(system.shutdown().panics, 1);
 }
 
-/// Awaits a future that never completes.
-struct Forever;
-impl AsyncActor for Forever {
-    type Msg = ();
-    async fn handle(&mut self, _: (), _ctx: &mut AsyncContext<Self>) {
-        std::future::pending::<()>().await;
-    }
-}
-
-fn process_cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = after_comm.split_whitespace().collect();
-    Duration::from_millis((f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()) * 10)
-}
-
-#[test]
-fn a_hundred_thousand_pending_actors_cost_no_cpu() {
-    let system = ActorSystem::builder().threads(2).build();
-    let n = 100_000;
-    let actors: Vec<_> = (0..n).map(|_| system.spawn(Async::new(Forever))).collect();
-    for a in &actors {
-        a.tell(()).unwrap();
-        // A second message waits in the mailbox behind the pending one.
-        a.tell(()).unwrap();
-    }
-    // Let every first message start and suspend.
-    std::thread::sleep(Duration::from_millis(300));
-    let cpu0 = process_cpu_time();
-    let t0 = Instant::now();
-    std::thread::sleep(Duration::from_millis(1000));
-    let cpu = process_cpu_time() - cpu0;
-    // Other tests of this binary may run meanwhile: a generous bound, far
-    // below the 2 s two spinning workers would burn.
-    assert!(
-        cpu < t0.elapsed() / 2,
-        "{n} suspended actors used {cpu:?} of CPU"
-    );
-    for a in &actors {
-        a.kill();
-    }
-    let report = system.shutdown_timeout(T);
-    assert_eq!(report.actors_unresponsive, 0);
-    assert_eq!(
-        report.messages_dropped, n as u64,
-        "each one's queued message"
-    );
-}
-
 /// Asks `next` inside its handler and adds one: a chain of awaits.
 struct Link {
     next: Option<ActorRef<Async<Link>>>,
@@ -482,13 +433,22 @@ fn service_time_includes_the_awaits() {
     for _ in 0..5 {
         a.ask(|r| r, T).unwrap();
     }
-    let m = system.handle().metrics();
-    let s = &m
-        .actors
-        .iter()
-        .find(|s| s.type_name.contains("Slow"))
-        .expect("metered")
-        .service;
+    // The reply goes out before the handler returns, so the fifth sample
+    // may land just after the fifth ask does.
+    let deadline = Instant::now() + T;
+    let s = loop {
+        let m = system.handle().metrics();
+        let s = m
+            .actors
+            .iter()
+            .find(|s| s.type_name.contains("Slow"))
+            .expect("metered")
+            .service;
+        if s.samples >= 5 || Instant::now() > deadline {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
     assert!(s.samples >= 5, "{s:?}");
     assert!(
         s.p50 >= Duration::from_millis(15),
