@@ -373,6 +373,12 @@ fn shutdown_round(policy: Overflow) -> (u64, u64, u64) {
         })
         .collect();
     go.wait();
+    // Shut down mid-stream: once the actor has handled some (slow starts
+    // under a sanitizer made a fixed pause too short), within 3 ms of that.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while handled.load(Ordering::Relaxed) < 64 && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
     std::thread::sleep(Duration::from_millis(3));
     let report = system.shutdown();
     // Read before the senders are joined: nothing may arrive late.
