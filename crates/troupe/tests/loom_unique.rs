@@ -103,7 +103,7 @@ fn retire_against_an_upgrade(sole: fn(&Counted) -> bool) {
             thread::spawn(move || {
                 if c.upgrade() {
                     c.drop_weak();
-                    // SAFETY (of the model): a strong reference is held, so
+                    // SAFETY: in the model, a strong reference is held, so
                     // the cell is alive; loom reports a read that races
                     // with the retirement's write.
                     let v = c.value.with(|p| unsafe { *p });
@@ -117,6 +117,8 @@ fn retire_against_an_upgrade(sole: fn(&Counted) -> bool) {
         if sole(&c) {
             // The drop in place, and the next spawn's write into the kept
             // memory.
+            // SAFETY: in the model, `sole` said no one else holds it;
+            // loom reports the write if another thread still reads.
             c.value.with_mut(|p| unsafe { *p = 0 });
         }
         holder.join().unwrap();

@@ -238,11 +238,10 @@ impl<A: AsyncActor> Async<A> {
         M: FnOnce(&'static mut A, &'static mut AsyncContext<A>) -> F,
     {
         let p = self.raw();
-        // SAFETY: the actor and the context live in `Inner`, which does
-        // not move and outlives the future (`drop_future` runs before
-        // `Inner` is freed); while the future is pending, nothing but the
-        // future touches them (every other access here goes through the
-        // slot's fields).
+        // The actor and the context live in `Inner`, which does not move
+        // and outlives the future (`drop_future` runs before `Inner` is
+        // freed); every other access here goes through the slot's fields.
+        // SAFETY: while the future is pending, only it touches them.
         unsafe {
             let actor = &mut *ptr::addr_of_mut!((*p).actor);
             let ctx = (*ptr::addr_of_mut!((*p).ctx))
