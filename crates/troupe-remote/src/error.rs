@@ -9,6 +9,7 @@ use troupe::AskError;
 
 use crate::envelope::Status;
 use crate::message::TypeEntry;
+use crate::permissions::Forbidden;
 
 /// Why a node could not start, expose or look up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +34,9 @@ pub enum NodeError {
     AlreadyExposed(String),
     /// The NATS subscription for this node's inbox failed.
     Subscribe(String),
+    /// The server's permissions forbid this user a subject the node needs
+    /// (found at connect; see [`crate::permissions`]).
+    Forbidden(Forbidden),
 }
 
 impl fmt::Display for NodeError {
@@ -48,6 +52,7 @@ impl fmt::Display for NodeError {
             NodeError::NameTaken(n) => write!(f, "a node named {n} already serves in this cluster"),
             NodeError::AlreadyExposed(n) => write!(f, "an actor is already exposed as {n}"),
             NodeError::Subscribe(e) => write!(f, "cannot subscribe to the node's inbox: {e}"),
+            NodeError::Forbidden(forbidden) => write!(f, "{forbidden}"),
         }
     }
 }

@@ -73,7 +73,8 @@
 //! Where things live: [`message`] (stable names, type ids, the registry),
 //! [`envelope`] (the frame layout, byte by byte), [`auth`] (the cluster
 //! key: HMAC-SHA256 seals, so only nodes holding it are obeyed), [`schema`]
-//! (shape fingerprints, and how to evolve a message type), `node` (the subject
+//! (shape fingerprints, and how to evolve a message type), [`permissions`]
+//! (a subject the server forbids is an error at connect), `node` (the subject
 //! scheme, the inbox loop), `outbox` (coalescing), `remote_ref`, `expose`.
 //! The `nats-server` child process that tests and benchmarks start is
 //! the `troupe-test-nats` crate's.
@@ -89,6 +90,7 @@ mod expose;
 pub mod message;
 mod node;
 mod outbox;
+pub mod permissions;
 mod remote_ref;
 pub mod schema;
 mod stats;

@@ -86,6 +86,7 @@ use crate::envelope::{
 use crate::error::ask_error_of;
 use crate::message::{type_id, RemoteMessage, TypeEntry, TypeRegistry};
 use crate::outbox::{Outbox, MAX_PROBE_GAP};
+use crate::permissions::Violations;
 use crate::schema::{self, SchemaMismatch, SchemaSide};
 use crate::stats::{add_and_log, bump, bump_and_log, Counters, NodeStats};
 use crate::{NodeError, RemoteRef};
@@ -199,6 +200,8 @@ pub(crate) struct Shared {
     pub ask_spin: Duration,
     /// The last schema mismatch seen (see [`schema`]).
     pub last_mismatch: Mutex<Option<SchemaMismatch>>,
+    /// Permission violations the server reported (see [`crate::permissions`]).
+    pub violations: Arc<Violations>,
 }
 
 /// The subject of a node's inbox.
@@ -427,6 +430,8 @@ async fn start(
     let flag = connected.clone();
     let (link_up, link_state) = tokio::sync::watch::channel(true);
     let node = b.name.clone();
+    let violations = Arc::new(Violations::default());
+    let noting = violations.clone();
     let mut opts = match &b.credentials_file {
         Some(p) => ConnectOptions::with_credentials_file(p.clone())
             .await
@@ -440,6 +445,9 @@ async fn start(
             let flag = flag.clone();
             let node = node.clone();
             let link_up = link_up.clone();
+            if let Event::ServerError(e) = &event {
+                noting.note(&node, e);
+            }
             async move {
                 match event {
                     Event::Connected => {
@@ -480,6 +488,7 @@ async fn start(
     if client.send_request(subject.clone(), req).await.is_ok() {
         return Err(NodeError::NameTaken(b.name));
     }
+    crate::permissions::probe(&client, &violations, &b.cluster, &subject).await?;
     let max_payload = client.server_info().max_payload.max(HEADER_LEN + 1);
     let sub = client
         .subscribe(subject.clone())
@@ -525,6 +534,7 @@ async fn start(
         serve_timeout: b.serve_timeout,
         ask_spin: b.ask_spin,
         last_mismatch: Mutex::new(None),
+        violations,
     });
     // The inbox loop holds a weak reference so that dropping the node ends it.
     let weak = Arc::downgrade(&shared);
@@ -1384,6 +1394,12 @@ impl Node {
     /// The underlying NATS client (for raw traffic beside the actors).
     pub fn client(&self) -> &Client {
         &self.shared.client
+    }
+
+    /// The permission violations the server reported on this node's
+    /// connection (see [`permissions`](crate::permissions)).
+    pub fn violations(&self) -> Arc<Violations> {
+        self.shared.violations.clone()
     }
 
     /// Registers a message type; refused if another type holds its id.

@@ -1,8 +1,9 @@
 //! # A `nats-server` child process for Troupe's tests, examples and benchmarks
 //!
 //! [`NatsServer`] starts the real server on a free loopback port, optionally
-//! with JetStream (the cluster's registry bucket), a user and password, or a
-//! smaller max payload. `troupe-remote` and `troupe-cluster` share it.
+//! with JetStream (the cluster's registry bucket), a user and password, a
+//! smaller max payload, or any further configuration text (users with
+//! permissions, say). `troupe-remote` and `troupe-cluster` share it.
 //!
 //! Invariants:
 //! - It listens on 127.0.0.1 only, on a port the OS had free a moment before.
@@ -73,6 +74,7 @@ pub struct Builder {
     jetstream: bool,
     max_payload: Option<usize>,
     user: Option<(String, String)>,
+    extra: Option<String>,
 }
 
 impl Builder {
@@ -91,6 +93,23 @@ impl Builder {
     /// Admits only clients that authenticate as `user` with `password`.
     pub fn user(mut self, user: &str, password: &str) -> Self {
         self.user = Some((user.to_string(), password.to_string()));
+        self
+    }
+
+    /// Appends `text` to the server's configuration file: users with
+    /// permissions, accounts, anything `nats-server -c` reads. Use it
+    /// instead of [`user`](Self::user) where the text has its own
+    /// `authorization` block (a file holds one).
+    ///
+    /// ```no_run
+    /// let server = troupe_test_nats::NatsServer::builder()
+    ///     .config(r#"authorization { users = [ { user: "a", password: "p",
+    ///         permissions: { publish: "troupe.app.>", subscribe: "troupe.app.>" } } ] }"#)
+    ///     .start()
+    ///     .unwrap();
+    /// ```
+    pub fn config(mut self, text: &str) -> Self {
+        self.extra = Some(text.to_string());
         self
     }
 
@@ -200,6 +219,10 @@ fn config_text(config: &Builder, port: u16, dir: &Path) -> String {
         text.push_str(&format!(
             "authorization {{ user: \"{u}\", password: \"{p}\" }}\n"
         ));
+    }
+    if let Some(extra) = &config.extra {
+        text.push_str(extra);
+        text.push('\n');
     }
     text
 }
@@ -314,7 +337,8 @@ mod tests {
         let config = NatsServer::builder()
             .jetstream()
             .max_payload(4096)
-            .user("app", "s3cret");
+            .user("app", "s3cret")
+            .config("debug: false");
         let text = config_text(&config, 4333, Path::new("/tmp/x"));
         assert!(text.contains("listen: 127.0.0.1:4333\n"), "{text}");
         assert!(
@@ -326,6 +350,7 @@ mod tests {
             text.contains("user: \"app\", password: \"s3cret\""),
             "{text}"
         );
+        assert!(text.ends_with("debug: false\n"), "{text}");
     }
 
     #[test]
