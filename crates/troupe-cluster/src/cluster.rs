@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use async_nats::jetstream::kv::{Config as KvConfig, Operation, Store};
+use async_nats::jetstream::kv::{Operation, Store};
 use async_nats::{Client, Subject};
 use bytes::Bytes;
 use futures::StreamExt;
@@ -34,6 +34,7 @@ use troupe_remote::{Exposure, Node, NodeBuilder, RemoteMessage, RemoteRef};
 use crate::bad_input::{Inlet, RateLog};
 use crate::liveness::{Heard, Peers};
 use crate::monitor::{RemoteMonitor, StandIns};
+use crate::permissions;
 use crate::registry::Cache;
 use crate::wire::{self, decode, Ctl, CtlReply, Heartbeat, RegEntry, StopEvent, WireReason};
 use crate::ClusterError;
@@ -180,36 +181,17 @@ impl ClusterBuilder {
             .enable_all()
             .build()
             .map_err(|e| ClusterError::Nats(format!("cannot start the cluster runtime: {e}")))?;
-        let client = node.client().clone();
-        let ns = self.namespace.clone();
+        // Subscriptions dropped on an early return unsubscribe through
+        // tokio::spawn: inside the runtime's context.
+        let _in_rt = rt.enter();
         let ttl = self.registry_ttl;
-        let kv = rt
-            .block_on(async move {
-                let js = async_nats::jetstream::new(client);
-                let config = KvConfig {
-                    bucket: wire::bucket(&ns),
-                    history: 1,
-                    max_age: ttl,
-                    ..Default::default()
-                };
-                let r = tokio::time::timeout(Duration::from_secs(5), async {
-                    match js.create_key_value(config).await {
-                        Ok(kv) => Ok(kv),
-                        Err(_) => js
-                            .get_key_value(wire::bucket(&ns))
-                            .await
-                            .map_err(|e| e.to_string()),
-                    }
-                })
-                .await;
-                r.unwrap_or_else(|_| {
-                    Err(
-                        "JetStream did not answer within 5 s (is the server started with -js?)"
-                            .into(),
-                    )
-                })
-            })
-            .map_err(ClusterError::Registry)?;
+        let violations = node.violations();
+        let kv = rt.block_on(permissions::open_bucket(
+            node.client().clone(),
+            &self.namespace,
+            ttl,
+            &violations,
+        ))?;
         let incarnation = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -253,7 +235,12 @@ impl ClusterBuilder {
                 }
             })
             .map_err(|e| ClusterError::Nats(e.to_string()))?;
-        rt.block_on(inner.clone().sync_registry())?;
+        rt.block_on(permissions::guarded(
+            &violations,
+            0,
+            inner.clone().sync_registry(),
+        ))?;
+        permissions::none_reported(&violations)?;
         let tasks = vec![
             rt.spawn(inner.clone().beat()),
             rt.spawn(inner.clone().on_heartbeats(hb)),

@@ -12,7 +12,8 @@
 //!   [`Cluster::dispatch_group`], [`Cluster::join_balanced`],
 //!   [`Cluster::dispatch_balanced`] ([`registry`] module);
 //! - liveness: heartbeats, the peer table, down detection ([`liveness`]);
-//! - every subject and key: [`wire`].
+//! - every subject and key: [`wire`]; the NATS permissions a node needs,
+//!   and the error where the server forbids one: [`permissions`].
 //!
 //! Hostile input, in short: every payload decodes with no byte left over;
 //! a bad one is counted per subject in [`ClusterStats`], logged at most once
@@ -38,6 +39,7 @@ mod cluster;
 mod error;
 pub mod liveness;
 pub mod monitor;
+pub mod permissions;
 pub mod registry;
 pub mod wire;
 

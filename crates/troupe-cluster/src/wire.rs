@@ -13,9 +13,11 @@
 //! ```
 //!
 //! Invariants:
-//! - every subject starts with `troupe.<cluster>.`, like troupe-remote's, so
-//!   one permission rule fences a cluster and two clusters on one server
-//!   never see each other's heartbeats, stop events or registry;
+//! - every subject starts with `troupe.<cluster>.`, like troupe-remote's,
+//!   and the bucket is the cluster's own, so two clusters on one server
+//!   never see each other's heartbeats, stop events or registry; the
+//!   bucket's JetStream subjects lie outside that prefix, so a cluster
+//!   node's permissions list them too ([`crate::permissions`]);
 //! - names, groups, actors and nodes are tokens (`[A-Za-z0-9_-]+`), so a
 //!   key splits back into its parts on `.` without ambiguity;
 //! - a node's `incarnation` is fresh per process start, so an entry or a

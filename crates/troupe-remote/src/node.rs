@@ -23,7 +23,8 @@
 //!
 //! Every subject starts with `troupe.<cluster>.`, so two clusters sharing a
 //! server never see each other's traffic (and a server's permissions can
-//! fence a cluster with one `troupe.<cluster>.>` rule).
+//! fence a node's namespace with one `troupe.<cluster>.>` rule; a user
+//! without it is refused at connect, see [`permissions`](crate::permissions)).
 //!
 //! # Threads and invariants
 //! - A node owns a small tokio runtime (its `threads`, default 1) that runs
