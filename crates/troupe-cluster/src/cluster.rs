@@ -7,7 +7,10 @@
 //!   control requests to this node;
 //! - `check`: every interval/20, watches this node's own connection
 //!   (reconnected: grace for every peer, registry re-sync, own entries
-//!   re-put) and, while connected, declares silent peers down;
+//!   re-put) and, while connected, declares silent peers down: a peer
+//!   overdue by the clock is down only if it was silent before this
+//!   node's own heartbeat came back, and then does not answer a ping (see
+//!   [`crate::liveness`]);
 //! - `mirror`: the registry's KV watch (see [`crate::registry`]);
 //! - `refresh`: re-puts this node's own registry entries every ttl/3.
 //!
@@ -29,10 +32,11 @@ use tokio::sync::Notify;
 use troupe::supervision::is_abnormal;
 use troupe::{Actor, ActorRef, ActorSystem, Down, StopReason};
 use troupe_remote::auth::{ClusterKey, SEAL_LEN};
+use troupe_remote::envelope::{append_seal, encode_frame, Header, Kind, HEADER_LEN};
 use troupe_remote::{Exposure, Node, NodeBuilder, RemoteMessage, RemoteRef};
 
 use crate::bad_input::{Inlet, RateLog};
-use crate::liveness::{Heard, Peers};
+use crate::liveness::{Heard, Intake, Peer, Peers};
 use crate::monitor::{RemoteMonitor, StandIns};
 use crate::permissions;
 use crate::registry::Cache;
@@ -219,6 +223,7 @@ impl ClusterBuilder {
             counters: Counters::default(),
             bad_log: RateLog::default(),
             key: self.key,
+            intake: Intake::default(),
         });
         let (hb, bye, down, ctl) = rt
             .block_on({
@@ -293,6 +298,7 @@ struct Counters {
     bad_group_messages: AtomicU64,
     peers_refused: AtomicU64,
     unauthenticated: AtomicU64,
+    verdicts_spared: AtomicU64,
 }
 
 impl Counters {
@@ -342,6 +348,10 @@ pub struct ClusterStats {
     /// Messages and registry values refused for want of a good seal (this
     /// node has a cluster key; see [`ClusterBuilder::secret`]).
     pub unauthenticated: u64,
+    /// Peers silent by this node's clock that were not declared down:
+    /// heard once this node's own heartbeat intake caught up, or answering
+    /// a ping (see the [`liveness`](crate::liveness) module).
+    pub verdicts_spared: u64,
 }
 
 struct ExposedActor {
@@ -374,6 +384,8 @@ pub(crate) struct Inner {
     counters: Counters,
     bad_log: RateLog,
     key: Option<ClusterKey>,
+    /// This node's own heartbeats out and back (see `liveness.rs`).
+    intake: Intake,
 }
 
 fn encode<T: serde::Serialize>(v: &T) -> Bytes {
@@ -396,7 +408,41 @@ impl Inner {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            self.intake.sent();
             let _ = self.client.publish(subject.clone(), payload.clone()).await;
+        }
+    }
+
+    /// Publishes a heartbeat and waits until this node hears it back on
+    /// `hb.*` (see `liveness.rs`, "Late intake is not a silent peer"):
+    /// the instant it was published, before which every heartbeat that
+    /// reached the server has now been handled; `None` if the connection
+    /// dropped meanwhile. After `max(reconnect_grace, 4 intervals)` it
+    /// gives up waiting (the heartbeat was lost, or the intake is that far
+    /// behind) and returns the instant anyway.
+    async fn probe_intake(&self) -> Option<Instant> {
+        let subject = wire::heartbeat_subject(&self.ns, &self.name);
+        let payload = self.seal(&subject, encode(&self.heartbeat()));
+        let at = Instant::now();
+        let n = self.intake.sent();
+        let _ = self.client.publish(subject, payload).await;
+        let step = (self.interval / 20).max(Duration::from_millis(2));
+        let limit = self.reconnect_grace.max(self.interval * 4);
+        loop {
+            if tokio::time::timeout(step, self.intake.caught_up(n))
+                .await
+                .is_ok()
+            {
+                return Some(at);
+            }
+            if self.client.connection_state() != async_nats::connection::State::Connected {
+                return None;
+            }
+            if at.elapsed() > limit {
+                self.intake.resync();
+                tracing::warn!(node = %self.name, ?limit, "this node's own heartbeat did not come back: judging peers by the clock");
+                return Some(at);
+            }
         }
     }
 
@@ -472,6 +518,8 @@ impl Inner {
                         &msg.subject,
                         &"another node with this node's name heartbeats in the cluster",
                     );
+                } else {
+                    self.intake.heard();
                 }
                 continue;
             }
@@ -597,13 +645,64 @@ impl Inner {
                 self.peers
                     .lock()
                     .grace(Instant::now() + self.reconnect_grace);
+                // Own heartbeats lost with the connection never come back.
+                self.intake.resync();
                 self.resync.notify_one();
             }
-            let dead = self.peers.lock().expired(Instant::now(), self.down_after);
+            // The clock only asks; the intake and the peer answer (see
+            // `liveness.rs`).
+            let overdue = self.peers.lock().overdue(Instant::now(), self.down_after);
+            if overdue == 0 {
+                continue;
+            }
+            let Some(probed_at) = self.probe_intake().await else {
+                was_connected = false;
+                continue;
+            };
+            let silent = self.peers.lock().expired(probed_at, self.down_after);
+            let dead = self.confirm_silent(silent).await;
+            let spared = overdue.saturating_sub(dead.len()) as u64;
+            self.counters
+                .verdicts_spared
+                .fetch_add(spared, Ordering::Relaxed);
             for (node, peer) in dead {
                 self.declared_down(&node, peer.incarnation, "silent");
             }
         }
+    }
+
+    /// Of peers silent before this node's intake probe, those that do not
+    /// answer a ping within `down_after` of this node's intervals (or
+    /// have no one on their inbox): their heartbeats may be stuck in their
+    /// own connection's outgoing queue behind a flood it is reading, but
+    /// then so is their answer, and a dead node's inbox has no responders
+    /// at once. A peer that answers is put back as heard now.
+    async fn confirm_silent(&self, silent: Vec<(String, Peer)>) -> Vec<(String, Peer)> {
+        if silent.is_empty() {
+            return silent;
+        }
+        let limit = self.interval.mul_f64(self.down_after);
+        let pings = silent.into_iter().map(|(node, peer)| async move {
+            let subject = troupe_remote::node_subject(&self.ns, &node);
+            let mut ping = Vec::with_capacity(HEADER_LEN);
+            let _ = encode_frame(&mut ping, Header::new(Kind::Ping, 0, 0, 0), &(), 0);
+            if let Some(key) = &self.key {
+                append_seal(&mut ping, key, &subject);
+            }
+            let answer =
+                tokio::time::timeout(limit, self.client.request(subject, ping.into())).await;
+            (node, peer, matches!(answer, Ok(Ok(_))))
+        });
+        let mut dead = Vec::new();
+        for (node, peer, alive) in futures::future::join_all(pings).await {
+            if alive {
+                tracing::info!(node = %self.name, peer = %node, "a peer silent by its heartbeats answered a ping: not down");
+                self.peers.lock().reinstate(&node, peer, Instant::now());
+            } else {
+                dead.push((node, peer));
+            }
+        }
+        dead
     }
 
     fn node_down(&self, node: &str, incarnation: u64, why: &str) {
@@ -880,6 +979,7 @@ impl Cluster {
             bad_group_messages: c.bad_group_messages.load(Ordering::Relaxed),
             peers_refused: c.peers_refused.load(Ordering::Relaxed),
             unauthenticated: c.unauthenticated.load(Ordering::Relaxed),
+            verdicts_spared: c.verdicts_spared.load(Ordering::Relaxed),
         }
     }
 

@@ -9,7 +9,57 @@
 //! says goodbye (`bye`), or when a heartbeat shows a new incarnation of it
 //! (it restarted: the old one is down).
 //!
+//! # Late intake is not a silent peer
+//!
+//! A node's clock says when it *handled* a peer's heartbeat, not when the
+//! peer sent it. A flood holds real heartbeats back on both ends: junk on
+//! `hb.*` queues in the same subscription as real heartbeats, junk on any
+//! subject delays the node's one connection, and async-nats reads all the
+//! input there is before it writes (so a node reading a flood publishes
+//! its own heartbeats late). By the clock alone, a live peer then looks
+//! silent (measured at 200 ms heartbeats, debug build, 2 cores: false
+//! downs at 350–380 ms of "silence" while the declaring node's own
+//! heartbeat took 40–560 ms to come back, and some with its intake
+//! current, the peer's heartbeats late at the source). So the clock only
+//! raises the question, and two answers are needed before a verdict:
+//!
+//! 1. *Is my intake behind?* Each node hears its own heartbeats on `hb.*`,
+//!    behind everything the server delivered there before them ([`Intake`]
+//!    counts them out and back). When a peer is overdue by the clock, the
+//!    check publishes an extra heartbeat of its own at `P` and waits until
+//!    it is heard back: by then every heartbeat that reached the server
+//!    before `P` has been handled, so only a peer silent for `down_after`
+//!    of its intervals *before `P`* ([`Peers::expired`] at `P`) stays
+//!    suspect. A live peer whose heartbeats were merely queued here is
+//!    spared, however far behind the intake was.
+//! 2. *Is the peer there?* A suspect is pinged on its node inbox. A dead
+//!    node's inbox has no subscriber, so the server answers "no responders"
+//!    at once and the verdict is not delayed; a live peer whose heartbeats
+//!    are stuck behind a flood in its own connection answers once the flood
+//!    lets it, and is put back as heard. No answer within `down_after` of
+//!    this node's intervals: down.
+//!
+//! Both spares are counted in `ClusterStats::verdicts_spared`. A node
+//! killed outright is still declared down within `down_after` intervals
+//! plus a check tick and two round trips; a peer that hangs with its
+//! connection open takes up to `down_after` more intervals (the ping's
+//! wait).
+//!
+//! The limits: the check waits for its own heartbeat at most
+//! `max(reconnect_grace, 4 intervals)`; an intake further behind (or an
+//! own heartbeat lost, say to a slow-consumer drop) falls back to the
+//! clock. A peer whose answer is held back longer than the ping's wait is
+//! declared down. A flood on `hb.*` is only slowed down, not refused, by
+//! the seal: a client that may publish there can still make the intake
+//! that far behind; NATS permissions (the README's "Permissions") keep
+//! clients that are not nodes off the cluster's subjects.
+//!
 //! Invariants:
+//! - a node never declares a peer down on its clock alone: only after its
+//!   own heartbeat, published after the peer fell overdue, has come back
+//!   (or the wait above ran out), only if the peer was silent for
+//!   `down_after` of its intervals before that heartbeat was published,
+//!   and only if the peer then did not answer a ping;
 //! - a node never declares peers down while its own connection is down
 //!   (it cannot tell their death from its own isolation); when it
 //!   reconnects, every peer gets a fresh `down_after` of grace
@@ -24,9 +74,62 @@
 //!   caller) rather than evicting a live peer.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
+
 use crate::wire::Heartbeat;
+
+/// This node's own heartbeats, counted as published and as heard back on
+/// `hb.*` (see the module docs).
+///
+/// Why counts prove the intake caught up: a node's publishes reach the
+/// server in the order they are made, and its `hb.*` subscription hands
+/// them back in that order. Take `n = sent()` at `P`, before publishing a
+/// probe. Once `heard` reaches `n`, `n` own heartbeats are back, and at
+/// most `n - 1` of them were counted (hence published) before `P`: one
+/// was published after `P`, so everything that reached the server on
+/// `hb.*` before `P` has been handled.
+#[derive(Default)]
+pub(crate) struct Intake {
+    sent: AtomicU64,
+    heard: AtomicU64,
+    back: Notify,
+}
+
+impl Intake {
+    /// Counts a heartbeat about to be published; returns its number.
+    pub fn sent(&self) -> u64 {
+        self.sent.fetch_add(1, Ordering::AcqRel).wrapping_add(1)
+    }
+
+    /// Counts one of this node's own heartbeats heard back.
+    pub fn heard(&self) {
+        self.heard.fetch_add(1, Ordering::AcqRel);
+        self.back.notify_waiters();
+    }
+
+    /// Waits until `n` heartbeats have been heard back.
+    pub async fn caught_up(&self, n: u64) {
+        loop {
+            let back = self.back.notified();
+            let mut back = std::pin::pin!(back);
+            back.as_mut().enable();
+            if self.heard.load(Ordering::Acquire) >= n {
+                return;
+            }
+            back.await;
+        }
+    }
+
+    /// Forgets heartbeats that will not come back (lost in a disconnect,
+    /// or dropped): the next probe waits only for itself.
+    pub fn resync(&self) {
+        self.heard
+            .fetch_max(self.sent.load(Ordering::Acquire), Ordering::AcqRel);
+    }
+}
 
 /// One peer as last heard.
 #[derive(Clone, Debug)]
@@ -104,6 +207,26 @@ impl Peers {
             last_seen: now,
             interval,
         });
+    }
+
+    /// How many peers have been silent for more than `down_after` of their
+    /// intervals by `now` (a question for the intake; see the module docs).
+    pub fn overdue(&self, now: Instant, down_after: f64) -> usize {
+        self.map
+            .values()
+            .filter(|p| now.saturating_duration_since(p.last_seen) > p.interval.mul_f64(down_after))
+            .count()
+    }
+
+    /// Puts back a peer taken out by [`expired`](Self::expired) that
+    /// proved alive otherwise (it answered a ping), as heard at `now`;
+    /// not if a heartbeat brought it back meanwhile.
+    pub fn reinstate(&mut self, node: &str, mut peer: Peer, now: Instant) {
+        if self.map.len() >= self.cap && !self.map.contains_key(node) {
+            return;
+        }
+        peer.last_seen = now;
+        self.map.entry(node.to_string()).or_insert(peer);
     }
 
     /// Takes out and returns the peers silent for more than
@@ -206,6 +329,46 @@ mod tests {
         p.heard(&hb("a", 1), t0);
         assert!(p.remove_incarnation("a", 2).is_none());
         assert!(p.remove_incarnation("a", 1).is_some());
+    }
+
+    #[test]
+    fn a_peer_overdue_by_the_clock_is_spared_if_heard_before_the_probe() {
+        let t0 = Instant::now();
+        let mut p = Peers::default();
+        p.heard(&hb("a", 1), t0);
+        let probe = t0 + Duration::from_millis(300);
+        assert_eq!((p.overdue(probe, 1.75), p.overdue(probe, 4.0)), (1, 0));
+        // Its heartbeat was waiting in the intake, handled before the
+        // probe came back (after `probe`): not silent before `probe`.
+        p.heard(&hb("a", 1), probe + Duration::from_millis(50));
+        assert!(p.expired(probe, 1.75).is_empty());
+        assert_eq!(p.overdue(probe, 1.75), 0);
+        // Taken out, then it answers a ping: back, as heard then.
+        let later = probe + Duration::from_secs(1);
+        let (name, peer) = p.expired(later, 1.75).pop().unwrap();
+        p.reinstate(&name, peer, later);
+        assert_eq!(p.overdue(later, 1.75), 0);
+        assert_eq!(p.overdue(later + Duration::from_millis(200), 1.75), 1);
+    }
+
+    #[test]
+    fn the_intake_is_caught_up_once_a_later_heartbeat_is_back() {
+        let intake = Intake::default();
+        let first = intake.sent();
+        let probe = intake.sent();
+        assert_eq!((first, probe), (1, 2));
+        intake.heard();
+        let now = |n| futures::FutureExt::now_or_never(intake.caught_up(n)).is_some();
+        assert!(!now(probe), "one of two back is not caught up");
+        intake.heard();
+        assert!(now(probe));
+        // Lost heartbeats: resync, and the next probe waits for itself.
+        intake.sent();
+        intake.resync();
+        let next = intake.sent();
+        assert!(!now(next));
+        intake.heard();
+        assert!(now(next));
     }
 
     #[test]

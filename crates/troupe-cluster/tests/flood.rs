@@ -29,6 +29,12 @@
 //! (the bucket keeps one value per key; a value replaced before the watch
 //! reads it would never be seen).
 //!
+//! Liveness under the flood: the nodes beat every 200 ms, and none may be
+//! declared down, during the flood or in
+//! `a_backlog_of_junk_heartbeats_declares_no_live_peer_down`, which queues
+//! seconds of junk on `hb.*` at once (both failed with the clock-only
+//! detector; see the liveness module's "Late intake is not a silent peer").
+//!
 //! Frames per subject: 20,000, or `TROUPE_FLOOD_FRAMES`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,10 +51,11 @@ use troupe_remote::{NodeStats, RemoteMessage};
 use troupe_test_nats::NatsServer;
 
 const SECRET: &str = "the flood test's cluster secret";
-/// The default heartbeat. Real heartbeats wait in `hb.*`'s queue behind
-/// the flood's; at 200 ms, a 200,000-frame flood in debug on 2 cores made
-/// the nodes declare each other down (7 and 6 times).
-const HB: Duration = Duration::from_secs(1);
+/// One test at a time: each measures RSS and timing of the whole process.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// A short heartbeat: no node may be declared down while the flood holds
+/// its real heartbeats back (see the liveness module's docs).
+const HB: Duration = Duration::from_millis(200);
 const T: Duration = Duration::from_secs(10);
 /// Messages the publisher may be ahead of the node's counters.
 const WINDOW: u64 = 4_000;
@@ -281,6 +288,7 @@ fn flood(raw: &Raw, [a, b]: [&Cluster; 2], t: &Target, n: u64, rng: &mut Rng) ->
 
 #[test]
 fn a_flood_on_every_subject_is_counted_and_silences_nothing() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
         return;
     };
@@ -419,7 +427,13 @@ fn a_flood_on_every_subject_is_counted_and_silences_nothing() {
     let mut counts = Vec::new();
     for t in &targets {
         let (got_b, got_a) = flood(&raw, [&a, &b], t, n, &mut rng);
-        counts.push((t.label, t.a_listens, got_b, got_a, rss_kib()));
+        let downs = (
+            a.stats().nodes_down,
+            b.stats().nodes_down,
+            a.stats().verdicts_spared,
+            b.stats().verdicts_spared,
+        );
+        counts.push((t.label, t.a_listens, got_b, got_a, rss_kib(), downs));
     }
     let took = start.elapsed();
     stop_asking.store(true, Ordering::Relaxed);
@@ -431,19 +445,22 @@ fn a_flood_on_every_subject_is_counted_and_silences_nothing() {
         targets.len(),
         asks_ok.load(Ordering::Relaxed)
     );
-    for (label, a_listens, got_b, got_a, rss) in &counts {
+    for (label, a_listens, got_b, got_a, rss, downs) in &counts {
         let a = if *a_listens {
             format!(", by a {got_a}")
         } else {
             String::new()
         };
-        eprintln!("  {label:>15}: counted by b {got_b}{a}; RSS after it {rss} KiB");
+        eprintln!(
+            "  {label:>15}: counted by b {got_b}{a}; RSS after it {rss} KiB; \
+             so far nodes declared down (by a, by b) and verdicts spared (by a, by b): {downs:?}"
+        );
     }
     eprintln!(
         "  RSS: {rss_before} KiB before, {rss_after} KiB after ({:+} KiB)",
         rss_after - rss_before
     );
-    for (label, a_listens, got_b, got_a, _) in &counts {
+    for (label, a_listens, got_b, got_a, _, _) in &counts {
         assert_eq!(*got_b, n, "{label}: every bad frame counted, once");
         if *a_listens {
             assert_eq!(*got_a, n, "{label}: every bad frame counted by a too");
@@ -469,4 +486,68 @@ fn a_flood_on_every_subject_is_counted_and_silences_nothing() {
 
 fn enc<T: Serialize>(v: &T) -> Vec<u8> {
     postcard::to_allocvec(v).unwrap()
+}
+
+/// Junk heartbeats published at once, with no window: both nodes' `hb.*`
+/// intakes fall behind by the time it takes to refuse them all (seconds in
+/// a debug build), far past the 350 ms after which a peer's silence
+/// counts by the clock. The real heartbeats wait in that queue; no node
+/// may be declared down for it (see the liveness module's docs, "Late
+/// intake is not a silent peer").
+#[test]
+fn a_backlog_of_junk_heartbeats_declares_no_live_peer_down() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
+    let keyed = |name: &str| {
+        Cluster::builder(&server.url(), name)
+            .heartbeat(HB)
+            .secret(SECRET)
+            .connect()
+            .unwrap()
+    };
+    let (a, b) = (keyed("a"), keyed("b"));
+    assert!(wait_until(T, || a.peers() == ["b"] && b.peers() == ["a"]));
+    let subject = wire::heartbeat_subject("default", "b");
+    let hb = Heartbeat {
+        node: "b".into(),
+        incarnation: 99,
+        interval_ms: 200,
+    };
+    let valid = ClusterKey::new(SECRET).seal(&subject, &enc(&hb));
+    let raw = Raw::connect(&server.url());
+    let mut rng = Rng(7);
+    // Within a subscription's default capacity (65,536), so none is
+    // dropped as a slow consumer's; 1 KiB longer than a heartbeat, so each
+    // costs its seal check that much more.
+    const BACKLOG: u64 = 40_000;
+    let tail = rng.bytes(1024);
+    let (a0, b0) = (cluster_bad(&a.stats()), cluster_bad(&b.stats()));
+    raw.publish(
+        (0..BACKLOG)
+            .map(|_| {
+                let mut junk = garble(&mut rng, &valid);
+                junk.extend_from_slice(&tail);
+                (subject.clone(), junk)
+            })
+            .collect(),
+    );
+    let counted = || (cluster_bad(&a.stats()) - a0, cluster_bad(&b.stats()) - b0);
+    assert!(
+        wait_until(Duration::from_secs(60), || counted() == (BACKLOG, BACKLOG)),
+        "{:?} of {BACKLOG} counted",
+        counted()
+    );
+    // A few heartbeats more: anything the backlog left overdue is judged.
+    std::thread::sleep(HB * 3);
+    let (sa, sb) = (a.stats(), b.stats());
+    eprintln!(
+        "backlog of {BACKLOG} junk heartbeats: nodes declared down (by a, by b) {:?}, \
+         verdicts spared {:?}",
+        (sa.nodes_down, sb.nodes_down),
+        (sa.verdicts_spared, sb.verdicts_spared)
+    );
+    assert_eq!((sa.nodes_down, sb.nodes_down), (0, 0));
+    assert!(a.peers() == ["b"] && b.peers() == ["a"]);
 }
