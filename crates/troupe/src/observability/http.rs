@@ -50,6 +50,8 @@ impl MetricsServer {
         let thread = std::thread::Builder::new()
             .name("troupe-metrics".into())
             .spawn(move || {
+                // The last scrape's size: the next one is sized to it.
+                let mut last_len = 0;
                 for request in srv.incoming_requests() {
                     let path = request.url().split('?').next().unwrap_or("");
                     let response = if path == "/metrics" || path == "/" {
@@ -58,8 +60,9 @@ impl MetricsServer {
                             prometheus_client::encoding::prometheus_text::CONTENT_TYPE.as_bytes(),
                         )
                         .expect("a valid static header");
-                        tiny_http::Response::from_string(encode_registry(&registry))
-                            .with_header(header)
+                        let text = encode_registry(&registry, last_len + last_len / 8);
+                        last_len = text.len();
+                        tiny_http::Response::from_string(text).with_header(header)
                     } else {
                         tiny_http::Response::from_string("not found: try /metrics\n")
                             .with_status_code(404)
