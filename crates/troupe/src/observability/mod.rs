@@ -32,6 +32,12 @@
 //!   change since the oldest sample still in the window (since the actor's
 //!   spawn when there is none yet).
 //!
+//! For Prometheus the waiting and service times are histograms, and their
+//! p50, p99 and max (and the latency's) are gauges of their own
+//! (`troupe_actor_service_time_p99_seconds`): `prometheus-client` has no
+//! summary type and a gauge may not carry a `quantile` label; the families
+//! and the reasons are on [`MetricsCollector`].
+//!
 //! Invariants: reading metrics never blocks a worker (it takes only the
 //! metrics set's own locks, which no message path takes); a stopped actor
 //! is reported by the next read, then forgotten.

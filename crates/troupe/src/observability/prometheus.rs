@@ -8,47 +8,8 @@
 //! [`SystemHandle::metrics`] (which reads what the actor core and the
 //! scheduler record) and encodes the copy.
 //!
-//! Names follow Prometheus conventions: a `troupe_` prefix, base units
-//! (`_seconds`), `_total` on counters (the encoder appends it: the family is
-//! registered as `troupe_actor_messages_handled`, served as
-//! `troupe_actor_messages_handled_total`). Families:
-//!
-//! | family | type | labels |
-//! |---|---|---|
-//! | `troupe_actor_messages_received_total` (arrivals) | counter | `actor`, `type` |
-//! | `troupe_actor_messages_handled_total` | counter | `actor`, `type` |
-//! | `troupe_actor_arrival_rate_per_second`, `troupe_actor_throughput_per_second` (over [`RATE_WINDOW`](super::RATE_WINDOW)) | gauge | `actor`, `type` |
-//! | `troupe_actor_mailbox_depth`, `troupe_actor_mailbox_depth_max` | gauge | `actor`, `type` |
-//! | `troupe_actor_mailbox_time_seconds` (waiting), `troupe_actor_processing_time_seconds` (service) | histogram (sampled, see [`SAMPLE_EVERY`](super::SAMPLE_EVERY)) | `actor`, `type` |
-//! | `troupe_actor_{waiting_time,service_time,latency}_{p50,p99,max}_seconds` | gauge | `actor`, `type` |
-//! | `troupe_actor_panics_total`, `troupe_actor_restarts_total` | counter | `actor`, `type` |
-//! | `troupe_actor_dropped_messages_total` | counter | `actor`, `type`, `reason` (`overflow`, `stopped`) |
-//! | `troupe_worker_tasks_total`, `troupe_worker_steals_total`, `troupe_worker_parks_total`, `troupe_worker_busy_seconds_total`, `troupe_worker_idle_seconds_total` | counter | `pool`, `worker` |
-//! | `troupe_pool_injector_depth` | gauge | `pool` |
-//! | `troupe_channel_published_total`, `troupe_channel_delivered_total`, `troupe_channel_failed_deliveries_total` | counter | `channel` |
-//! | `troupe_channel_subscribers` | gauge | `channel` |
-//! | `troupe_live_actors` | gauge | |
-//! | `troupe_dropped_messages_total` | counter | |
-//!
-//! **Quantiles are gauges, one family per statistic.** `prometheus-client`
-//! has no summary type, and a gauge may not carry a `quantile` label
-//! (`promtool check metrics` rejects it), so each quantile Troupe computes
-//! is a gauge of its own: `troupe_actor_waiting_time_p99_seconds` and so
-//! on, for p50, p99 and `max`, of the waiting time, the service time and
-//! the latency (waiting plus service, summed quantile by quantile). They
-//! are read off the recorded buckets (ten per decade, interpolated), finer
-//! than the exported histograms, and `max` is exact among the sampled
-//! messages. They cannot be aggregated across actors or instances: for
-//! that, use `histogram_quantile` on the two histograms, whose buckets are
-//! the recorded bounds 1, 2.5 and 5 per decade from 1 µs to 50 s (each
-//! exact, so a bucket count is a count, not an estimate).
-//!
-//! **Bounded labels.** The first `cap` metered actors (in spawn order) get
-//! series of their own (`actor` = name, else `Type#id`); every later one is
-//! summed into one series per actor type with `actor="_other"` (counters,
-//! depths and histograms add up; quantiles are those of the merged
-//! histogram). [`DEFAULT_ACTOR_SERIES_CAP`] is 1,000, so a scrape holds at
-//! most about 1,000 × 75 actor lines plus the per-type rest.
+//! The families, the choice of gauges for quantiles and the label cap
+//! are documented on [`MetricsCollector`], the public face of this module.
 
 use super::{LatencySummary, Metrics};
 use crate::actor::metrics::{HistogramData, BOUNDS_NS, BUCKETS};
@@ -67,8 +28,51 @@ pub const DEFAULT_ACTOR_SERIES_CAP: usize = 1000;
 
 /// Troupe's figures as a `prometheus-client`
 /// [`Collector`]: each scrape of the registry it is in reads the system's
-/// metrics ([`SystemHandle::metrics`]) and encodes them (families in the
-/// [module docs](self)).
+/// metrics ([`SystemHandle::metrics`]) and encodes them.
+///
+/// Names follow Prometheus conventions: a `troupe_` prefix, base units
+/// (`_seconds`), `_total` on counters (the encoder appends it: the family is
+/// registered as `troupe_actor_messages_handled`, served as
+/// `troupe_actor_messages_handled_total`). Families:
+///
+/// | family | type | labels |
+/// |---|---|---|
+/// | `troupe_actor_messages_received_total` (arrivals) | counter | `actor`, `type` |
+/// | `troupe_actor_messages_handled_total` | counter | `actor`, `type` |
+/// | `troupe_actor_arrival_rate_per_second`, `troupe_actor_throughput_per_second` (over [`RATE_WINDOW`](super::RATE_WINDOW)) | gauge | `actor`, `type` |
+/// | `troupe_actor_mailbox_depth`, `troupe_actor_mailbox_depth_max` | gauge | `actor`, `type` |
+/// | `troupe_actor_mailbox_time_seconds` (waiting), `troupe_actor_processing_time_seconds` (service) | histogram (sampled, see [`SAMPLE_EVERY`](super::SAMPLE_EVERY)) | `actor`, `type` |
+/// | `troupe_actor_{waiting_time,service_time,latency}_{p50,p99,max}_seconds` | gauge | `actor`, `type` |
+/// | `troupe_actor_panics_total`, `troupe_actor_restarts_total` | counter | `actor`, `type` |
+/// | `troupe_actor_dropped_messages_total` | counter | `actor`, `type`, `reason` (`overflow`, `stopped`) |
+/// | `troupe_worker_tasks_total`, `troupe_worker_steals_total`, `troupe_worker_parks_total`, `troupe_worker_busy_seconds_total`, `troupe_worker_idle_seconds_total` | counter | `pool`, `worker` |
+/// | `troupe_pool_injector_depth` | gauge | `pool` |
+/// | `troupe_channel_published_total`, `troupe_channel_delivered_total`, `troupe_channel_failed_deliveries_total` | counter | `channel` |
+/// | `troupe_channel_subscribers` | gauge | `channel` |
+/// | `troupe_live_actors` | gauge | |
+/// | `troupe_dropped_messages_total` | counter | |
+///
+/// **Quantiles are gauges, one family per statistic.** `prometheus-client`
+/// has no summary type, and a gauge may not carry a `quantile` label
+/// (`promtool check metrics` rejects it), so each quantile Troupe computes
+/// is a gauge of its own: `troupe_actor_waiting_time_p99_seconds` and so
+/// on, for p50, p99 and `max`, of the waiting time, the service time and
+/// the latency (waiting plus service, summed quantile by quantile). They
+/// are read off the recorded buckets (ten per decade, interpolated), finer
+/// than the exported histograms, and `max` is exact among the sampled
+/// messages. They cannot be aggregated across actors or instances: for
+/// that, use `histogram_quantile` on the two histograms, whose buckets are
+/// the recorded bounds 1, 2.5 and 5 per decade from 1 µs to 50 s (each
+/// exact, so a bucket count is a count, not an estimate).
+///
+/// **Bounded labels.** The first `cap` metered actors (in spawn order) get
+/// series of their own (`actor` = name, else `Type#id`); every later one is
+/// summed into one series per actor type with `actor="_other"` (counters,
+/// depths and histograms add up; quantiles are those of the merged
+/// histogram). [`DEFAULT_ACTOR_SERIES_CAP`] is 1,000, so a scrape holds at
+/// most about 1,000 × 75 actor lines plus the per-type rest.
+///
+/// [`render_prometheus`] and the `metrics-http` endpoint write the same.
 ///
 /// ```
 /// use troupe::observability::prometheus_client::{encoding::text::encode, registry::Registry};
@@ -142,7 +146,7 @@ impl SystemHandle {
 }
 
 /// Renders `m` in the Prometheus text format (version 0.0.4), labelling at
-/// most `cap` actors one by one (see the module docs).
+/// most `cap` actors one by one (the families: [`MetricsCollector`]).
 ///
 /// ```
 /// let system = troupe::ActorSystem::builder().threads(1).metrics(true).build();
@@ -252,7 +256,7 @@ fn family<L: EncodeLabelSet, M: EncodeMetric>(
     Ok(())
 }
 
-/// Encodes `m` (see the module docs for the families).
+/// Encodes `m` (the families: [`MetricsCollector`]).
 fn encode(m: &Metrics, cap: usize, mut enc: DescriptorEncoder) -> fmt::Result {
     let series = actor_series(m, cap);
     fn labels((a, t): &(String, String)) -> [(&'static str, &str); 2] {
