@@ -270,16 +270,43 @@ fn demo() -> Result<(), Error> {
     Ok(())
 }
 
+/// Three nodes on one machine, one killed, `Down` seen (with no command:
+/// the whole walk-through, nats-server and the other nodes included).
+#[derive(clap::Parser)]
+struct Args {
+    #[command(subcommand)]
+    mode: Option<Mode>,
+}
+
+#[derive(clap::Subcommand)]
+enum Mode {
+    /// Run one node that serves a worker until standard input closes.
+    Node {
+        /// The nats-server (with JetStream).
+        url: String,
+        /// This node's name.
+        name: String,
+    },
+    /// Join as NAME, watch the other nodes' workers, kill none.
+    Watch {
+        /// The nats-server (with JetStream).
+        url: String,
+        /// This node's name.
+        name: String,
+        /// The nodes to watch.
+        #[arg(required = true)]
+        nodes: Vec<String>,
+    },
+}
+
 fn main() -> Result<(), Error> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    match args.as_slice() {
-        [] => demo(),
-        ["node", url, name] => node(url, name),
-        ["watch", url, name, nodes @ ..] if !nodes.is_empty() => watch(url, name, nodes),
-        _ => {
-            eprintln!("usage: cluster [node URL NAME | watch URL NAME NODE...]");
-            std::process::exit(2);
+    let args: Args = clap::Parser::parse();
+    match &args.mode {
+        None => demo(),
+        Some(Mode::Node { url, name }) => node(url, name),
+        Some(Mode::Watch { url, name, nodes }) => {
+            let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
+            watch(url, name, &nodes)
         }
     }
 }

@@ -103,7 +103,7 @@ impl StandIns {
 /// A monitor of a remote actor, from [`Cluster::monitor`](crate::Cluster::monitor).
 pub struct RemoteMonitor {
     pub(crate) id: troupe::ActorId,
-    pub(crate) link: troupe::supervision::Link,
+    pub(crate) link: troupe::supervision::MonitorHandle,
 }
 
 impl RemoteMonitor {

@@ -82,19 +82,39 @@ impl Actor for Pong {
     }
 }
 
-fn arg(args: &[String], flag: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == flag)
-        .and_then(|i| args.get(i + 1).cloned())
+/// Ping and pong: two processes, one actor each, over NATS.
+#[derive(clap::Parser)]
+struct Args {
+    /// Which side this process plays.
+    role: Role,
+    /// The nats-server [default: $NATS_URL, else nats://127.0.0.1:4222].
+    #[arg(long)]
+    url: Option<String>,
+    /// Round trips (ping).
+    #[arg(long, default_value_t = 10)]
+    count: u64,
+    /// Tell pong to exit afterwards (ping).
+    #[arg(long)]
+    quit: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Role {
+    /// Serve the `ponger` actor.
+    Pong,
+    /// Ask it.
+    Ping,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let url = arg(&args, "--url")
+    let args: Args = clap::Parser::parse();
+    let url = args
+        .url
+        .clone()
         .or_else(|| std::env::var("NATS_URL").ok())
         .unwrap_or_else(|| "nats://127.0.0.1:4222".into());
-    match args.first().map(String::as_str) {
-        Some("pong") => {
+    match args.role {
+        Role::Pong => {
             let system = ActorSystem::new();
             let (quit, quitted) = std::sync::mpsc::channel();
             let pong = system.spawn(Pong {
@@ -114,11 +134,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("pong: quit");
             system.shutdown();
         }
-        Some("ping") => {
-            let count: u64 = arg(&args, "--count")
-                .map(|c| c.parse())
-                .transpose()?
-                .unwrap_or(10);
+        Role::Ping => {
+            let count = args.count;
             let node = Node::connect(&url, "ping")?;
             let ping = node.lookup::<Ping>("ponger@pong")?;
             let mut worst = Duration::ZERO;
@@ -144,17 +161,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
-            if args.iter().any(|a| a == "--quit") {
+            if args.quit {
                 ping.retype::<Quit>()?.tell(Quit)?;
                 node.flush(Duration::from_secs(2));
             }
             println!("ping: ok");
-        }
-        _ => {
-            eprintln!(
-                "usage: remote_ping pong|ping [--url nats://127.0.0.1:4222] [--count N] [--quit]"
-            );
-            std::process::exit(2);
         }
     }
     Ok(())

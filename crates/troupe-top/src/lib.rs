@@ -120,13 +120,6 @@ fn scalar(v: &Value) -> Option<f64> {
     }
 }
 
-fn p99(v: &Value) -> Option<f64> {
-    match v {
-        Value::Summary(qs) => qs.iter().find(|q| q.quantile == 0.99).map(|q| q.count),
-        _ => None,
-    }
-}
-
 /// Parses the exposition text.
 pub fn parse(text: &str) -> std::io::Result<Scrape> {
     Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
@@ -165,11 +158,11 @@ impl View {
                     "troupe_actor_messages_handled_total" => {
                         row.handled = scalar(value).unwrap_or(0.0)
                     }
-                    "troupe_actor_waiting_time_seconds" => {
-                        row.waiting_p99 = p99(value).unwrap_or(row.waiting_p99)
+                    "troupe_actor_waiting_time_p99_seconds" => {
+                        row.waiting_p99 = scalar(value).unwrap_or(0.0)
                     }
-                    "troupe_actor_service_time_seconds" => {
-                        row.service_p99 = p99(value).unwrap_or(row.service_p99)
+                    "troupe_actor_service_time_p99_seconds" => {
+                        row.service_p99 = scalar(value).unwrap_or(0.0)
                     }
                     _ => {}
                 }
@@ -263,11 +256,10 @@ troupe_actor_throughput_per_second{actor="slow",type="B"} 30
 # TYPE troupe_actor_mailbox_depth gauge
 troupe_actor_mailbox_depth{actor="fast",type="A"} 0
 troupe_actor_mailbox_depth{actor="slow",type="B"} 40
-# TYPE troupe_actor_service_time_seconds summary
-troupe_actor_service_time_seconds{actor="slow",type="B",quantile="0.5"} 0.03
-troupe_actor_service_time_seconds{actor="slow",type="B",quantile="0.99"} 0.035
-troupe_actor_service_time_seconds_sum{actor="slow",type="B"} 0.3
-troupe_actor_service_time_seconds_count{actor="slow",type="B"} 10
+# TYPE troupe_actor_service_time_p50_seconds gauge
+troupe_actor_service_time_p50_seconds{actor="slow",type="B"} 0.03
+# TYPE troupe_actor_service_time_p99_seconds gauge
+troupe_actor_service_time_p99_seconds{actor="slow",type="B"} 0.035
 # TYPE troupe_worker_busy_seconds_total counter
 troupe_worker_busy_seconds_total{pool="p",worker="0"} 3
 # TYPE troupe_worker_idle_seconds_total counter
@@ -305,6 +297,59 @@ troupe_live_actors 2
             "{:?}",
             v.workers
         );
+    }
+
+    struct Slow;
+    impl troupe::Actor for Slow {
+        type Msg = ();
+        fn handle(&mut self, _: (), _: &mut troupe::Context<'_, Self>) {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
+    /// The parser follows what Troupe's encoder really writes: a system
+    /// whose slow actor is fed faster than it handles, rendered by
+    /// `metrics_text`, digested here.
+    #[test]
+    fn digests_the_real_encoder_output() {
+        let system = troupe::ActorSystem::builder()
+            .threads(2)
+            .metrics(true)
+            .metrics_sample_every(1)
+            .build();
+        let slow = system.spawn_with(Slow, troupe::SpawnOptions::new().name("slow"));
+        // Wait on progress, sending on: some handled (service samples),
+        // some sampled while they waited, arrivals faster than handling.
+        let handled = |s: &troupe::SystemHandle| {
+            s.metrics()
+                .actors
+                .iter()
+                .find(|a| a.name == "slow")
+                .map_or(0, |a| a.handled)
+        };
+        while handled(&system) < 20 {
+            for _ in 0..4 {
+                slow.tell(()).unwrap();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let text = system.metrics_text();
+        let v = View::from_scrape(&parse(&text).unwrap(), None, SortKey::Depth);
+        let row = v
+            .actors
+            .iter()
+            .find(|a| a.name == "slow")
+            .expect("slow row");
+        assert_eq!(row.type_name, "Slow");
+        assert!(row.depth > 0.0, "{row:?}");
+        assert!(row.handled >= 20.0, "{row:?}");
+        assert!(row.arrival > 0.0, "{row:?}");
+        assert!(row.service_p99 >= 0.002, "{row:?}");
+        assert!(row.waiting_p99 > 0.0, "{row:?}");
+        assert_eq!(v.workers.len(), 2);
+        assert!(v.workers.iter().all(|w| w.pool == "troupe-worker"));
+        assert!(v.live_actors >= 1.0);
+        system.shutdown();
     }
 
     #[test]

@@ -10,27 +10,39 @@ mod soak;
 
 use std::time::Duration;
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
+/// The chaos soak: random actor churn under an invariant checker.
+#[derive(clap::Parser)]
+struct Args {
+    /// How long to run, seconds.
+    #[arg(long, default_value_t = 10.0, value_parser = non_negative)]
+    seconds: f64,
+    /// Worker threads.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
+    threads: u64,
+    /// Threads driving the chaos.
+    #[arg(long, default_value_t = 4)]
+    drivers: usize,
+    /// Seed of the random choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// A finite number, zero or more.
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number of 0 or more")),
+    }
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let num = |name: &str, default: f64| -> f64 {
-        arg(&args, name).map_or(default, |v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name} takes a number"))
-        })
-    };
-    let seconds = num("--seconds", 10.0);
-    let threads = num("--threads", 4.0) as usize;
+    let args = <Args as clap::Parser>::parse();
+    let seconds = args.seconds;
     let cfg = soak::Config {
         duration: Duration::from_secs_f64(seconds),
-        threads: threads.max(1),
-        drivers: num("--drivers", 4.0) as usize,
-        seed: num("--seed", 1.0) as u64,
+        threads: args.threads as usize,
+        drivers: args.drivers,
+        seed: args.seed,
     };
     // Injected panics are expected: one line each would drown the report.
     std::panic::set_hook(Box::new(|_| {}));

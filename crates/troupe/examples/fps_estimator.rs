@@ -346,16 +346,50 @@ pub fn pipeline_with_detector(
     )
 }
 
+/// The video pipeline: a producer, a resizer, a face detector and the
+/// frame-rate estimator.
+#[derive(clap::Parser)]
+#[allow(dead_code)] // unused when a test includes this file as a module
+struct Args {
+    /// Frames per second the producer publishes.
+    #[arg(default_value_t = 30.0, value_parser = positive)]
+    fps: f64,
+    /// The estimator's window, milliseconds.
+    #[arg(default_value_t = 1000)]
+    window_ms: u64,
+    /// How long to run, seconds.
+    #[arg(default_value_t = 5.0, value_parser = positive)]
+    seconds: f64,
+    /// Time the face detector takes per frame, milliseconds.
+    #[arg(default_value_t = 0.0, value_parser = non_negative)]
+    detect_ms: f64,
+}
+
+/// A finite number above zero.
+#[allow(dead_code)]
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number above 0")),
+    }
+}
+
+/// A finite number, zero or more.
+#[allow(dead_code)]
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number of 0 or more")),
+    }
+}
+
 #[allow(dead_code)] // unused when a test includes this file as a module
 fn main() {
-    let args: Vec<f64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let fps = args.first().copied().unwrap_or(30.0);
-    let window = Duration::from_millis(args.get(1).copied().unwrap_or(1000.0) as u64);
-    let seconds = args.get(2).copied().unwrap_or(5.0);
-    let detect = Duration::from_secs_f64(args.get(3).copied().unwrap_or(0.0) / 1e3);
+    let args: Args = clap::Parser::parse();
+    let fps = args.fps;
+    let window = Duration::from_millis(args.window_ms);
+    let seconds = args.seconds;
+    let detect = Duration::from_secs_f64(args.detect_ms / 1e3);
 
     let system = troupe::ActorSystem::builder()
         .threads(2)

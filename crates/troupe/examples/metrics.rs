@@ -72,11 +72,16 @@ impl Actor for Ingest {
     }
 }
 
+/// A pipeline with a slow stage, its metrics printed and served.
+#[derive(clap::Parser)]
+struct Args {
+    /// How many seconds to run.
+    #[arg(default_value_t = 30)]
+    seconds: u64,
+}
+
 fn main() {
-    let seconds: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(30);
+    let Args { seconds } = clap::Parser::parse();
     let system = ActorSystem::builder()
         .threads(2)
         .metrics(true)

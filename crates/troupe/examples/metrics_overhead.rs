@@ -3,7 +3,8 @@
 //! of several samples each.
 //!
 //! Run: `cargo run --release -p troupe --example metrics_overhead -- [samples] [threads]`
-//! (defaults: 7 samples, 2 threads).
+//! (defaults: 7 samples, 2 threads). `--scrape-actors N` also times a
+//! scrape (`metrics_text`) of a system with N metered actors (0: skipped).
 //!
 //! Built with `RUSTFLAGS="--cfg troupe_baseline"` the "on" rows are skipped,
 //! so the same file measures a commit that has no metrics at all (the A/B
@@ -11,6 +12,7 @@
 
 #![allow(unexpected_cfgs)]
 
+use clap::Parser;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use troupe::{Actor, ActorRef, ActorSystem, Context};
@@ -156,13 +158,80 @@ fn min_median(mut v: Vec<f64>) -> (f64, f64) {
     (v[0], v[v.len() / 2])
 }
 
-fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
+/// Ring and pingpong with metrics off and on, alternating; optionally the
+/// cost of a scrape.
+#[derive(Parser)]
+struct Args {
+    /// Samples per workload and setting.
+    #[arg(default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..))]
+    samples: u64,
+    /// Worker threads.
+    #[arg(default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    threads: u64,
+    /// Also time a scrape (`metrics_text`) of this many metered actors.
+    #[arg(long, default_value_t = 0)]
+    scrape_actors: usize,
+    /// Time the scrape only (no ring or pingpong).
+    #[arg(long, requires = "scrape_actors")]
+    scrape_only: bool,
+}
+
+struct Quiet;
+impl Actor for Quiet {
+    type Msg = u64;
+    fn handle(&mut self, _: u64, _: &mut Context<'_, Self>) {}
+}
+
+/// Microseconds per scrape of `actors` metered actors, each with a few
+/// sampled messages (so every histogram has buckets to write).
+#[cfg(not(troupe_baseline))]
+fn scrape(actors: usize, samples: u64) -> Vec<f64> {
+    let system = ActorSystem::builder()
+        .threads(1)
+        .metrics(true)
+        .metrics_sample_every(1)
+        .build();
+    let refs: Vec<_> = (0..actors).map(|_| system.spawn(Quiet)).collect();
+    for r in &refs {
+        for i in 0..4 {
+            r.tell(i).unwrap();
+        }
+    }
+    while system
+        .metrics()
+        .actors
+        .iter()
+        .map(|a| a.handled)
+        .sum::<u64>()
+        < 4 * actors as u64
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut bytes = 0;
+    let out = (0..samples.max(3) * 3)
+        .map(|_| {
+            let t0 = Instant::now();
+            bytes = std::hint::black_box(system.metrics_text()).len();
+            t0.elapsed().as_secs_f64() * 1e6
+        })
         .collect();
-    let samples = args.first().copied().unwrap_or(7).max(1);
-    let threads = args.get(1).copied().unwrap_or(2).max(1);
+    println!("scrape: {actors} actors, {bytes} bytes of text");
+    system.shutdown();
+    out
+}
+
+fn main() {
+    let args = Args::parse();
+    let samples = args.samples;
+    let threads = args.threads as usize;
+    #[cfg(not(troupe_baseline))]
+    if args.scrape_actors > 0 {
+        let (min, med) = min_median(scrape(args.scrape_actors, samples));
+        println!("scrape    min: {min:>8.1} us   median: {med:>8.1} us per metrics_text()");
+    }
+    if args.scrape_only {
+        return;
+    }
     let on_too = cfg!(not(troupe_baseline));
     println!(
         "metrics_overhead: {samples} samples, {threads} threads; ring {RINGS}x{RING_ACTORS} actors x {LAPS} laps, pingpong {PAIRS} pairs x {ROUND_TRIPS} round trips{}",

@@ -33,16 +33,26 @@ impl Actor for Node {
     }
 }
 
+/// Rings of actors passing a token.
+#[derive(clap::Parser)]
+struct Args {
+    /// Rings run at once.
+    #[arg(default_value_t = 4)]
+    rings: u64,
+    /// Actors per ring.
+    #[arg(default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    actors: u64,
+    /// Laps of the token around each ring.
+    #[arg(default_value_t = 100)]
+    laps: u64,
+}
+
 fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let (rings, actors, laps) = (
-        *args.first().unwrap_or(&4),
-        *args.get(1).unwrap_or(&1000),
-        *args.get(2).unwrap_or(&100),
-    );
+    let Args {
+        rings,
+        actors,
+        laps,
+    } = clap::Parser::parse();
     let system = ActorSystem::new();
     let (tx, rx) = std::sync::mpsc::channel();
     let t0 = Instant::now();

@@ -7,21 +7,30 @@
 #[path = "soak/mod.rs"]
 mod soak;
 
-fn arg(args: &[String], name: &str, default: u64) -> u64 {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map_or(default, |v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name} takes a number"))
-        })
+use clap::Parser;
+
+/// Numbered messages from many threads into one actor: none lost, none
+/// duplicated.
+#[derive(Parser)]
+struct Args {
+    /// Messages in all (split evenly among the senders).
+    #[arg(long, default_value_t = 100_000_000)]
+    messages: u64,
+    /// Sending threads.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    senders: u64,
+    /// Worker threads.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
+    threads: u64,
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let messages = arg(&args, "--messages", 100_000_000);
-    let senders = arg(&args, "--senders", 16).max(1);
-    let threads = arg(&args, "--threads", 4).max(1) as usize;
+    let Args {
+        messages,
+        senders,
+        threads,
+    } = Args::parse();
+    let threads = threads as usize;
     let per = messages / senders;
     let (received, lost, duplicated, secs) = soak::stress(senders as usize, per, threads);
     println!(

@@ -108,18 +108,8 @@ fn scrape_shows_arrivals_service_time_and_workers() {
     );
     assert!(le(0.0005) <= total * 0.05, "almost none under 0.5 ms");
     assert!(le(0.005) >= total * 0.9, "almost all under 5 ms");
-    let p50 = s
-        .samples
-        .iter()
-        .find(|x| {
-            x.metric == "troupe_actor_service_time_seconds"
-                && x.labels.get("actor") == Some("paced")
-        })
-        .and_then(|x| match &x.value {
-            Value::Summary(qs) => qs.iter().find(|q| q.quantile == 0.5).map(|q| q.count),
-            _ => None,
-        })
-        .expect("service p50");
+    // Quantiles are gauges, one family per statistic (no summary type).
+    let p50 = scalar(&sample(&s, "troupe_actor_service_time_p50_seconds", "paced").value);
     assert!((0.0005..0.002).contains(&p50), "service p50 {p50} s");
 
     // Workers: the default pool's two, which ran tasks and idled.

@@ -53,19 +53,40 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// Cluster figures: SIGKILL to Down, cached find, dispatch_group.
+#[derive(clap::Parser)]
+struct Args {
+    /// Victim processes to kill (p50/p99 over them).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    kills: u64,
+    /// The nodes' heartbeat period, milliseconds.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    heartbeat_ms: u64,
+    #[command(subcommand)]
+    role: Option<Role>,
+}
+
+#[derive(clap::Subcommand)]
+enum Role {
+    /// A victim node (this binary re-run by itself; not for users).
+    #[command(hide = true)]
+    Victim {
+        /// The nats-server.
+        url: String,
+        /// The node's name.
+        name: String,
+        /// Heartbeat period, milliseconds.
+        #[arg(value_parser = clap::value_parser!(u64).range(1..))]
+        ms: u64,
+    },
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("victim") {
-        return victim(&args[2], &args[3], args[4].parse().unwrap_or(100));
+    let args: Args = clap::Parser::parse();
+    if let Some(Role::Victim { url, name, ms }) = &args.role {
+        return victim(url, name, *ms);
     }
-    let arg = |k: &str, d: u64| {
-        args.iter()
-            .position(|a| a == k)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
-    let (kills, ms) = (arg("--kills", 20), arg("--heartbeat-ms", 100));
+    let (kills, ms) = (args.kills, args.heartbeat_ms);
     let server = NatsServer::builder()
         .jetstream()
         .start()

@@ -39,36 +39,37 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
+/// One cluster node as an OS process (the fault tests' and the bench's).
+#[derive(clap::Parser)]
+struct Args {
+    /// The nats-server.
+    url: String,
+    /// This node's name.
+    name: String,
+    /// Heartbeat period, milliseconds.
+    #[arg(value_parser = clap::value_parser!(u64).range(1..))]
+    interval_ms: u64,
+    /// Expose `worker`, register it as `svc-<NAME>` and in group `pool`.
+    #[arg(long)]
+    serve: bool,
+    /// Monitor this remote actor (`actor@node`); repeatable.
+    #[arg(long, value_name = "ACTOR@NODE")]
+    watch: Vec<String>,
+    /// Report when this registered name leaves the cache; repeatable.
+    #[arg(long, value_name = "NAME")]
+    track: Vec<String>,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() < 4 {
-        eprintln!("usage: troupe-cluster-node URL NAME INTERVAL_MS [--serve] [--watch a@n]... [--track name]...");
-        std::process::exit(2);
-    }
-    let (url, name) = (&args[1], &args[2]);
-    let ms: u64 = args[3].parse().unwrap_or(1000);
-    let mut serve = false;
-    let mut watch = Vec::new();
-    let mut track = Vec::new();
-    let mut i = 4;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--serve" => serve = true,
-            "--watch" => {
-                i += 1;
-                watch.push(args[i].clone());
-            }
-            "--track" => {
-                i += 1;
-                track.push(args[i].clone());
-            }
-            other => {
-                eprintln!("unknown argument {other}");
-                std::process::exit(2);
-            }
-        }
-        i += 1;
-    }
+    let Args {
+        url,
+        name,
+        interval_ms: ms,
+        serve,
+        watch,
+        track,
+    } = clap::Parser::parse();
+    let (url, name) = (&url, &name);
     let system = ActorSystem::builder().threads(1).build();
     let cluster = match Cluster::builder(url, name)
         .heartbeat(Duration::from_millis(ms))

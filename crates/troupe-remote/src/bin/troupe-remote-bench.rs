@@ -154,16 +154,53 @@ impl Actor for EchoActor {
     }
 }
 
-fn arg(args: &[String], flag: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == flag)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
-fn num(args: &[String], flag: &str, default: u64) -> u64 {
-    arg(args, flag)
-        .map(|v| v.parse().expect("a number"))
-        .unwrap_or(default)
+/// Remote tell and ask between two processes, beside raw NATS, Erlang
+/// and CAF (see the module docs for the workloads).
+#[derive(clap::Parser)]
+struct Args {
+    /// Small parameters (defaults of --messages, --asks and --samples
+    /// become 100,000, 2,000 and 1).
+    #[arg(long)]
+    quick: bool,
+    /// Tells per throughput sample [default: 1,000,000].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    messages: Option<u64>,
+    /// Sequential asks per latency run [default: 20,000].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    asks: Option<u64>,
+    /// Samples per throughput figure (median reported) [default: 3].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    samples: Option<u64>,
+    /// Also Erlang distribution (needs `erl`).
+    #[arg(long)]
+    erlang: bool,
+    /// Also CAF's binary serializer (needs CAF 0.17 and `make`).
+    #[arg(long)]
+    caf: bool,
+    /// The nats-server to use [default: one this starts on a free port].
+    #[arg(long)]
+    url: Option<String>,
+    /// Append the figures as JSON lines to FILE (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    json: Option<String>,
+    /// Workloads to run, comma-separated.
+    #[arg(long, default_value = "serialize,tell,ask")]
+    only: String,
+    /// Payload sizes in bytes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
+    sizes: Vec<usize>,
+    /// The node's outbox batch size in bytes.
+    #[arg(long)]
+    batch_bytes: Option<usize>,
+    /// The asked node's spin before parking, microseconds.
+    #[arg(long)]
+    ask_spin_us: Option<u64>,
+    /// A child role (this binary re-run by itself; not for users).
+    #[arg(long, hide = true)]
+    role: Option<String>,
+    /// Child `raw-sink`: messages per confirmation.
+    #[arg(long, hide = true, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    expect: u64,
 }
 
 /// Subscriptions hold up to this many messages before the client drops
@@ -189,8 +226,11 @@ fn raw_client(rt: &tokio::runtime::Runtime, url: &str) -> async_nats::Client {
 }
 
 /// Child roles: print "ready" once serving, run until stdin closes.
-fn child(role: &str, args: &[String]) {
-    let url = arg(args, "--url").expect("--url");
+fn child(role: &str, args: &Args) {
+    let Some(url) = args.url.clone() else {
+        eprintln!("a child role needs --url");
+        std::process::exit(2);
+    };
     let system = ActorSystem::builder().threads(1).build();
     let node_opts = |o: async_nats::ConnectOptions| o.subscription_capacity(SUB_CAPACITY);
     let wait_stdin = || {
@@ -223,8 +263,8 @@ fn child(role: &str, args: &[String]) {
         "echo" => {
             let echo = system.spawn(EchoActor);
             let mut builder = Node::builder(&url, "echo");
-            if let Some(us) = arg(args, "--ask-spin-us") {
-                builder = builder.ask_spin(Duration::from_micros(us.parse().expect("µs")));
+            if let Some(us) = args.ask_spin_us {
+                builder = builder.ask_spin(Duration::from_micros(us));
             }
             let node = builder.connect_options(node_opts).connect().expect("node");
             node.expose("echo", &echo)
@@ -235,7 +275,7 @@ fn child(role: &str, args: &[String]) {
             wait_stdin();
         }
         "raw-sink" => {
-            let per = num(args, "--expect", 1);
+            let per = args.expect;
             let rt = rt();
             let client = raw_client(&rt, &url);
             rt.block_on(async {
@@ -508,7 +548,8 @@ struct AskRun {
     raw_hop_thread: Vec<Duration>,
 }
 
-fn ask_run(url: &str, k: u64, rounds: u64, spin_us: Option<String>) -> AskRun {
+fn ask_run(url: &str, k: u64, rounds: u64, spin_us: Option<u64>) -> AskRun {
+    let spin_us = spin_us.map(|us| us.to_string());
     let extra: Vec<&str> = match &spin_us {
         Some(us) => vec!["--ask-spin-us", us.as_str()],
         None => Vec::new(),
@@ -850,17 +891,19 @@ fn ask_figure(
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(role) = arg(&args, "--role") {
-        return child(&role, &args);
+    let args: Args = clap::Parser::parse();
+    if let Some(role) = &args.role {
+        return child(role, &args);
     }
-    let quick = args.iter().any(|a| a == "--quick");
-    let n = num(&args, "--messages", if quick { 100_000 } else { 1_000_000 });
-    let k = num(&args, "--asks", if quick { 2_000 } else { 20_000 });
-    let samples = num(&args, "--samples", if quick { 1 } else { 3 });
-    let batch_bytes = arg(&args, "--batch-bytes").map(|b| b.parse().expect("a byte count"));
+    let quick = args.quick;
+    let n = args
+        .messages
+        .unwrap_or(if quick { 100_000 } else { 1_000_000 });
+    let k = args.asks.unwrap_or(if quick { 2_000 } else { 20_000 });
+    let samples = args.samples.unwrap_or(if quick { 1 } else { 3 });
+    let batch_bytes = args.batch_bytes;
     let _server;
-    let url = match arg(&args, "--url") {
+    let url = match args.url.clone() {
         Some(u) => u,
         None => {
             _server =
@@ -887,10 +930,8 @@ fn main() {
     let load_start = loadavg();
     let mut figs: Vec<Figure> = Vec::new();
     // `--only serialize,tell,ask` runs a subset (default: all).
-    let only = arg(&args, "--only").unwrap_or_else(|| "serialize,tell,ask".into());
-    let sizes: Vec<usize> = arg(&args, "--sizes")
-        .map(|s| s.split(',').map(|x| x.parse().expect("a size")).collect())
-        .unwrap_or_else(|| vec![64, 1024]);
+    let only = args.only.clone();
+    let sizes: Vec<usize> = args.sizes.clone();
 
     if only.contains("serialize") {
         eprintln!("serialization (frame = 32-byte header + postcard body)...");
@@ -954,7 +995,7 @@ fn main() {
         eprintln!(
         "remote_ask: troupe (blocking, async), node ping and raw NATS, interleaved in 10 rounds..."
     );
-        let run = ask_run(&url, k, 10, arg(&args, "--ask-spin-us"));
+        let run = ask_run(&url, k, 10, args.ask_spin_us);
         let ours = percentiles(run.blocking);
         let ours_async = percentiles(run.asynchronous);
         let same_rt = percentiles(run.same_runtime);
@@ -1026,12 +1067,12 @@ fn main() {
     ));
     }
 
-    if only.contains("serialize") && args.iter().any(|a| a == "--caf") {
+    if only.contains("serialize") && args.caf {
         eprintln!("CAF 0.17 binary serializer on the same shapes...");
         figs.extend(caf_serialize());
     }
 
-    if args.iter().any(|a| a == "--erlang") {
+    if args.erlang {
         eprintln!("Erlang distribution between two nodes on loopback...");
         figs.extend(erlang(n, k));
     }
@@ -1102,7 +1143,7 @@ fn main() {
         );
     }
 
-    if let Some(path) = arg(&args, "--json") {
+    if let Some(path) = &args.json {
         let rss = rss_mb();
         let mut out = String::new();
         for f in &figs {
@@ -1114,7 +1155,7 @@ fn main() {
         if path == "-" {
             print!("{out}");
         } else {
-            std::fs::write(&path, out).expect("write the JSON lines");
+            std::fs::write(path, out).expect("write the JSON lines");
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Observability: a performance model per actor (arrival rate,
 //! throughput, waiting time, service time), per worker and per channel, as
-//! plain structs ([`SystemHandle::metrics`]), as Prometheus text
-//! ([`render_prometheus`]), over HTTP (`SystemHandle::serve_metrics`, feature
-//! `metrics-http`), plus the seed's estimators ([`ThroughputEstimator`],
+//! plain structs ([`SystemHandle::metrics`]), as a `prometheus-client`
+//! collector for a user's own registry ([`MetricsCollector`]), as
+//! Prometheus text ([`render_prometheus`]), over HTTP
+//! (`SystemHandle::serve_metrics`, feature `metrics-http`), plus the seed's estimators ([`ThroughputEstimator`],
 //! [`FrequencyCalculator`]) for actors that measure a stream themselves.
 //!
 //! This is the top layer: it reads what the layers below record (the
@@ -30,6 +31,12 @@
 //!   of the metrics stores a sample of the counters, and the rate is the
 //!   change since the oldest sample still in the window (since the actor's
 //!   spawn when there is none yet).
+//!
+//! For Prometheus the waiting and service times are histograms, and their
+//! p50, p99 and max (and the latency's) are gauges of their own
+//! (`troupe_actor_service_time_p99_seconds`): `prometheus-client` has no
+//! summary type and a gauge may not carry a `quantile` label; the families
+//! and the reasons are on [`MetricsCollector`].
 //!
 //! Invariants: reading metrics never blocks a worker (it takes only the
 //! metrics set's own locks, which no message path takes); a stopped actor
@@ -62,7 +69,11 @@ pub use crate::actor::metrics::SAMPLE_EVERY;
 pub use estimator::{Estimate, FrequencyCalculator, ThroughputEstimator};
 #[cfg(feature = "metrics-http")]
 pub use http::MetricsServer;
-pub use prometheus::{render_prometheus, DEFAULT_ACTOR_SERIES_CAP};
+pub use prometheus::{render_prometheus, MetricsCollector, DEFAULT_ACTOR_SERIES_CAP};
+/// The `prometheus-client` crate Troupe encodes with, re-exported so that a
+/// user's [`Registry`](prometheus_client::registry::Registry) is of the
+/// same version as [`MetricsCollector`].
+pub use prometheus_client;
 
 use crate::actor::metrics::{short_type_name, HistogramData, MeteredActor, BOUNDS_NS};
 use crate::messaging::channel::Channel;
@@ -399,6 +410,6 @@ impl SystemHandle {
     /// The metrics in Prometheus text format (what `serve_metrics` serves),
     /// with at most [`DEFAULT_ACTOR_SERIES_CAP`] actors labelled one by one.
     pub fn metrics_text(&self) -> String {
-        render_prometheus(&self.metrics(), DEFAULT_ACTOR_SERIES_CAP)
+        prometheus::render_owned(self.metrics(), DEFAULT_ACTOR_SERIES_CAP)
     }
 }

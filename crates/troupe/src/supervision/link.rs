@@ -16,36 +16,45 @@ pub fn is_abnormal(reason: &StopReason) -> bool {
     )
 }
 
+/// The old name of [`MonitorHandle`].
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed MonitorHandle: the handle of a monitor or link"
+)]
+pub type Link = MonitorHandle;
+
 /// Removes one watcher from the actor it watches (if that actor still exists).
 type Cancel = Box<dyn FnOnce() + Send>;
 
-/// A monitor or link that can be switched off; dropping it leaves it on.
+/// The handle of a monitor ([`monitor`]) or a link ([`link`],
+/// [`link_trapping`]): [`cancel`](Self::cancel) switches it off; dropping
+/// the handle leaves it on.
 #[derive(Clone)]
-pub struct Link {
+pub struct MonitorHandle {
     active: Arc<AtomicBool>,
-    /// The watchers it installed, removed again by `unlink` so that a
+    /// The watchers it installed, removed again by `cancel` so that a
     /// long-lived actor monitored and unmonitored many times does not
     /// collect dead watchers.
     cancels: Arc<parking_lot::Mutex<Vec<Cancel>>>,
 }
 
-impl fmt::Debug for Link {
+impl fmt::Debug for MonitorHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Link")
+        f.debug_struct("MonitorHandle")
             .field("active", &self.is_active())
             .finish()
     }
 }
 
-impl Link {
+impl MonitorHandle {
     fn new() -> Self {
-        Link {
+        MonitorHandle {
             active: Arc::new(AtomicBool::new(true)),
             cancels: Arc::default(),
         }
     }
 
-    /// Notes the watcher `watch` on `target`, for `unlink` to remove.
+    /// Notes the watcher `watch` on `target`, for `cancel` to remove.
     fn installed<B: Actor>(&self, target: &ActorRef<B>, watch: WatchId) {
         let target = target.downgrade();
         self.cancels.lock().push(Box::new(move || {
@@ -57,12 +66,17 @@ impl Link {
 
     /// Switches it off: no message or kill comes from it from now on, and
     /// its watchers leave the actors they were on.
-    pub fn unlink(&self) {
+    pub fn cancel(&self) {
         self.active.store(false, Ordering::Release);
         let cancels = std::mem::take(&mut *self.cancels.lock());
         for cancel in cancels {
             cancel();
         }
+    }
+
+    /// The same as [`cancel`](Self::cancel), named for links.
+    pub fn unlink(&self) {
+        self.cancel();
     }
 
     /// Whether it is still on (it turns off by itself once it has fired).
@@ -71,9 +85,10 @@ impl Link {
     }
 }
 
-/// Monitors `target` on behalf of `watcher` (usable from plain code; inside
+/// Monitors `target` on behalf of `watcher`, returning the handle that
+/// switches the monitor off (usable from plain code; inside
 /// a handler [`Context::watch`](crate::Context::watch) is the same monitor,
-/// without the [`Link`] to switch it off): when
+/// without the [`MonitorHandle`] to switch it off): when
 /// `target` stops, `watcher` receives `to_msg(Down)`, at once if it already
 /// has. One-way: nothing happens to `target` when `watcher` stops. The
 /// monitor holds only a weak reference to the watcher.
@@ -108,8 +123,8 @@ pub fn monitor<A: Actor, B: Actor>(
     watcher: &ActorRef<A>,
     target: &ActorRef<B>,
     to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
-) -> Link {
-    let link = Link::new();
+) -> MonitorHandle {
+    let link = MonitorHandle::new();
     down_on_stop(watcher, target, to_msg, &link);
     link
 }
@@ -120,7 +135,7 @@ fn down_on_stop<A: Actor, B: Actor>(
     watcher: &ActorRef<A>,
     target: &ActorRef<B>,
     to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
-    link: &Link,
+    link: &MonitorHandle,
 ) {
     let active = link.active.clone();
     let w = watcher.downgrade();
@@ -138,7 +153,11 @@ fn down_on_stop<A: Actor, B: Actor>(
 }
 
 /// Kills `other` when `on` stops abnormally, as part of `link`.
-fn kill_on_abnormal<A: Actor, B: Actor>(on: &ActorRef<A>, other: &ActorRef<B>, link: &Link) {
+fn kill_on_abnormal<A: Actor, B: Actor>(
+    on: &ActorRef<A>,
+    other: &ActorRef<B>,
+    link: &MonitorHandle,
+) {
     let w = other.downgrade();
     let active = link.active.clone();
     let watch = on.on_stop(move |_, reason| {
@@ -169,8 +188,8 @@ fn kill_on_abnormal<A: Actor, B: Actor>(on: &ActorRef<A>, other: &ActorRef<B>, l
 /// assert_eq!(b.join(), StopReason::Killed);
 /// # system.shutdown();
 /// ```
-pub fn link<A: Actor, B: Actor>(a: &ActorRef<A>, b: &ActorRef<B>) -> Link {
-    let link = Link::new();
+pub fn link<A: Actor, B: Actor>(a: &ActorRef<A>, b: &ActorRef<B>) -> MonitorHandle {
+    let link = MonitorHandle::new();
     kill_on_abnormal(a, b, &link);
     kill_on_abnormal(b, a, &link);
     link
@@ -183,8 +202,8 @@ pub fn link_trapping<A: Actor, B: Actor>(
     trapper: &ActorRef<A>,
     other: &ActorRef<B>,
     to_msg: impl FnOnce(Down) -> A::Msg + Send + 'static,
-) -> Link {
-    let link = Link::new();
+) -> MonitorHandle {
+    let link = MonitorHandle::new();
     kill_on_abnormal(trapper, other, &link);
     down_on_stop(trapper, other, to_msg, &link);
     link
@@ -210,7 +229,7 @@ mod tests {
         let a = system.spawn(Idle);
         let b = system.spawn(Idle);
         for _ in 0..1_000 {
-            monitor(&a, &b, |d| d).unlink();
+            monitor(&a, &b, |d| d).cancel();
             link(&a, &b).unlink();
             link_trapping(&a, &b, |d| d).unlink();
         }
@@ -222,6 +241,20 @@ mod tests {
         assert_eq!((a.watcher_count(), b.watcher_count()), (1, 1));
         a.stop();
         b.stop();
+        system.shutdown();
+    }
+
+    /// The old name still names the handle (deprecated for one release).
+    #[test]
+    #[allow(deprecated)]
+    fn the_old_name_is_the_monitor_handle() {
+        let system = ActorSystem::builder().threads(1).build();
+        let a = system.spawn(Idle);
+        let b = system.spawn(Idle);
+        let old: Link = monitor(&a, &b, |d| d);
+        let new: MonitorHandle = old.clone();
+        new.cancel();
+        assert!(!old.is_active());
         system.shutdown();
     }
 }

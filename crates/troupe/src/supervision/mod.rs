@@ -6,7 +6,7 @@
 //!   [`ActorRef::watch`](crate::ActorRef::watch)) are one-way: when the
 //!   target stops, the watcher gets a message built from a [`Down`](crate::Down)
 //!   carrying the [`StopReason`](crate::StopReason). All three hold only a weak reference to
-//!   the watcher; `monitor` returns a [`Link`] that can switch it off.
+//!   the watcher; `monitor` returns a [`MonitorHandle`] that can switch it off.
 //! * **Links** ([`link`], [`link_trapping`]) are two-way: when one side stops
 //!   *abnormally* (`Panicked`, `Failed` or `Killed`, see [`is_abnormal`])
 //!   the other is killed, unless that side traps exits, in which case it
@@ -61,7 +61,9 @@ mod spec;
 mod supervised_ref;
 mod supervisor;
 
-pub use link::{is_abnormal, link, link_trapping, monitor, Link};
+#[allow(deprecated)]
+pub use link::Link;
+pub use link::{is_abnormal, link, link_trapping, monitor, MonitorHandle};
 pub use spec::{ChildSpec, Restart, Strategy, SupervisorSpec};
 pub use supervised_ref::SupervisedRef;
 pub use supervisor::{ChildInfo, Supervisor, SupervisorMsg, SupervisorRef};
