@@ -26,7 +26,8 @@
 //!
 //! Fault behaviour, in short: a node killed outright is declared down by
 //! every survivor within 1.75 heartbeat intervals (plus a check tick of
-//! interval/20) of its last heartbeat; its actors' watchers get `Down`
+//! interval/20 and two round trips) of its last heartbeat, while a live
+//! peer whose heartbeats a flood holds back is not ([`liveness`]); its actors' watchers get `Down`
 //! with [`node_down_reason`], its registry entries leave every cache at
 //! that moment and the bucket right after. A server restart fires no Down:
 //! nodes reconnect by themselves, peers get a grace period, and the cache

@@ -24,12 +24,12 @@
 //! raises the question, and two answers are needed before a verdict:
 //!
 //! 1. *Is my intake behind?* Each node hears its own heartbeats on `hb.*`,
-//!    behind everything the server delivered there before them ([`Intake`]
+//!    behind everything the server delivered there before them (`Intake`
 //!    counts them out and back). When a peer is overdue by the clock, the
 //!    check publishes an extra heartbeat of its own at `P` and waits until
 //!    it is heard back: by then every heartbeat that reached the server
 //!    before `P` has been handled, so only a peer silent for `down_after`
-//!    of its intervals *before `P`* ([`Peers::expired`] at `P`) stays
+//!    of its intervals *before `P`* (`Peers::expired` at `P`) stays
 //!    suspect. A live peer whose heartbeats were merely queued here is
 //!    spared, however far behind the intake was.
 //! 2. *Is the peer there?* A suspect is pinged on its node inbox. A dead

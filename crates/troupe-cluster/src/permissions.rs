@@ -12,9 +12,9 @@
 //!
 //! A forbidden request never gets an answer (the server drops it and says
 //! so on the connection, see [`troupe_remote::permissions`]), so every
-//! request of the cluster's connect runs under [`guarded`]: the first
+//! request of the cluster's connect runs under `guarded`: the first
 //! violation the server reports ends it with
-//! [`NodeError::Forbidden`](troupe_remote::NodeError::Forbidden), naming the
+//! [`NodeError::Forbidden`], naming the
 //! subject, instead of a 5 s timeout that blames JetStream.
 
 use std::future::Future;

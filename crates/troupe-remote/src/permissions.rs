@@ -11,7 +11,7 @@
 //!   [`Violations`] record, which keeps the first and the latest
 //!   permission violation ([`Forbidden`]: the action and the subject) and
 //!   wakes whoever waits on it;
-//! - `connect` runs an echo probe ([`probe`]) before the node serves: it
+//! - `connect` runs an echo probe (`probe`) before the node serves: it
 //!   subscribes to the node's inbox subject and to a fresh reply inbox
 //!   under `troupe.<cluster>._INBOX.`, publishes an empty message to each,
 //!   and waits until both came back (the user may publish and subscribe
