@@ -662,3 +662,115 @@ fn asks_through_the_reply_slot_cover_its_edge_cases() {
     );
     system.shutdown();
 }
+
+/// Answers a request, holds it until the next one (then answers it 0), or
+/// drops it, at random.
+struct Moody {
+    held: Option<ReplyTo<u64>>,
+    rng: u64,
+}
+
+impl troupe::Actor for Moody {
+    type Msg = (u64, ReplyTo<u64>);
+    fn handle(&mut self, (i, r): (u64, ReplyTo<u64>), _ctx: &mut troupe::Context<'_, Self>) {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        match self.rng % 4 {
+            0 | 1 => {
+                r.reply(i + 1);
+            }
+            2 => {
+                if let Some(old) = self.held.replace(r) {
+                    old.reply(0);
+                }
+            }
+            _ => drop(r),
+        }
+    }
+}
+
+/// Asks moody actors in turn, each ask with a short deadline; reports
+/// how many asks ended (and fails on a wrong answer).
+struct Pester {
+    targets: Vec<ActorRef<Moody>>,
+    progress: Arc<AtomicUsize>,
+}
+
+impl AsyncActor for Pester {
+    type Msg = (u64, std::sync::mpsc::Sender<u64>);
+    async fn handle(
+        &mut self,
+        (rounds, out): (u64, std::sync::mpsc::Sender<u64>),
+        ctx: &mut AsyncContext<Self>,
+    ) {
+        let mut ended = 0;
+        for i in 0..rounds {
+            let t = &self.targets[i as usize % self.targets.len()];
+            match ctx
+                .ask(t, |r| (i, r))
+                .with_timeout(Duration::from_millis(2))
+                .await
+            {
+                Ok(v) => assert!(v == i + 1 || v == 0, "ask {i} answered {v}"),
+                Err(AskError::Timeout | AskError::NoReply) => {}
+                Err(e) => panic!("ask {i}: {e}"),
+            }
+            ended += 1;
+            self.progress.fetch_add(1, Ordering::Relaxed);
+        }
+        let _ = out.send(ended);
+    }
+}
+
+/// Oversubscribed: 16 workers, 16 askers whose replies come late, never or
+/// on time from another thread, and a quarter of the askers killed
+/// mid-ask; the survivors' asks all end. Under TSan (CI) this is the reply
+/// slot's race check with real threads.
+#[test]
+fn reply_slots_survive_late_replies_and_kills_under_oversubscription() {
+    let system = ActorSystem::builder().threads(16).build();
+    let targets: Vec<_> = (0..4)
+        .map(|k| {
+            system.spawn(Moody {
+                held: None,
+                rng: 0x9E37_79B9_7F4A_7C15 ^ (k + 1),
+            })
+        })
+        .collect();
+    let progress = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let rounds = 300;
+    let askers: Vec<_> = (0..16)
+        .map(|_| {
+            let a = system.spawn(Async::new(Pester {
+                targets: targets.clone(),
+                progress: progress.clone(),
+            }));
+            a.tell((rounds, tx.clone())).unwrap();
+            a
+        })
+        .collect();
+    drop(tx);
+    while progress.load(Ordering::Relaxed) < 16 * 20 {
+        std::thread::yield_now();
+    }
+    for a in &askers[..4] {
+        a.kill();
+    }
+    for a in &askers[..4] {
+        assert!(a.join_timeout(T).is_some());
+    }
+    let mut finished = 0;
+    while let Ok(ended) = rx.recv_timeout(T) {
+        if ended == rounds {
+            finished += 1;
+        }
+        if finished == 12 {
+            break;
+        }
+    }
+    assert!(finished >= 12, "only {finished} askers finished");
+    drop(askers);
+    system.shutdown();
+}
