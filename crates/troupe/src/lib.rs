@@ -77,7 +77,7 @@ pub mod registry;
 pub mod supervision;
 
 pub use actor::actor_ref::{ActorRef, WeakActorRef};
-pub use actor::ask::{AskFuture, ReplyTo};
+pub use actor::ask::{AskFuture, LocalAsk, ReplyTo};
 pub use actor::async_actor::{Async, AsyncActor, AsyncContext};
 pub use actor::behaviour::Actor;
 pub use actor::context::Context;
@@ -96,6 +96,7 @@ pub use system::{ActorSystem, ShutdownReport, SystemBuilder, SystemHandle};
 #[doc(hidden)]
 pub mod loom_exports {
     pub use crate::engine::mailbox::unbounded::{Release, Unbounded};
+    pub use crate::engine::reply_slot::ReplySlot;
     pub use crate::engine::state_word::ActorState;
     pub use crate::engine::state_word::{CLOSED, SCHEDULED, STOPPED, STOP_DRAIN, STOP_NOW};
 }

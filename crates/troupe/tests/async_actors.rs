@@ -457,3 +457,320 @@ fn service_time_includes_the_awaits() {
     );
     system.shutdown();
 }
+
+// ---- asks through the asking actor's reply slot ----
+
+/// Holds, answers, or drops the requests it gets; counts late replies that
+/// found their asker gone.
+struct Keeper {
+    held: Vec<(u64, ReplyTo<u64>)>,
+    refused: Arc<AtomicUsize>,
+}
+
+enum KeepMsg {
+    Ask(u64, ReplyTo<u64>),
+    Hold(u64, ReplyTo<u64>),
+    Release,
+    Big(ReplyTo<[u64; 16]>),
+    Forget(ReplyTo<u64>),
+    Held(ReplyTo<usize>),
+}
+
+impl troupe::Actor for Keeper {
+    type Msg = KeepMsg;
+    fn handle(&mut self, msg: KeepMsg, _ctx: &mut troupe::Context<'_, Self>) {
+        match msg {
+            KeepMsg::Ask(i, r) => {
+                r.reply(i + 1);
+            }
+            KeepMsg::Hold(i, r) => self.held.push((i, r)),
+            KeepMsg::Release => {
+                for (i, r) in self.held.drain(..) {
+                    if !r.reply(i + 1) {
+                        self.refused.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }
+            KeepMsg::Big(r) => {
+                r.reply([7; 16]);
+            }
+            KeepMsg::Forget(r) => drop(r),
+            KeepMsg::Held(r) => {
+                r.reply(self.held.len());
+            }
+        }
+    }
+}
+
+/// Polls two futures to completion side by side.
+struct Join2<A: Future, B: Future> {
+    a: Pin<Box<A>>,
+    b: Pin<Box<B>>,
+    ra: Option<A::Output>,
+    rb: Option<B::Output>,
+}
+
+impl<A: Future, B: Future> Future for Join2<A, B>
+where
+    A::Output: Unpin,
+    B::Output: Unpin,
+{
+    type Output = (A::Output, B::Output);
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if this.ra.is_none() {
+            if let Poll::Ready(v) = this.a.as_mut().poll(cx) {
+                this.ra = Some(v);
+            }
+        }
+        if this.rb.is_none() {
+            if let Poll::Ready(v) = this.b.as_mut().poll(cx) {
+                this.rb = Some(v);
+            }
+        }
+        match (this.ra.take(), this.rb.take()) {
+            (Some(a), Some(b)) => Poll::Ready((a, b)),
+            (a, b) => {
+                this.ra = a;
+                this.rb = b;
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Runs the scenarios of the slot's edge cases against a keeper and a
+/// stopped actor, one message each, and reports what each ask returned.
+struct SlotAsker {
+    keeper: ActorRef<Keeper>,
+    gone: ActorRef<Keeper>,
+}
+
+enum Scenario {
+    Joined,
+    Big,
+    TimedOut,
+    Forgotten,
+    Stopped,
+    Plain(u64),
+    HoldForever,
+}
+
+type Report = std::sync::mpsc::Sender<Vec<Result<u64, AskError>>>;
+
+impl AsyncActor for SlotAsker {
+    type Msg = (Scenario, Report);
+    async fn handle(&mut self, (s, out): (Scenario, Report), ctx: &mut AsyncContext<Self>) {
+        let k = &self.keeper;
+        let got = match s {
+            Scenario::Joined => {
+                let (a, b) = Join2 {
+                    a: Box::pin(ctx.ask(k, |r| KeepMsg::Ask(1, r))),
+                    b: Box::pin(ctx.ask(k, |r| KeepMsg::Ask(2, r))),
+                    ra: None,
+                    rb: None,
+                }
+                .await;
+                vec![a, b]
+            }
+            Scenario::Big => vec![ctx.ask(k, KeepMsg::Big).await.map(|v| v.iter().sum())],
+            Scenario::TimedOut => {
+                let late = ctx
+                    .ask(k, |r| KeepMsg::Hold(10, r))
+                    .with_timeout(Duration::from_millis(20))
+                    .await;
+                // The late reply lands in the abandoned slot and is dropped.
+                let _ = k.tell(KeepMsg::Release);
+                let next = ctx.ask(k, |r| KeepMsg::Ask(20, r)).await;
+                vec![late, next]
+            }
+            Scenario::Forgotten => vec![ctx.ask(k, KeepMsg::Forget).await],
+            Scenario::Stopped => {
+                let stopped = ctx.ask(&self.gone, |r| KeepMsg::Ask(1, r)).await;
+                let next = ctx.ask(k, |r| KeepMsg::Ask(30, r)).await;
+                vec![stopped, next]
+            }
+            Scenario::Plain(i) => vec![ctx.ask(k, |r| KeepMsg::Ask(i, r)).await],
+            Scenario::HoldForever => vec![ctx.ask(k, |r| KeepMsg::Hold(40, r)).await],
+        };
+        let _ = out.send(got);
+    }
+}
+
+#[test]
+fn asks_through_the_reply_slot_cover_its_edge_cases() {
+    let system = ActorSystem::builder().threads(2).build();
+    let refused = Arc::new(AtomicUsize::new(0));
+    let keeper = system.spawn(Keeper {
+        held: Vec::new(),
+        refused: refused.clone(),
+    });
+    let gone = system.spawn(Keeper {
+        held: Vec::new(),
+        refused: refused.clone(),
+    });
+    gone.stop();
+    gone.join_timeout(T).unwrap();
+    let asker = system.spawn(Async::new(SlotAsker {
+        keeper: keeper.clone(),
+        gone,
+    }));
+    let run = |s: Scenario| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        asker.tell((s, tx)).unwrap();
+        rx.recv_timeout(T).unwrap()
+    };
+    // Two asks pending at once: the second has a channel of its own.
+    assert_eq!(run(Scenario::Joined), vec![Ok(2), Ok(3)]);
+    // A reply too large for the slot.
+    assert_eq!(run(Scenario::Big), vec![Ok(7 * 16)]);
+    // A timed-out ask's late reply is dropped; the slot serves the next.
+    assert_eq!(
+        run(Scenario::TimedOut),
+        vec![Err(AskError::Timeout), Ok(21)]
+    );
+    assert_eq!(
+        refused.load(Ordering::SeqCst),
+        1,
+        "the late reply found no asker"
+    );
+    // A request dropped unanswered, an actor that is gone.
+    assert_eq!(run(Scenario::Forgotten), vec![Err(AskError::NoReply)]);
+    assert_eq!(
+        run(Scenario::Stopped),
+        vec![Err(AskError::ActorStopped), Ok(31)]
+    );
+    for i in 0..1000 {
+        assert_eq!(run(Scenario::Plain(i)), vec![Ok(i + 1)]);
+    }
+    // Killed while its ask is held: the reply, sent after the asker is
+    // gone, frees the slot the asker left behind.
+    let (tx, _rx) = std::sync::mpsc::channel();
+    asker.tell((Scenario::HoldForever, tx)).unwrap();
+    while keeper.ask(KeepMsg::Held, T) != Ok(1) {
+        std::thread::yield_now();
+    }
+    asker.kill();
+    assert_eq!(asker.join_timeout(T), Some(StopReason::Killed));
+    drop(asker);
+    keeper.tell(KeepMsg::Release).unwrap();
+    assert_eq!(keeper.ask(|r| KeepMsg::Ask(0, r), T), Ok(1));
+    assert_eq!(
+        refused.load(Ordering::SeqCst),
+        2,
+        "the last reply found no asker"
+    );
+    system.shutdown();
+}
+
+/// Answers a request, holds it until the next one (then answers it 0), or
+/// drops it, at random.
+struct Moody {
+    held: Option<ReplyTo<u64>>,
+    rng: u64,
+}
+
+impl troupe::Actor for Moody {
+    type Msg = (u64, ReplyTo<u64>);
+    fn handle(&mut self, (i, r): (u64, ReplyTo<u64>), _ctx: &mut troupe::Context<'_, Self>) {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        match self.rng % 4 {
+            0 | 1 => {
+                r.reply(i + 1);
+            }
+            2 => {
+                if let Some(old) = self.held.replace(r) {
+                    old.reply(0);
+                }
+            }
+            _ => drop(r),
+        }
+    }
+}
+
+/// Asks moody actors in turn, each ask with a short deadline; reports
+/// how many asks ended (and fails on a wrong answer).
+struct Pester {
+    targets: Vec<ActorRef<Moody>>,
+    progress: Arc<AtomicUsize>,
+}
+
+impl AsyncActor for Pester {
+    type Msg = (u64, std::sync::mpsc::Sender<u64>);
+    async fn handle(
+        &mut self,
+        (rounds, out): (u64, std::sync::mpsc::Sender<u64>),
+        ctx: &mut AsyncContext<Self>,
+    ) {
+        let mut ended = 0;
+        for i in 0..rounds {
+            let t = &self.targets[i as usize % self.targets.len()];
+            match ctx
+                .ask(t, |r| (i, r))
+                .with_timeout(Duration::from_millis(2))
+                .await
+            {
+                Ok(v) => assert!(v == i + 1 || v == 0, "ask {i} answered {v}"),
+                Err(AskError::Timeout | AskError::NoReply) => {}
+                Err(e) => panic!("ask {i}: {e}"),
+            }
+            ended += 1;
+            self.progress.fetch_add(1, Ordering::Relaxed);
+        }
+        let _ = out.send(ended);
+    }
+}
+
+/// Oversubscribed: 16 workers, 16 askers whose replies come late, never or
+/// on time from another thread, and a quarter of the askers killed
+/// mid-ask; the survivors' asks all end. Under TSan (CI) this is the reply
+/// slot's race check with real threads.
+#[test]
+fn reply_slots_survive_late_replies_and_kills_under_oversubscription() {
+    let system = ActorSystem::builder().threads(16).build();
+    let targets: Vec<_> = (0..4)
+        .map(|k| {
+            system.spawn(Moody {
+                held: None,
+                rng: 0x9E37_79B9_7F4A_7C15 ^ (k + 1),
+            })
+        })
+        .collect();
+    let progress = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let rounds = 300;
+    let askers: Vec<_> = (0..16)
+        .map(|_| {
+            let a = system.spawn(Async::new(Pester {
+                targets: targets.clone(),
+                progress: progress.clone(),
+            }));
+            a.tell((rounds, tx.clone())).unwrap();
+            a
+        })
+        .collect();
+    drop(tx);
+    while progress.load(Ordering::Relaxed) < 16 * 20 {
+        std::thread::yield_now();
+    }
+    for a in &askers[..4] {
+        a.kill();
+    }
+    for a in &askers[..4] {
+        assert!(a.join_timeout(T).is_some());
+    }
+    let mut finished = 0;
+    while let Ok(ended) = rx.recv_timeout(T) {
+        if ended == rounds {
+            finished += 1;
+        }
+        if finished == 12 {
+            break;
+        }
+    }
+    assert!(finished >= 12, "only {finished} askers finished");
+    drop(askers);
+    system.shutdown();
+}

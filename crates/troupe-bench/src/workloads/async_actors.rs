@@ -1,7 +1,9 @@
 //! The async actor workloads (issue 27), on `troupe::AsyncActor`:
 //! * `async_pingpong`: `pingpong` with async handlers that await nothing;
 //! * `async_ask_chain`: one async handler awaits K asks to another actor,
-//!   one after another (each a suspension and a resume);
+//!   one after another (each a suspension and a resume), beside the same
+//!   chain on bare tokio tasks (mpsc + oneshot), on a multi-thread runtime
+//!   of as many workers and on a current-thread one;
 //! * `async_io`: N actors each handle M messages, each awaiting a tokio
 //!   sleep, beside N bare tokio tasks doing the same sleeps on a tokio
 //!   runtime of as many workers. The figure that matters is the overhead
@@ -150,7 +152,7 @@ impl AsyncActor for Asker {
 }
 
 pub fn run_ask_chain(cfg: &RunCfg, k: u64) -> Result<Vec<Figure>, String> {
-    Ok(vec![cfg.measure(
+    let troupe = cfg.measure(
         "troupe",
         "async_ask_chain",
         format!("async_ask_chain {k}"),
@@ -175,7 +177,80 @@ pub fn run_ask_chain(cfg: &RunCfg, k: u64) -> Result<Vec<Figure>, String> {
             system.shutdown();
             Ok(Sample::new(seconds, k as f64))
         },
-    )?])
+    )?;
+    let mut figures = vec![troupe];
+    for current_thread in [false, true] {
+        figures.push(tokio_ask_chain(cfg, k, current_thread)?);
+    }
+    Ok(figures)
+}
+
+/// The floor under every actor runtime: the same chain on bare tokio
+/// tasks, the responder a task reading `(i, oneshot::Sender)` from an
+/// unbounded mpsc channel, the asker a task awaiting each oneshot in turn.
+/// Two rows: a multi-thread runtime of `cfg.threads` workers, and a
+/// current-thread runtime (both tasks on one thread, as actix's
+/// one-arbiter row).
+fn tokio_ask_chain(cfg: &RunCfg, k: u64, current_thread: bool) -> Result<Figure, String> {
+    let mut p = params(&[("asks", json!(k))]);
+    if current_thread {
+        p.insert("placement".into(), json!("current-thread"));
+    }
+    cfg.measure(
+        "tokio-tasks",
+        "async_ask_chain",
+        format!(
+            "async_ask_chain {k}, bare tokio tasks{}",
+            if current_thread {
+                " (current-thread)"
+            } else {
+                ""
+            }
+        ),
+        p,
+        "asks/s",
+        || {
+            let rt = if current_thread {
+                tokio::runtime::Builder::new_current_thread().build()
+            } else {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(cfg.threads)
+                    .build()
+            }
+            .map_err(|e| e.to_string())?;
+            let (tx, mut rx) =
+                tokio::sync::mpsc::unbounded_channel::<(u64, tokio::sync::oneshot::Sender<u64>)>();
+            let responder = rt.spawn(async move {
+                while let Some((i, reply)) = rx.recv().await {
+                    let _ = reply.send(i + 1);
+                }
+            });
+            let (sum, seconds) = rt.block_on(async move {
+                let asker = tokio::spawn(async move {
+                    let t0 = Instant::now();
+                    let mut sum = 0u64;
+                    for i in 0..k {
+                        let (reply, answer) = tokio::sync::oneshot::channel();
+                        if tx.send((i, reply)).is_err() {
+                            break;
+                        }
+                        match answer.await {
+                            Ok(v) => sum += v,
+                            Err(_) => break,
+                        }
+                    }
+                    (sum, t0.elapsed().as_secs_f64())
+                });
+                asker.await.map_err(|e| e.to_string())
+            })?;
+            let _ = rt.block_on(responder);
+            let want = k * (k + 1) / 2;
+            verify(sum == want, || {
+                format!("async_ask_chain (tokio): sum {sum}, expected {want}")
+            })?;
+            Ok(Sample::new(seconds, k as f64))
+        },
+    )
 }
 
 pub const ASK_CHAIN: Workload = Workload {

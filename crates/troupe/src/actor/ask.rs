@@ -9,12 +9,16 @@
 
 use super::error::{AskError, SendError};
 use crate::engine::deadline;
+use crate::engine::reply_slot::ReplySlot;
 use crate::engine::timer_thread::{call_after, TimerHandle};
 use std::cell::Cell;
 use std::future::Future;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll};
+use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
 
 thread_local! {
@@ -67,7 +71,22 @@ pub(crate) trait ReplySink<R>: Send + Sync {
 enum Target<R> {
     Oneshot(oneshot::Sender<Result<R, AskError>>),
     Actor(Arc<dyn ReplySink<R>>),
+    /// An async actor's reply slot, armed for this request (`LocalAsk`).
+    Slot(SlotSender<R>),
 }
+
+/// The sending end of an armed reply slot.
+struct SlotSender<R> {
+    slot: NonNull<ReplySlot>,
+    _reply: PhantomData<fn(R)>,
+}
+
+// SAFETY: the slot is made for sharing between threads (its protocol,
+// `engine::reply_slot`), and what is sent through it, `Result<R, AskError>`,
+// is `Send` (`ReplyTo` requires `R: Send`).
+unsafe impl<R: Send> Send for SlotSender<R> {}
+// SAFETY: a `&SlotSender` gives no access to the slot (only `send`, by value).
+unsafe impl<R: Send> Sync for SlotSender<R> {}
 
 /// The reply handle carried inside a request message. Call [`reply`](Self::reply)
 /// once; dropping it unanswered fails the asker at once.
@@ -106,6 +125,16 @@ impl<R: Send + 'static> ReplyTo<R> {
         )
     }
 
+    /// A reply into `slot`, armed for this request by its owner.
+    fn to_slot(slot: NonNull<ReplySlot>) -> Self {
+        ReplyTo {
+            target: Some(Target::Slot(SlotSender {
+                slot,
+                _reply: PhantomData,
+            })),
+        }
+    }
+
     pub(crate) fn to_sink(sink: Arc<dyn ReplySink<R>>) -> Self {
         ReplyTo {
             target: Some(Target::Actor(sink)),
@@ -115,16 +144,27 @@ impl<R: Send + 'static> ReplyTo<R> {
     /// Sends the reply. Returns `false` if the asker is gone (timed out or
     /// dropped its future); the reply is then discarded.
     pub fn reply(mut self, value: R) -> bool {
-        self.send(Ok(value))
+        let target = self.target.take();
+        // Nothing is left to drop: the target is taken.
+        std::mem::forget(self);
+        Self::deliver(target, Ok(value))
     }
 
     fn send(&mut self, result: Result<R, AskError>) -> bool {
-        match self.target.take() {
+        Self::deliver(self.target.take(), result)
+    }
+
+    #[inline]
+    fn deliver(target: Option<Target<R>>, result: Result<R, AskError>) -> bool {
+        match target {
             Some(Target::Oneshot(tx)) => tx.send(result).is_ok(),
             Some(Target::Actor(sink)) => {
                 sink.deliver(result);
                 true
             }
+            // SAFETY: the slot was armed for this reply's type and this is
+            // its one sender (the target is taken, so it sends once).
+            Some(Target::Slot(s)) => unsafe { ReplySlot::send(s.slot, result) },
             None => false,
         }
     }
@@ -134,6 +174,11 @@ impl<R: Send + 'static> Drop for ReplyTo<R> {
     fn drop(&mut self) {
         if self.target.is_some() {
             if SILENT.with(|s| s.get()) {
+                if let Some(Target::Slot(s)) = self.target.take() {
+                    // The request never left: its asker has the error.
+                    // SAFETY: a live slot (its sender keeps it), armed.
+                    unsafe { s.slot.as_ref() }.disarm();
+                }
                 self.target = None;
                 return;
             }
@@ -229,6 +274,38 @@ struct Deadline {
     _timer: TimerHandle,
 }
 
+impl Deadline {
+    /// Starts the timer: at `timeout` from now it marks the deadline
+    /// expired and wakes the task that polled last.
+    fn start(timeout: Duration) -> Self {
+        let at = deadline::after(timeout);
+        let shared = Arc::new(DeadlineShared::default());
+        let s = shared.clone();
+        let timer = call_after(timeout, move || {
+            s.expired.store(true, std::sync::atomic::Ordering::Release);
+            if let Some(w) = s.waker.lock().take() {
+                w.wake();
+            }
+        });
+        Deadline {
+            at,
+            shared,
+            _timer: timer,
+        }
+    }
+
+    /// After a pending poll: registers `cx`'s waker with the timer;
+    /// whether the deadline has passed.
+    fn expired(&self, cx: &TaskContext<'_>) -> bool {
+        *self.shared.waker.lock() = Some(cx.waker().clone());
+        // Checked after storing the waker: a timer firing in between
+        // either sees the waker or is seen here.
+        self.shared
+            .expired
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
 #[derive(Default)]
 struct DeadlineShared {
     expired: std::sync::atomic::AtomicBool,
@@ -262,20 +339,7 @@ impl<R> AskFuture<R> {
     /// expires). Works with any executor: the deadline is kept by Troupe's
     /// timer thread, which wakes the task.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        let at = deadline::after(timeout);
-        let shared = Arc::new(DeadlineShared::default());
-        let s = shared.clone();
-        let timer = call_after(timeout, move || {
-            s.expired.store(true, std::sync::atomic::Ordering::Release);
-            if let Some(w) = s.waker.lock().take() {
-                w.wake();
-            }
-        });
-        self.deadline = Some(Deadline {
-            at,
-            shared,
-            _timer: timer,
-        });
+        self.deadline = Some(Deadline::start(timeout));
         self
     }
 
@@ -315,22 +379,175 @@ impl<R> Future for AskFuture<R> {
                     Poll::Ready(r.unwrap_or(Err(AskError::ActorStopped)))
                 }
                 Poll::Pending => match &this.deadline {
-                    Some(d) => {
-                        *d.shared.waker.lock() = Some(cx.waker().clone());
-                        // Checked after storing the waker: a timer firing in
-                        // between either sees the waker or is seen here.
-                        if d.shared.expired.load(std::sync::atomic::Ordering::Acquire) {
-                            this.state = AskState::Done;
-                            Poll::Ready(Err(AskError::Timeout))
-                        } else {
-                            Poll::Pending
-                        }
+                    Some(d) if d.expired(cx) => {
+                        this.state = AskState::Done;
+                        Poll::Ready(Err(AskError::Timeout))
                     }
-                    None => Poll::Pending,
+                    _ => Poll::Pending,
                 },
             },
             AskState::Failed(e) => Poll::Ready(Err(e.take().unwrap_or(AskError::ActorStopped))),
             AskState::Waiting(_) | AskState::Done => Poll::Ready(Err(AskError::ActorStopped)),
+        }
+    }
+}
+
+/// The answer to an async actor's [`AsyncContext::ask`](crate::AsyncContext::ask):
+/// a future of the reply, or of the error that replaced it, that borrows
+/// the asking actor's context (it lives inside the handler's future).
+///
+/// The reply travels through a slot the asking actor keeps for its asks,
+/// so an ask awaited in a handler allocates nothing once the first is
+/// made; a second ask pending at the same time (two asks joined) or a
+/// reply too large for the slot (over 64 bytes with its error) goes
+/// through a channel of its own, as [`ActorRef::ask_async`](crate::ActorRef::ask_async).
+#[must_use = "a LocalAsk does nothing unless awaited"]
+pub struct LocalAsk<'a, R: Send + 'static> {
+    state: LocalState<R>,
+    /// The asking actor's own waker (no count held), as the handler's
+    /// polls pass it: a receiver polled with it registers a copy.
+    own: ManuallyDrop<Waker>,
+    /// Boxed, as the fallback below: the future is moved into the
+    /// handler's state at each `.await`, so it is kept small.
+    deadline: Option<Box<Deadline>>,
+    _ctx: PhantomData<&'a ()>,
+}
+
+enum LocalState<R> {
+    /// Waiting on the asking actor's slot; `own` notes that the waker
+    /// registered there is a copy of the actor's own.
+    Slot {
+        slot: NonNull<ReplySlot>,
+        own: bool,
+        _reply: PhantomData<fn() -> R>,
+    },
+    Plain(Box<AskFuture<R>>),
+    Done,
+}
+
+// SAFETY: the slot is made for sharing between threads and the value taken
+// from it, `Result<R, AskError>`, is `Send`; the own waker is a cell's, which
+// any thread may wake (`Send + Sync` like every `Waker`).
+unsafe impl<R: Send> Send for LocalAsk<'_, R> {}
+
+impl<'a, R: Send + 'static> LocalAsk<'a, R> {
+    /// Sends the request `make` builds with `send`, replying through `slot`
+    /// when it is idle and the reply fits, else through a channel of its
+    /// own.
+    ///
+    /// # Safety
+    /// `slot` is owned by the asking actor, stays alive while the returned
+    /// future lives (its owner outlives the borrow `'a`), and is touched
+    /// only from the thread polling the actor; `own` is the actor's own
+    /// waker, whose target outlives `'a` and whose drop does nothing.
+    pub(crate) unsafe fn send<M>(
+        slot: NonNull<ReplySlot>,
+        own: ManuallyDrop<Waker>,
+        make: impl FnOnce(ReplyTo<R>) -> M,
+        send: impl FnOnce(M) -> Result<(), SendError<M>>,
+    ) -> Self {
+        // SAFETY: alive (caller's contract).
+        let s = unsafe { slot.as_ref() };
+        let state = if ReplySlot::fits::<Result<R, AskError>>() && s.is_idle() {
+            s.arm();
+            // The receiver exists before the request does: if `make`
+            // drops the `ReplyTo` (or panics), the slot gets a value, and
+            // the receiver takes it (or drops it when unwound).
+            let mut ask = LocalAsk {
+                state: LocalState::Slot {
+                    slot,
+                    own: false,
+                    _reply: PhantomData,
+                },
+                own,
+                deadline: None,
+                _ctx: PhantomData,
+            };
+            match send(make(ReplyTo::to_slot(slot))) {
+                Ok(()) => return ask,
+                Err(e) => {
+                    // The request is dropped silently: that disarms the
+                    // slot, which this receiver then leaves alone.
+                    ask.state = LocalState::Plain(Box::new(AskFuture::failed(request_not_sent(e))));
+                    return ask;
+                }
+            }
+        } else {
+            let (reply, rx) = ReplyTo::oneshot();
+            LocalState::Plain(Box::new(match send(make(reply)) {
+                Ok(()) => AskFuture::waiting(rx),
+                Err(e) => AskFuture::failed(request_not_sent(e)),
+            }))
+        };
+        LocalAsk {
+            state,
+            own,
+            deadline: None,
+            _ctx: PhantomData,
+        }
+    }
+
+    /// Resolves to `Err(AskError::Timeout)` if no reply came within
+    /// `timeout` (counted from now; a timeout too large for the clock never
+    /// expires), as [`AskFuture::with_timeout`].
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.deadline = Some(Box::new(Deadline::start(timeout)));
+        self
+    }
+}
+
+impl<R: Send + 'static> Future for LocalAsk<'_, R> {
+    type Output = Result<R, AskError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        // LocalAsk is Unpin: it holds no self-reference.
+        let this = self.get_mut();
+        let polled = match &mut this.state {
+            LocalState::Slot { slot, own, .. } => {
+                // SAFETY: we are the armed request's receiver (the state is
+                // left once the value is taken), `Result<R, AskError>` is
+                // what its `ReplyTo` sends, and `own` is the asking actor's
+                // waker, which outlives us (`send`'s contract).
+                let p = unsafe { slot.as_ref().poll_take(cx, &this.own, own) };
+                if p.is_ready() {
+                    this.state = LocalState::Done;
+                }
+                p
+            }
+            LocalState::Plain(f) => Pin::new(&mut **f).poll(cx),
+            LocalState::Done => Poll::Ready(Err(AskError::ActorStopped)),
+        };
+        match polled {
+            Poll::Ready(r) => Poll::Ready(r),
+            Poll::Pending => match &this.deadline {
+                Some(d) if d.expired(cx) => {
+                    // Give the request up: a late reply is dropped.
+                    this.abandon();
+                    Poll::Ready(Err(AskError::Timeout))
+                }
+                _ => Poll::Pending,
+            },
+        }
+    }
+}
+
+impl<R: Send + 'static> LocalAsk<'_, R> {
+    #[cold]
+    fn abandon(&mut self) {
+        if let LocalState::Slot { slot, .. } = std::mem::replace(&mut self.state, LocalState::Done)
+        {
+            // SAFETY: we are the request's receiver, giving up once.
+            unsafe { slot.as_ref().abandon::<Result<R, AskError>>() };
+        }
+    }
+}
+
+impl<R: Send + 'static> Drop for LocalAsk<'_, R> {
+    #[inline]
+    fn drop(&mut self) {
+        // Done (the reply taken) is the common case: nothing to do.
+        if let LocalState::Slot { .. } = self.state {
+            self.abandon();
         }
     }
 }

@@ -36,18 +36,28 @@
 //! the future keeps a clone).
 //!
 //! With the `async` feature each poll runs inside the system's tokio
-//! runtime context, so tokio timers and I/O work in a handler.
+//! runtime context, so tokio timers and I/O work in a handler. A pool's
+//! worker thread enters that context at its first async poll and stays in
+//! it (`enter_runtime`): sync handlers that run on the thread afterwards
+//! are inside it too.
+//!
+//! Asks: [`AsyncContext::ask`] answers through one reply slot per actor
+//! (`engine::reply_slot`), reused ask after ask, and the waker it
+//! registers there is the actor's own, without a reference count (the
+//! slot's protocol keeps the actor alive while a reply wakes it): an ask
+//! awaited in a handler allocates nothing and touches no count.
 //!
 //! Metrics: an async handler's sampled service time runs from its start to
 //! its completion, the time it spends suspended included (what a caller
 //! waits for); its trace span covers the first poll only.
 
 use super::actor_ref::ActorRef;
-use super::ask::{AskFuture, ReplyTo};
+use super::ask::{LocalAsk, ReplyTo};
 use super::behaviour::{Actor, Sealed};
 use super::cell::{ActorCell, RUNNING};
 use super::context::Context;
 use super::error::StopReason;
+use crate::engine::reply_slot::ReplySlot;
 use std::alloc::Layout;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -55,7 +65,7 @@ use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, RawWaker, RawWakerVTable, Waker};
 
@@ -120,18 +130,51 @@ pub trait AsyncActor: Sized + Send + 'static {
 /// [`ask`](Self::ask) as a plain `await`.
 pub struct AsyncContext<A: AsyncActor> {
     ctx: Context<'static, Async<A>>,
+    /// The slot this actor's asks are answered through (`ReplySlot`),
+    /// made at the first ask; null before. Only the task holder reads it.
+    reply: AtomicPtr<ReplySlot>,
 }
 
 impl<A: AsyncActor> AsyncContext<A> {
     /// Sends a request to `target` and returns the reply's future:
     /// `let total = ctx.ask(&other, Msg::Total).await?`. Give it a deadline
-    /// with [`AskFuture::with_timeout`].
+    /// with [`LocalAsk::with_timeout`]. The reply comes through a slot the
+    /// actor reuses ask after ask: no allocation per ask.
     pub fn ask<B: Actor, R: Send + 'static>(
         &self,
         target: &ActorRef<B>,
         make: impl FnOnce(ReplyTo<R>) -> B::Msg,
-    ) -> AskFuture<R> {
-        target.ask_async(make)
+    ) -> LocalAsk<'_, R> {
+        let slot = self.reply_slot();
+        // SAFETY: the slot is ours until our drop, which comes after the
+        // handler's future (and so every `LocalAsk` borrowing us) is
+        // dropped (`Async::drop`); the waker is this actor's own, its cell
+        // outlives the actor's state, and dropping it does nothing.
+        unsafe {
+            LocalAsk::send(slot, borrowed_waker(self.ctx.cell), make, |m| {
+                target.cell.send(m)
+            })
+        }
+    }
+
+    fn reply_slot(&self) -> NonNull<ReplySlot> {
+        match NonNull::new(self.reply.load(Ordering::Relaxed)) {
+            Some(slot) => slot,
+            None => {
+                let slot = ReplySlot::new();
+                self.reply.store(slot.as_ptr(), Ordering::Relaxed);
+                slot
+            }
+        }
+    }
+}
+
+impl<A: AsyncActor> Drop for AsyncContext<A> {
+    fn drop(&mut self) {
+        if let Some(slot) = NonNull::new(*self.reply.get_mut()) {
+            // SAFETY: ours, and no `LocalAsk` borrowing us is alive.
+            unsafe { ReplySlot::release_owner(slot) };
+        }
     }
 }
 
@@ -179,9 +222,10 @@ struct Inner<A: AsyncActor> {
     stopped_ran: bool,
     /// The reason a graceful stop was asked with, while `stopped` is pending.
     stop_reason: Option<StopReason>,
-    /// The runtime a poll runs inside (feature `async`), fetched once.
+    /// The runtime a poll runs inside (feature `async`), fetched once,
+    /// and its system's address, which names it (`enter_runtime`).
     #[cfg(feature = "async")]
-    tokio: Option<tokio::runtime::Handle>,
+    tokio: Option<(tokio::runtime::Handle, usize)>,
 }
 
 impl<A: AsyncActor> Async<A> {
@@ -218,10 +262,12 @@ impl<A: AsyncActor> Async<A> {
                 let cell: &'static ActorCell<Self> = &*(ctx.cell as *const ActorCell<Self>);
                 (*p).ctx = Some(AsyncContext {
                     ctx: Context::new(cell),
+                    reply: AtomicPtr::new(ptr::null_mut()),
                 });
                 #[cfg(feature = "async")]
                 {
-                    (*p).tokio = Some(ctx.cell.rt.host.tokio_handle());
+                    let key = &**ctx.cell.rt as *const _ as usize;
+                    (*p).tokio = Some((ctx.cell.rt.host.tokio_handle(), key));
                 }
             }
         }
@@ -264,7 +310,8 @@ impl<A: AsyncActor> Async<A> {
         let mut cx = TaskContext::from_waker(&waker);
         #[cfg(feature = "async")]
         // SAFETY: a field of `Inner` the future does not borrow.
-        let _runtime = unsafe { (*ptr::addr_of!((*p).tokio)).as_ref().map(|h| h.enter()) };
+        let _runtime = unsafe { (*ptr::addr_of!((*p).tokio)).as_ref() }
+            .and_then(|(h, key)| enter_runtime(h, *key));
         // SAFETY: the slot's future is pending (callers check), pinned in
         // the slot's allocation until `finish` drops it there.
         unsafe {
@@ -397,6 +444,38 @@ impl<A: AsyncActor> Actor for Async<A> {
         ctx.suspend();
         false
     }
+}
+
+#[cfg(feature = "async")]
+thread_local! {
+    /// The system (its address) whose tokio context this pool thread
+    /// stays in for the rest of its life; 0 until an async handler is
+    /// polled on it.
+    static ENTERED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Puts the poll inside `handle`'s tokio context. A pool's own worker
+/// thread enters it once, at its first async poll, and stays in it (the
+/// guard is forgotten: tokio's thread-local keeps the handle and drops it
+/// with the thread), which saves two reference counts and two thread-local
+/// writes per poll; any other thread (the test kit's, a spawner that
+/// finalizes an actor) enters it for this poll only.
+#[cfg(feature = "async")]
+#[inline]
+fn enter_runtime(
+    handle: &tokio::runtime::Handle,
+    key: usize,
+) -> Option<tokio::runtime::EnterGuard<'_>> {
+    let entered = ENTERED.with(|e| e.get());
+    if entered == key {
+        return None;
+    }
+    if entered == 0 && crate::engine::scheduler::is_pool_thread() {
+        std::mem::forget(handle.enter());
+        ENTERED.with(|e| e.set(key));
+        return None;
+    }
+    Some(handle.enter())
 }
 
 /// One reusable allocation for a pending future of any type, with the

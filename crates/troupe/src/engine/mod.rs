@@ -9,6 +9,8 @@
 //! * `timer`: the process-wide timer thread (deadlines and periodic calls);
 //! * `deadline`: turning a user's `Duration` into a deadline that cannot
 //!   overflow, and waiting on a condvar until one;
+//! * `reply_slot`: a reusable one-value cell from a sender to its owner's
+//!   receiver, with the receiver's waker (an async actor's asks);
 //! * `lock`: the spin lock of the lifecycle's short critical sections;
 //! * `shard`: which shard of a per-thread sharded structure a thread uses;
 //! * `sync`: the one door to the atomics loom replaces.
@@ -21,6 +23,7 @@ pub(crate) mod deadline;
 pub mod dispatcher;
 pub(crate) mod lock;
 pub mod mailbox;
+pub(crate) mod reply_slot;
 pub(crate) mod scheduler;
 pub(crate) mod shard;
 pub(crate) mod state_word;

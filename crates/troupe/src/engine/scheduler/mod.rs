@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-pub(crate) use worker::{is_worker_thread, may_block_here, WorkerLocal};
+pub(crate) use worker::{is_pool_thread, is_worker_thread, may_block_here, WorkerLocal};
 
 /// A scheduled actor: a type-erased, non-owning pointer to its cell. Running
 /// it consumes the task; the actor either re-schedules itself (a new task) or

@@ -60,6 +60,15 @@ pub(crate) fn current_pinned_cpu() -> Option<usize> {
     unsafe { &*w }.cpu
 }
 
+/// Whether the calling thread is a pool's own worker thread, running its
+/// loop for the thread's whole life (not a thread driving a manual pool's
+/// worker for a while).
+pub(crate) fn is_pool_thread() -> bool {
+    let w = CURRENT.with(|c| c.get());
+    // SAFETY: as in `current_for`: non-null only inside this thread's run loop.
+    !w.is_null() && unsafe { &*w }.own_thread.get()
+}
+
 /// Whether the calling thread is a worker of any pool (such a thread must not
 /// block waiting for mailbox space).
 pub(crate) fn is_worker_thread() -> bool {
@@ -94,6 +103,8 @@ pub(crate) struct WorkerLocal {
     /// The pool counts per-worker metrics (`stats.rs`); a copy of
     /// `pool.stats.on` on this worker's stack.
     counting: bool,
+    /// Set by `run`: this thread is the worker's own (`is_pool_thread`).
+    own_thread: Cell<bool>,
 }
 
 struct ClearCurrent;
@@ -122,6 +133,7 @@ impl WorkerLocal {
             parker,
             rng: Cell::new(0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B)),
             cpu,
+            own_thread: Cell::new(false),
         }
     }
 
@@ -159,6 +171,7 @@ impl WorkerLocal {
     }
 
     pub(crate) fn run(self) {
+        self.own_thread.set(true);
         CURRENT.with(|c| c.set(&self));
         let _clear = ClearCurrent;
         loop {
