@@ -74,6 +74,7 @@ fn session<S: Journal + SnapshotStore>(store: Arc<S>, work: bool) -> u64 {
     let account = system.spawn(troupe::Async::new(
         Persistent::new(Account { id }, store).config(PersistenceConfig {
             snapshot_every: Some(100),
+            ..Default::default()
         }),
     ));
     if work {

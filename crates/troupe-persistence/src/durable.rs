@@ -126,7 +126,21 @@ impl<A: DurableActor> Durable<A> {
         }
     }
 
+    /// [`load_once`](Self::load_once), retried for up to 30 s while the
+    /// store is unavailable.
     async fn load(&mut self) -> Result<(), PersistError> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            match self.load_once().await {
+                Err(PersistError::Unavailable { .. }) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn load_once(&mut self) -> Result<(), PersistError> {
         match self.store.get(&self.id).await? {
             None => {
                 self.state = A::State::default();

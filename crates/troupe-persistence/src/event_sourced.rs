@@ -32,7 +32,9 @@
 //! the truth) and applies the events after it. A recovery that fails stops
 //! the actor with [`StopReason::Failed`](troupe::StopReason::Failed) naming
 //! the cause (an event whose schema differs from the local type's, for
-//! one); commands waiting for it then fail with `ActorStopped`.
+//! one); commands waiting for it then fail with `ActorStopped`. A store
+//! that is unavailable is retried first, for up to
+//! [`PersistenceConfig::recovery_timeout`].
 
 use crate::codec::{decode_event, decode_state, encode_event, encode_state};
 use crate::error::PersistError;
@@ -41,6 +43,7 @@ use crate::journal::{Journal, SnapshotStore};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use troupe::{ActorRef, ActorSystem, Async, AsyncActor, AsyncContext, ReplyTo, StopReason};
 use troupe_remote::RemoteMessage;
 
@@ -172,12 +175,25 @@ impl<A: PersistentActor> Effect<A> {
     }
 }
 
-/// How a [`Persistent`] actor snapshots.
-#[derive(Clone, Debug, Default)]
+/// How a [`Persistent`] actor snapshots and recovers.
+#[derive(Clone, Debug)]
 pub struct PersistenceConfig {
-    /// Save a snapshot after this many events since the last one (`None`:
-    /// only on [`Effect::snapshot`]).
+    /// Save a snapshot after this many events since the last one (`None`,
+    /// the default: only on [`Effect::snapshot`]).
     pub snapshot_every: Option<u64>,
+    /// How long recovery retries a store that answers
+    /// [`PersistError::Unavailable`] (a server restarting, a cluster
+    /// electing a new leader) before it gives up; default 30 s.
+    pub recovery_timeout: Duration,
+}
+
+impl Default for PersistenceConfig {
+    fn default() -> Self {
+        PersistenceConfig {
+            snapshot_every: None,
+            recovery_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// A [`PersistentActor`] as a Troupe [`AsyncActor`] (see the module docs).
@@ -239,8 +255,22 @@ impl<A: PersistentActor> Persistent<A> {
         self
     }
 
-    /// Loads the latest usable snapshot and applies the events after it.
+    /// [`recover_once`](Self::recover_once), retried while the store is
+    /// unavailable, up to the configured recovery timeout.
     async fn recover(&mut self) -> Result<(), PersistError> {
+        let deadline = Instant::now() + self.config.recovery_timeout;
+        loop {
+            match self.recover_once().await {
+                Err(PersistError::Unavailable { .. }) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// Loads the latest usable snapshot and applies the events after it.
+    async fn recover_once(&mut self) -> Result<(), PersistError> {
         let mut state = A::State::default();
         let mut seq = 0;
         if let Some(snapshot) = self.snapshots.load(&self.id).await? {

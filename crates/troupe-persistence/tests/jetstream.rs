@@ -71,6 +71,7 @@ fn recovery_starts_from_the_latest_snapshot() {
         system.spawn(Async::new(
             Persistent::new(account("snap"), store.clone()).config(PersistenceConfig {
                 snapshot_every: Some(10),
+                ..Default::default()
             }),
         ))
     };
@@ -197,5 +198,94 @@ fn a_server_restart_under_load_loses_no_acknowledged_event() {
         "restart under load: {N} acknowledged, {} failed attempts retried, 0 lost",
         errors.load(Ordering::Relaxed)
     );
+    system.shutdown();
+}
+
+/// Three clustered servers, the journal with 3 replicas: killing the
+/// server the store is connected to, under load, loses no acknowledged
+/// event.
+///
+/// Not in the default run: on the shared 2-core machine the cluster takes
+/// 2 to 12 s to elect its JetStream leaders and, in 2 of 4 runs, the
+/// replay's consumer could not be created on the survivors within the
+/// 30 s recovery timeout (`cargo test -p troupe-persistence --test
+/// jetstream -- --ignored` runs it).
+#[test]
+#[ignore = "slow (15-60 s) and flaky on a loaded machine; see the doc comment"]
+fn a_three_server_cluster_loses_no_acknowledged_event_when_one_dies() {
+    let Some(mut cluster) = troupe_test_nats::NatsCluster::start_or_skip(3) else {
+        return;
+    };
+    // JetStream elects its leaders after the servers listen: retry.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let connect = |url: &str| loop {
+        match JetStreamStore::builder(url)
+            .namespace("ha")
+            .replicas(3)
+            .connect()
+        {
+            Ok(store) => break Arc::new(store),
+            Err(e) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "the cluster never served JetStream: {e}"
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    };
+    let t0 = Instant::now();
+    let st = connect(&cluster.urls());
+    eprintln!("cluster: JetStream ready after {:?}", t0.elapsed());
+    const N: u64 = 200;
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let system = ActorSystem::new();
+    let a = spawn_persistent(&system, account("ha"), st.clone());
+    let writer = {
+        let (a, acked) = (a.clone(), acked.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(90);
+            for n in 1..=N {
+                while !matches!(a.ask(|r| Cmd::Deposit(n, r), T), Ok(Ok(_))) {
+                    assert!(Instant::now() < deadline, "no progress after the kill");
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                acked.lock().unwrap().push(n);
+            }
+        })
+    };
+    while acked.lock().unwrap().len() < 50 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let t1 = Instant::now();
+    cluster.server(0).kill();
+    writer.join().expect("writer");
+    eprintln!("cluster: writes done {:?} after the kill", t1.elapsed());
+    drop(system);
+    drop(st);
+
+    let survivors = format!("{},{}", cluster.url(1), cluster.url(2));
+    let system = ActorSystem::new();
+    let t2 = Instant::now();
+    let a = spawn_persistent(&system, account("ha"), connect(&survivors));
+    // Recovery waits for the survivors to elect new leaders.
+    let recovered = match a.ask(Cmd::Get, Duration::from_secs(60)) {
+        Ok(r) => r.unwrap(),
+        Err(e) => panic!("{e}: {:?}", a.join()),
+    };
+    eprintln!(
+        "cluster: recovered {} events in {:?}",
+        recovered.history.len(),
+        t2.elapsed()
+    );
+    let history: HashSet<i64> = recovered.history.into_iter().collect();
+    let lost: Vec<u64> = acked
+        .lock()
+        .unwrap()
+        .iter()
+        .copied()
+        .filter(|n| !history.contains(&(*n as i64)))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
     system.shutdown();
 }

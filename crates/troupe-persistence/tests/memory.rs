@@ -110,6 +110,7 @@ fn snapshots_every_n_events_and_recovery_starts_from_the_latest() {
         system.spawn(troupe::Async::new(
             Persistent::new(account("snap"), store.clone()).config(PersistenceConfig {
                 snapshot_every: Some(10),
+                ..Default::default()
             }),
         ))
     };

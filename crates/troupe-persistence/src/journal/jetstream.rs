@@ -194,7 +194,7 @@ async fn open(
     let client = async_nats::ConnectOptions::new()
         .connection_timeout(timeout)
         .retry_on_initial_connect()
-        .connect(url.as_str())
+        .connect(url.split(',').map(str::trim).collect::<Vec<_>>())
         .await
         .map_err(|e| format!("cannot connect to {url}: {e}"))?;
     let mut js = jetstream::new(client);
@@ -239,7 +239,8 @@ async fn open(
 }
 
 impl JetStreamStore {
-    /// A builder for the server at `url` (`nats://127.0.0.1:4222`).
+    /// A builder for the server at `url` (`nats://127.0.0.1:4222`), or
+    /// any of several (`nats://a:4222,nats://b:4222`).
     pub fn builder(url: &str) -> JetStreamBuilder {
         JetStreamBuilder {
             url: url.to_string(),
