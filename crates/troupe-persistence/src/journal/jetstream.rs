@@ -23,6 +23,9 @@
 //! replay ends), then an ordered consumer filtered on the entity's subject
 //! delivers from the start, or from just after the stream sequence stored
 //! with the latest snapshot, so a snapshot spares reading older messages.
+//! Where the consumer cannot be created (a replicated stream electing its
+//! leader), the replay reads message by message with direct gets instead,
+//! which any replica answers (the stream allows direct gets).
 //!
 //! Runtime: the connection's tasks run on a tokio runtime this store owns
 //! (one worker, I/O and timers), or on the one passed to
@@ -409,14 +412,21 @@ impl Shared {
                 },
                 ..Default::default()
             })
-            .await
-            .map_err(|e| Self::unavailable(id, "cannot start a replay", e))?;
-        let mut messages = consumer
-            .messages()
-            .await
-            .map_err(|e| Self::unavailable(id, "cannot start a replay", e))?;
-        let mut out: Vec<EventRecord> = Vec::new();
-        let mut next = from;
+            .await;
+        let messages = match consumer {
+            Ok(consumer) => consumer.messages().await.ok(),
+            Err(_) => None,
+        };
+        let mut replay = Replay {
+            id,
+            next: from,
+            out: Vec::new(),
+        };
+        let Some(mut messages) = messages else {
+            // No consumer (a stream whose leader is being elected): read
+            // message by message with direct gets, which any replica answers.
+            return self.read_direct(replay, start, end).await;
+        };
         loop {
             let msg = match tokio::time::timeout(self.timeout, messages.next()).await {
                 Ok(Some(Ok(msg))) => msg,
@@ -434,24 +444,66 @@ impl Shared {
                 .info()
                 .map_err(|e| Self::unavailable(id, "a replayed message has no metadata", e))?
                 .stream_sequence;
-            let batch: Batch = from_bytes(id, &msg.payload)?;
-            for e in batch.events {
-                if e.seq < next {
-                    continue;
-                }
-                if e.seq != next {
-                    return Err(PersistError::Corrupt {
-                        id: id.to_string(),
-                        reason: format!("event #{} follows #{}", e.seq, next - 1),
-                    });
-                }
-                next += 1;
-                out.push(e);
-            }
+            replay.take(&msg.payload)?;
             if stream_seq >= end {
-                return Ok(out);
+                return Ok(replay.out);
             }
         }
+    }
+
+    /// The replay's slow path: one direct get per message.
+    async fn read_direct(
+        &self,
+        mut replay: Replay<'_>,
+        mut at: u64,
+        end: u64,
+    ) -> Result<Vec<EventRecord>, PersistError> {
+        let id = replay.id;
+        let subject = self.subject(id);
+        while at <= end {
+            let msg = self
+                .stream
+                .direct_get_next_for_subject(&subject, Some(at))
+                .await
+                .map_err(|e| Self::unavailable(id, "the replay failed", e))?;
+            let stream_seq = msg
+                .headers
+                .as_ref()
+                .and_then(|h| h.get("Nats-Sequence"))
+                .and_then(|v| v.as_str().parse::<u64>().ok())
+                .ok_or_else(|| Self::unavailable(id, "a replayed message has no sequence", ""))?;
+            replay.take(&msg.payload)?;
+            at = stream_seq.saturating_add(1);
+        }
+        Ok(replay.out)
+    }
+}
+
+/// The events a replay has collected, and the next one it expects.
+struct Replay<'a> {
+    id: &'a PersistenceId,
+    next: u64,
+    out: Vec<EventRecord>,
+}
+
+impl Replay<'_> {
+    /// Takes one journal message's events from `next` on, refusing gaps.
+    fn take(&mut self, payload: &[u8]) -> Result<(), PersistError> {
+        let batch: Batch = from_bytes(self.id, payload)?;
+        for e in batch.events {
+            if e.seq < self.next {
+                continue;
+            }
+            if e.seq != self.next {
+                return Err(PersistError::Corrupt {
+                    id: self.id.to_string(),
+                    reason: format!("event #{} follows #{}", e.seq, self.next - 1),
+                });
+            }
+            self.next += 1;
+            self.out.push(e);
+        }
+        Ok(())
     }
 }
 
