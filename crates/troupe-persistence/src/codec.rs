@@ -14,16 +14,18 @@ use serde::Serialize;
 use troupe_remote::schema::{fingerprint, UNCHECKED};
 use troupe_remote::RemoteMessage;
 
-/// Encodes event `seq`.
+/// Encodes event `seq`; `fingerprint` is `fingerprint::<E>()`, which the
+/// caller looks up once (the lookup takes a global lock).
 pub(crate) fn encode_event<E: RemoteMessage>(
     id: &PersistenceId,
     seq: u64,
+    fingerprint: u64,
     event: &E,
 ) -> Result<EventRecord, PersistError> {
     Ok(EventRecord {
         seq,
         name: E::NAME.to_string(),
-        fingerprint: fingerprint::<E>(),
+        fingerprint,
         payload: to_bytes(id, event)?,
     })
 }

@@ -204,6 +204,8 @@ pub struct Persistent<A: PersistentActor> {
     seq: u64,
     since_snapshot: u64,
     stale: bool,
+    /// `fingerprint::<A::Event>()`, looked up once.
+    event_fingerprint: u64,
     journal: Arc<dyn Journal>,
     snapshots: Arc<dyn SnapshotStore>,
     config: PersistenceConfig,
@@ -243,6 +245,7 @@ impl<A: PersistentActor> Persistent<A> {
             seq: 0,
             since_snapshot: 0,
             stale: true,
+            event_fingerprint: troupe_remote::schema::fingerprint::<A::Event>(),
             journal,
             snapshots,
             config: PersistenceConfig::default(),
@@ -349,7 +352,12 @@ impl<A: PersistentActor> Persistent<A> {
     async fn append(&mut self, events: Vec<A::Event>) -> Result<(), PersistError> {
         let mut records = Vec::with_capacity(events.len());
         for (i, e) in (1u64..).zip(&events) {
-            records.push(encode_event(&self.id, self.seq + i, e)?);
+            records.push(encode_event(
+                &self.id,
+                self.seq + i,
+                self.event_fingerprint,
+                e,
+            )?);
         }
         let last = self.journal.append(&self.id, self.seq, records).await?;
         for e in &events {
