@@ -30,7 +30,7 @@
 //! snapshot whose shape matches the state type (one that does not is
 //! skipped with a warning, and the whole journal is replayed: events are
 //! the truth) and applies the events after it. A recovery that fails stops
-//! the actor with [`StopReason::Failed`](troupe::StopReason::Failed) naming
+//! the actor with [`StopReason::Failed`] naming
 //! the cause (an event whose schema differs from the local type's, for
 //! one); commands waiting for it then fail with `ActorStopped`. A store
 //! that is unavailable is retried first, for up to

@@ -4,7 +4,7 @@
 //! Layout, for namespace `ns`:
 //! * events: stream `troupe-<ns>-journal`, one subject per entity,
 //!   `troupe.<ns>.journal.<kind>.<id>`. One append is one message (a
-//!   postcard [`Batch`] of the command's events), so the events of one
+//!   postcard `Batch` of the command's events), so the events of one
 //!   command are stored all or none.
 //! * snapshots: KV bucket `troupe-<ns>-snapshots`, key `<kind>.<id>`.
 //! * durable states: KV bucket `troupe-<ns>-state`, key `<kind>.<id>`,
