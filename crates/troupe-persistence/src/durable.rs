@@ -97,6 +97,9 @@ pub struct Durable<A: DurableActor> {
     state: A::State,
     revision: u64,
     stale: bool,
+    /// Why recovery at start failed: the actor is stopping, and the
+    /// commands it still drains are rejected with this at once.
+    failed: Option<PersistError>,
     store: Arc<dyn StateStore>,
 }
 
@@ -122,6 +125,7 @@ impl<A: DurableActor> Durable<A> {
             state: A::State::default(),
             revision: 0,
             stale: true,
+            failed: None,
             store,
         }
     }
@@ -157,6 +161,11 @@ impl<A: DurableActor> Durable<A> {
     }
 
     async fn command(&mut self, cmd: A::Command) {
+        if let Some(e) = &self.failed {
+            let e = e.clone();
+            self.actor.rejected(cmd, e);
+            return;
+        }
         if self.stale {
             if let Err(e) = self.load().await {
                 let e = PersistError::Recovery {
@@ -200,6 +209,10 @@ impl<A: DurableActor> AsyncActor for Durable<A> {
 
     async fn started(&mut self, ctx: &mut AsyncContext<Self>) {
         if let Err(e) = self.load().await {
+            self.failed = Some(PersistError::Recovery {
+                id: self.id.to_string(),
+                reason: e.to_string(),
+            });
             tracing::error!(id = %self.id, error = %e, "loading the durable state failed");
             ctx.stop_with(StopReason::Failed(format!(
                 "loading {} failed: {e}",

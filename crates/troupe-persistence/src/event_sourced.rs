@@ -204,6 +204,9 @@ pub struct Persistent<A: PersistentActor> {
     seq: u64,
     since_snapshot: u64,
     stale: bool,
+    /// Why recovery at start failed: the actor is stopping, and the
+    /// commands it still drains are rejected with this at once.
+    failed: Option<PersistError>,
     /// `fingerprint::<A::Event>()`, looked up once.
     event_fingerprint: u64,
     journal: Arc<dyn Journal>,
@@ -245,6 +248,7 @@ impl<A: PersistentActor> Persistent<A> {
             seq: 0,
             since_snapshot: 0,
             stale: true,
+            failed: None,
             event_fingerprint: troupe_remote::schema::fingerprint::<A::Event>(),
             journal,
             snapshots,
@@ -311,6 +315,11 @@ impl<A: PersistentActor> Persistent<A> {
     }
 
     async fn command(&mut self, cmd: A::Command) {
+        if let Some(e) = &self.failed {
+            let e = e.clone();
+            self.actor.rejected(cmd, e);
+            return;
+        }
         if self.stale {
             if let Err(e) = self.recover().await {
                 let e = PersistError::Recovery {
@@ -374,6 +383,10 @@ impl<A: PersistentActor> AsyncActor for Persistent<A> {
 
     async fn started(&mut self, ctx: &mut AsyncContext<Self>) {
         if let Err(e) = self.recover().await {
+            self.failed = Some(PersistError::Recovery {
+                id: self.id.to_string(),
+                reason: e.to_string(),
+            });
             tracing::error!(id = %self.id, error = %e, "recovery failed");
             ctx.stop_with(StopReason::Failed(format!(
                 "recovery of {} failed: {e}",
