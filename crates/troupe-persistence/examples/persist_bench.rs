@@ -9,6 +9,9 @@
 //! actors all at once (`ask_async`) and the run ends when every reply has
 //! arrived.
 //!
+//! Then the recovery time of one entity with as many events, replayed in
+//! full and from a snapshot (the time to spawn it and get its first reply).
+//!
 //! `cargo run --release -p troupe-persistence --example persist_bench [events] [rounds]`
 //! (starts its own `nats-server -js`; set NATS_URL to use another server).
 
@@ -16,9 +19,10 @@ use async_nats::jetstream::{self, context::Publish};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use troupe::{ActorSystem, ReplyTo};
+use troupe::{ActorSystem, Async, ReplyTo};
 use troupe_persistence::{
-    spawn_persistent, Effect, JetStreamStore, PersistError, PersistenceId, PersistentActor,
+    spawn_persistent, Effect, JetStreamStore, PersistError, PersistenceId, Persistent,
+    PersistentActor,
 };
 
 #[troupe_remote::remote("bench.Added")]
@@ -37,7 +41,12 @@ impl PersistentActor for Counter {
         self.id.clone()
     }
     fn handle_command(&mut self, _: &u64, (n, r): Self::Command) -> Effect<Self> {
-        Effect::<Self>::persist(Added(n)).reply(r, |s| *s)
+        match n {
+            // `u64::MAX`: snapshot now; 0: persist nothing (a read).
+            u64::MAX => Effect::<Self>::none().snapshot().reply(r, |s| *s),
+            0 => Effect::<Self>::none().reply(r, |s| *s),
+            n => Effect::<Self>::persist(Added(n)).reply(r, |s| *s),
+        }
     }
     fn apply(state: &mut u64, e: &Added) {
         *state += e.0;
@@ -61,7 +70,7 @@ fn persisted(
     let t0 = Instant::now();
     let mut pending = Vec::new();
     for a in &actors {
-        for n in 0..per {
+        for n in 1..=per {
             pending.push(a.ask_async(move |r| (n, r)));
         }
     }
@@ -173,5 +182,55 @@ fn main() {
             p_sum / r_sum
         );
     }
+    recovery(&system, &store, events);
     system.shutdown();
+}
+
+/// Recovery time of one entity with `events` events, replayed in full and
+/// from a snapshot taken after the last event.
+fn recovery(system: &ActorSystem, store: &Arc<JetStreamStore>, events: u64) {
+    let fill = |name: &str, snapshot: bool| {
+        let id = PersistenceId::new("bench", name).unwrap();
+        let a = system.spawn(Async::new(Persistent::new(
+            Counter { id: id.clone() },
+            store.clone(),
+        )));
+        let pending: Vec<_> = (1..=events).map(|n| a.ask_async(move |r| (n, r))).collect();
+        for p in pending {
+            p.wait_timeout(Duration::from_secs(30))
+                .expect("reply")
+                .expect("persisted");
+        }
+        if snapshot {
+            // An on-demand snapshot: a command that persists nothing.
+            a.ask(|r| (u64::MAX, r), Duration::from_secs(30))
+                .expect("reply")
+                .expect("snapshot");
+        }
+        a.stop();
+        id
+    };
+    let time = |id: PersistenceId| {
+        let t0 = Instant::now();
+        let a = system.spawn(Async::new(Persistent::new(Counter { id }, store.clone())));
+        let total = a
+            .ask(|r| (0, r), Duration::from_secs(60))
+            .expect("reply")
+            .expect("recovered");
+        let took = t0.elapsed();
+        a.stop();
+        (took, total)
+    };
+    let full = fill("recover-full", false);
+    let snap = fill("recover-snap", true);
+    for round in 0..3 {
+        let (f, ft) = time(full.clone());
+        let (s, st) = time(snap.clone());
+        assert_eq!(ft, st);
+        println!(
+            "recovery of {events} events, round {round}: full replay {:.1} ms, from a snapshot {:.1} ms",
+            f.as_secs_f64() * 1e3,
+            s.as_secs_f64() * 1e3
+        );
+    }
 }
