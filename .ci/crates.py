@@ -6,7 +6,7 @@ Floors, lowest first:
   0 troupe-test-nats, troupe-macros, troupe-bench-contract  (leaves: no workspace crate below)
   1 troupe                                                  (the runtime)
   2 troupe-remote                                           (remote actors over NATS)
-  3 troupe-cluster                                          (membership, registry, monitors)
+  3 troupe-cluster, troupe-persistence                      (membership, registry, monitors; persistent actors)
   4 troupe-top, troupe-bench, troupe-guide, peers/rust/*    (tools, the suite, the guide, the peers)
 A crate may depend (normal, dev or build) only on crates of a lower floor;
 tools never depend on each other. A workspace crate missing from this table
@@ -25,6 +25,7 @@ FLOOR = {
     "troupe": 1,
     "troupe-remote": 2,
     "troupe-cluster": 3,
+    "troupe-persistence": 3,
     "troupe-top": 4,
     "troupe-bench": 4,
     "troupe-guide": 4,

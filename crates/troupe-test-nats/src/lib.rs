@@ -75,6 +75,8 @@ pub struct Builder {
     max_payload: Option<usize>,
     user: Option<(String, String)>,
     extra: Option<String>,
+    /// In a cluster: (server name, cluster port, every member's cluster port).
+    cluster: Option<(String, u16, Vec<u16>)>,
 }
 
 impl Builder {
@@ -212,6 +214,16 @@ fn config_text(config: &Builder, port: u16, dir: &Path) -> String {
             dir.join("js").display()
         ));
     }
+    if let Some((name, port, routes)) = &config.cluster {
+        let routes: Vec<String> = routes
+            .iter()
+            .map(|p| format!("\"nats-route://127.0.0.1:{p}\""))
+            .collect();
+        text.push_str(&format!(
+            "server_name: \"{name}\"\ncluster {{ name: \"troupe-test\", listen: \"127.0.0.1:{port}\", routes: [{}] }}\n",
+            routes.join(", ")
+        ));
+    }
     if let Some(n) = config.max_payload {
         text.push_str(&format!("max_payload: {n}\n"));
     }
@@ -225,6 +237,72 @@ fn config_text(config: &Builder, port: u16, dir: &Path) -> String {
         text.push('\n');
     }
     text
+}
+
+/// Servers clustered on loopback, each with JetStream (so a stream may
+/// have 3 replicas); each member is a [`NatsServer`] that can be killed and
+/// restarted alone. Stopped when dropped.
+///
+/// ```no_run
+/// let Some(mut cluster) = troupe_test_nats::NatsCluster::start_or_skip(3) else {
+///     return;
+/// };
+/// println!("{}", cluster.url(0));
+/// cluster.server(1).kill();
+/// ```
+pub struct NatsCluster {
+    servers: Vec<NatsServer>,
+}
+
+impl NatsCluster {
+    /// Starts `n` clustered JetStream servers; an error if one does not
+    /// start. JetStream may still be electing its leaders when this
+    /// returns: retry the first stream creation for a few seconds.
+    pub fn start(n: usize) -> std::io::Result<NatsCluster> {
+        let free = || -> std::io::Result<u16> {
+            Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+        };
+        let routes = (0..n)
+            .map(|_| free())
+            .collect::<std::io::Result<Vec<u16>>>()?;
+        let mut servers = Vec::with_capacity(n);
+        for (i, &port) in routes.iter().enumerate() {
+            let mut b = Builder::default().jetstream();
+            b.cluster = Some((format!("troupe-test-{i}"), port, routes.clone()));
+            servers.push(b.start()?);
+        }
+        Ok(NatsCluster { servers })
+    }
+
+    /// Starts the cluster for a test, or `None` where nats-server is
+    /// missing (see [`Builder::start_or_skip`]).
+    pub fn start_or_skip(n: usize) -> Option<NatsCluster> {
+        // Says (once) why it skips, or panics under TROUPE_REQUIRE_NATS=1.
+        drop(NatsServer::builder().start_or_skip()?);
+        match Self::start(n) {
+            Ok(cluster) => Some(cluster),
+            Err(e) => panic!("the nats-server cluster did not start: {e}"),
+        }
+    }
+
+    /// Member `i`'s client URL.
+    pub fn url(&self, i: usize) -> String {
+        self.servers[i].url()
+    }
+
+    /// Every member's client URL, comma-separated.
+    pub fn urls(&self) -> String {
+        self.servers
+            .iter()
+            .map(|s| s.url())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Member `i`, to kill or restart.
+    pub fn server(&mut self, i: usize) -> &mut NatsServer {
+        &mut self.servers[i]
+    }
 }
 
 impl NatsServer {

@@ -1,0 +1,630 @@
+//! The NATS JetStream store: the only module of this crate that knows
+//! async-nats.
+//!
+//! Layout, for namespace `ns`:
+//! * events: stream `troupe-<ns>-journal`, one subject per entity,
+//!   `troupe.<ns>.journal.<kind>.<id>`. One append is one message (a
+//!   postcard `Batch` of the command's events), so the events of one
+//!   command are stored all or none.
+//! * snapshots: KV bucket `troupe-<ns>-snapshots`, key `<kind>.<id>`.
+//! * durable states: KV bucket `troupe-<ns>-state`, key `<kind>.<id>`,
+//!   updated with the KV's revision check.
+//!
+//! Optimistic concurrency: an append is published with JetStream's
+//! `Nats-Expected-Last-Subject-Sequence` header set to the *stream*
+//! sequence of the entity's last message as this writer knows it, so the
+//! server refuses it if anyone else appended since (the header is checked
+//! inside the stream's leader, under replication). The store caches, per
+//! entity, the pair (last event number, its stream sequence) learned from
+//! its own appends and reads; on a miss, or when the writer's expected
+//! event number differs, it asks the server for the subject's last message.
+//!
+//! Replay: the entity's last message is fetched first (that is where the
+//! replay ends), then an ordered consumer filtered on the entity's subject
+//! delivers from the start, or from just after the stream sequence stored
+//! with the latest snapshot, so a snapshot spares reading older messages.
+//! Where the consumer cannot be created (a replicated stream electing its
+//! leader), the replay reads message by message with direct gets instead,
+//! which any replica answers (the stream allows direct gets).
+//!
+//! Runtime: the connection's tasks run on a tokio runtime this store owns
+//! (one worker, I/O and timers), or on the one passed to
+//! [`JetStreamBuilder::runtime`]. (A Troupe system's own async runtime has
+//! no I/O driver, so it cannot carry the connection.) Appends and KV
+//! operations are polled in the caller's tokio context when there is one
+//! (a Troupe async actor is polled inside its system's runtime, which has
+//! timers), else run on the store's runtime; replays always run there.
+//!
+//! Acknowledgement: an append returns `Ok` only once the server's publish
+//! acknowledgement arrived, that is once the stream stored the message
+//! with its replicas (`num_replicas`, see [`JetStreamBuilder::replicas`]).
+
+use super::{
+    check_numbering, from_bytes, to_bytes, EventRecord, Journal, Revisioned, Snapshot,
+    SnapshotStore, StateStore,
+};
+use crate::error::PersistError;
+use crate::id::{check, PersistenceId};
+use async_nats::jetstream::{self, consumer, context::Publish, kv, stream};
+use futures::future::BoxFuture;
+use futures::StreamExt;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One journal message: the events of one append.
+#[derive(Serialize, Deserialize)]
+struct Batch {
+    events: Vec<EventRecord>,
+}
+
+/// A snapshot as stored in KV, with the stream sequence of its last event
+/// (0 when not known), where a replay after it may start.
+#[derive(Serialize, Deserialize)]
+struct StoredSnapshot {
+    snapshot: Snapshot,
+    stream_seq: u64,
+}
+
+/// A [`Journal`], [`SnapshotStore`] and [`StateStore`] on NATS JetStream
+/// (see the module docs).
+pub struct JetStreamStore {
+    shared: Arc<Shared>,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+struct Shared {
+    handle: tokio::runtime::Handle,
+    js: jetstream::Context,
+    stream: stream::Stream,
+    snapshots: kv::Store,
+    states: kv::Store,
+    ns: String,
+    timeout: Duration,
+    /// Per entity: (last event number, its stream sequence), as last seen.
+    positions: Mutex<HashMap<PersistenceId, (u64, u64)>>,
+    /// Per entity: (a snapshot's event number, its stream sequence).
+    hints: Mutex<HashMap<PersistenceId, (u64, u64)>>,
+}
+
+/// Configures a [`JetStreamStore`].
+#[derive(Clone, Debug)]
+pub struct JetStreamBuilder {
+    url: String,
+    ns: String,
+    replicas: usize,
+    timeout: Duration,
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+impl JetStreamBuilder {
+    /// The namespace of the stream, buckets and subjects (default
+    /// `"default"`); letters, digits, `-`, `_`, `=`.
+    pub fn namespace(mut self, ns: &str) -> Self {
+        self.ns = ns.to_string();
+        self
+    }
+
+    /// JetStream replicas of the stream and buckets (default 1; 3 on a
+    /// three-server cluster, so a server's loss loses no acknowledged
+    /// event). Applies when this store creates them.
+    pub fn replicas(mut self, n: usize) -> Self {
+        self.replicas = n.max(1);
+        self
+    }
+
+    /// How long to wait for the server (connecting, each acknowledgement,
+    /// each replay); default 5 s.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Runs the connection on this runtime (it needs I/O and timers
+    /// enabled) instead of one the store starts.
+    pub fn runtime(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.runtime = Some(handle);
+        self
+    }
+
+    /// Connects and creates (or opens) the stream and the buckets. Blocks;
+    /// call it outside any async context.
+    pub fn connect(self) -> Result<JetStreamStore, PersistError> {
+        let fail = |reason: String| PersistError::Unavailable {
+            id: format!("namespace {}", self.ns),
+            reason,
+        };
+        check("namespace", &self.ns)?;
+        let (rt, handle) = match &self.runtime {
+            Some(h) => (None, h.clone()),
+            None => {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("troupe-persistence")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| fail(format!("cannot start a tokio runtime: {e}")))?;
+                let h = rt.handle().clone();
+                (Some(rt), h)
+            }
+        };
+        let (url, ns, replicas, timeout) = (
+            self.url.clone(),
+            self.ns.clone(),
+            self.replicas,
+            self.timeout,
+        );
+        let opened = handle.block_on(async move {
+            tokio::time::timeout(timeout * 2, open(url, ns, replicas, timeout))
+                .await
+                .unwrap_or_else(|_| Err(format!("no answer within {:?}", timeout * 2)))
+        });
+        let (js, stream, snapshots, states) = match opened {
+            Ok(v) => v,
+            Err(e) => {
+                if let Some(rt) = rt {
+                    rt.shutdown_background();
+                }
+                return Err(fail(e));
+            }
+        };
+        Ok(JetStreamStore {
+            shared: Arc::new(Shared {
+                handle,
+                js,
+                stream,
+                snapshots,
+                states,
+                ns: self.ns,
+                timeout,
+                positions: Mutex::new(HashMap::new()),
+                hints: Mutex::new(HashMap::new()),
+            }),
+            rt,
+        })
+    }
+}
+
+async fn open(
+    url: String,
+    ns: String,
+    replicas: usize,
+    timeout: Duration,
+) -> Result<(jetstream::Context, stream::Stream, kv::Store, kv::Store), String> {
+    let client = async_nats::ConnectOptions::new()
+        .connection_timeout(timeout)
+        .retry_on_initial_connect()
+        .connect(url.split(',').map(str::trim).collect::<Vec<_>>())
+        .await
+        .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+    let mut js = jetstream::new(client);
+    js.set_timeout(timeout);
+    let stream = js
+        .get_or_create_stream(stream::Config {
+            name: format!("troupe-{ns}-journal"),
+            subjects: vec![format!("troupe.{ns}.journal.>")],
+            storage: stream::StorageType::File,
+            num_replicas: replicas,
+            allow_direct: true,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| {
+            format!("cannot open the journal stream (is JetStream on, `nats-server -js`?): {e}")
+        })?;
+    let mut buckets = Vec::new();
+    for name in ["snapshots", "state"] {
+        let bucket = format!("troupe-{ns}-{name}");
+        let kv = match js
+            .create_key_value(kv::Config {
+                bucket: bucket.clone(),
+                history: 1,
+                storage: stream::StorageType::File,
+                num_replicas: replicas,
+                ..Default::default()
+            })
+            .await
+        {
+            Ok(kv) => kv,
+            Err(_) => js
+                .get_key_value(&bucket)
+                .await
+                .map_err(|e| format!("cannot open the KV bucket {bucket}: {e}"))?,
+        };
+        buckets.push(kv);
+    }
+    let states = buckets.pop().expect("two buckets");
+    let snapshots = buckets.pop().expect("two buckets");
+    Ok((js, stream, snapshots, states))
+}
+
+impl JetStreamStore {
+    /// A builder for the server at `url` (`nats://127.0.0.1:4222`), or
+    /// any of several (`nats://a:4222,nats://b:4222`).
+    pub fn builder(url: &str) -> JetStreamBuilder {
+        JetStreamBuilder {
+            url: url.to_string(),
+            ns: "default".to_string(),
+            replicas: 1,
+            timeout: Duration::from_secs(5),
+            runtime: None,
+        }
+    }
+
+    /// Connects with the defaults (namespace `"default"`, one replica).
+    pub fn connect(url: &str) -> Result<Self, PersistError> {
+        Self::builder(url).connect()
+    }
+
+    /// The journal subject of `id`.
+    pub fn subject(&self, id: &PersistenceId) -> String {
+        self.shared.subject(id)
+    }
+
+    /// The journal stream's name.
+    pub fn stream_name(&self) -> String {
+        format!("troupe-{}-journal", self.shared.ns)
+    }
+
+    /// Runs `fut` in the caller's tokio context if there is one, else on
+    /// the store's runtime.
+    async fn run<T: Send + 'static>(
+        &self,
+        id: &PersistenceId,
+        always_spawn: bool,
+        fut: impl Future<Output = Result<T, PersistError>> + Send + 'static,
+    ) -> Result<T, PersistError> {
+        if !always_spawn && tokio::runtime::Handle::try_current().is_ok() {
+            return fut.await;
+        }
+        match self.shared.handle.spawn(fut).await {
+            Ok(r) => r,
+            Err(e) => Err(PersistError::Unavailable {
+                id: id.to_string(),
+                reason: format!("the store's runtime stopped: {e}"),
+            }),
+        }
+    }
+}
+
+impl Drop for JetStreamStore {
+    fn drop(&mut self) {
+        // Not a blocking shutdown: the store may be dropped inside an
+        // async context (an actor's last reference).
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Shared {
+    fn subject(&self, id: &PersistenceId) -> String {
+        format!("troupe.{}.journal.{}.{}", self.ns, id.kind(), id.id())
+    }
+
+    fn unavailable(id: &PersistenceId, what: &str, e: impl std::fmt::Display) -> PersistError {
+        PersistError::Unavailable {
+            id: id.to_string(),
+            reason: format!("{what}: {e}"),
+        }
+    }
+
+    /// The entity's last message: (last event number, stream sequence),
+    /// (0, 0) when it has none.
+    async fn last(&self, id: &PersistenceId) -> Result<(u64, u64), PersistError> {
+        use async_nats::jetstream::stream::LastRawMessageErrorKind;
+        match self
+            .stream
+            .get_last_raw_message_by_subject(&self.subject(id))
+            .await
+        {
+            Ok(msg) => {
+                let batch: Batch = from_bytes(id, &msg.payload)?;
+                let last = batch.events.last().map_or(0, |e| e.seq);
+                Ok((last, msg.sequence))
+            }
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok((0, 0)),
+            Err(e) => Err(Self::unavailable(
+                id,
+                "cannot read the journal's last message",
+                e,
+            )),
+        }
+    }
+
+    async fn append(
+        &self,
+        id: &PersistenceId,
+        expected: u64,
+        events: Vec<EventRecord>,
+    ) -> Result<u64, PersistError> {
+        let last = check_numbering(id, expected, &events)?;
+        let cached = self.positions.lock().get(id).copied();
+        let stream_seq = match cached {
+            Some((seq, stream_seq)) if seq == expected => stream_seq,
+            _ => {
+                let (seq, stream_seq) = self.last(id).await?;
+                self.positions.lock().insert(id.clone(), (seq, stream_seq));
+                if seq != expected {
+                    return Err(PersistError::Conflict {
+                        id: id.to_string(),
+                        expected,
+                        found: Some(seq),
+                    });
+                }
+                stream_seq
+            }
+        };
+        if events.is_empty() {
+            return Ok(expected);
+        }
+        let payload = to_bytes(id, &Batch { events })?;
+        let publish = Publish::build()
+            .payload(payload.into())
+            .expected_last_subject_sequence(stream_seq);
+        let acked = match self.js.send_publish(self.subject(id), publish).await {
+            Ok(ack) => ack.await,
+            Err(e) => Err(e),
+        };
+        match acked {
+            Ok(ack) => {
+                self.positions
+                    .lock()
+                    .insert(id.clone(), (last, ack.sequence));
+                Ok(last)
+            }
+            Err(e) => {
+                self.positions.lock().remove(id);
+                if e.kind() == jetstream::context::PublishErrorKind::WrongLastSequence {
+                    Err(PersistError::Conflict {
+                        id: id.to_string(),
+                        expected,
+                        found: None,
+                    })
+                } else {
+                    Err(Self::unavailable(id, "the append was not acknowledged", e))
+                }
+            }
+        }
+    }
+
+    async fn read(&self, id: &PersistenceId, from: u64) -> Result<Vec<EventRecord>, PersistError> {
+        let (last_seq, end) = self.last(id).await?;
+        self.positions.lock().insert(id.clone(), (last_seq, end));
+        if end == 0 || last_seq < from {
+            return Ok(Vec::new());
+        }
+        let start = match self.hints.lock().get(id) {
+            Some(&(seq, stream_seq)) if stream_seq > 0 && seq.checked_add(1) == Some(from) => {
+                stream_seq + 1
+            }
+            _ => 1,
+        };
+        let consumer = self
+            .stream
+            .create_consumer(consumer::pull::OrderedConfig {
+                filter_subject: self.subject(id),
+                deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                    start_sequence: start,
+                },
+                ..Default::default()
+            })
+            .await;
+        let messages = match consumer {
+            Ok(consumer) => consumer.messages().await.ok(),
+            Err(_) => None,
+        };
+        let mut replay = Replay {
+            id,
+            next: from,
+            out: Vec::new(),
+        };
+        let Some(mut messages) = messages else {
+            // No consumer (a stream whose leader is being elected): read
+            // message by message with direct gets, which any replica answers.
+            return self.read_direct(replay, start, end).await;
+        };
+        loop {
+            let msg = match tokio::time::timeout(self.timeout, messages.next()).await {
+                Ok(Some(Ok(msg))) => msg,
+                Ok(Some(Err(e))) => return Err(Self::unavailable(id, "the replay failed", e)),
+                Ok(None) => return Err(Self::unavailable(id, "the replay ended early", "")),
+                Err(_) => {
+                    return Err(Self::unavailable(
+                        id,
+                        "the replay stalled",
+                        format!("no message within {:?}", self.timeout),
+                    ))
+                }
+            };
+            let stream_seq = msg
+                .info()
+                .map_err(|e| Self::unavailable(id, "a replayed message has no metadata", e))?
+                .stream_sequence;
+            replay.take(&msg.payload)?;
+            if stream_seq >= end {
+                return Ok(replay.out);
+            }
+        }
+    }
+
+    /// The replay's slow path: one direct get per message.
+    async fn read_direct(
+        &self,
+        mut replay: Replay<'_>,
+        mut at: u64,
+        end: u64,
+    ) -> Result<Vec<EventRecord>, PersistError> {
+        let id = replay.id;
+        let subject = self.subject(id);
+        while at <= end {
+            let msg = self
+                .stream
+                .direct_get_next_for_subject(&subject, Some(at))
+                .await
+                .map_err(|e| Self::unavailable(id, "the replay failed", e))?;
+            let stream_seq = msg
+                .headers
+                .as_ref()
+                .and_then(|h| h.get("Nats-Sequence"))
+                .and_then(|v| v.as_str().parse::<u64>().ok())
+                .ok_or_else(|| Self::unavailable(id, "a replayed message has no sequence", ""))?;
+            replay.take(&msg.payload)?;
+            at = stream_seq.saturating_add(1);
+        }
+        Ok(replay.out)
+    }
+}
+
+/// The events a replay has collected, and the next one it expects.
+struct Replay<'a> {
+    id: &'a PersistenceId,
+    next: u64,
+    out: Vec<EventRecord>,
+}
+
+impl Replay<'_> {
+    /// Takes one journal message's events from `next` on, refusing gaps.
+    fn take(&mut self, payload: &[u8]) -> Result<(), PersistError> {
+        let batch: Batch = from_bytes(self.id, payload)?;
+        for e in batch.events {
+            if e.seq < self.next {
+                continue;
+            }
+            if e.seq != self.next {
+                return Err(PersistError::Corrupt {
+                    id: self.id.to_string(),
+                    reason: format!("event #{} follows #{}", e.seq, self.next - 1),
+                });
+            }
+            self.next += 1;
+            self.out.push(e);
+        }
+        Ok(())
+    }
+}
+
+impl Journal for JetStreamStore {
+    fn append<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        expected: u64,
+        events: Vec<EventRecord>,
+    ) -> BoxFuture<'a, Result<u64, PersistError>> {
+        let (shared, owned) = (self.shared.clone(), id.clone());
+        Box::pin(self.run(id, false, async move {
+            shared.append(&owned, expected, events).await
+        }))
+    }
+
+    fn read<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        from: u64,
+    ) -> BoxFuture<'a, Result<Vec<EventRecord>, PersistError>> {
+        let (shared, owned) = (self.shared.clone(), id.clone());
+        Box::pin(self.run(id, true, async move { shared.read(&owned, from).await }))
+    }
+}
+
+impl SnapshotStore for JetStreamStore {
+    fn save<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        snapshot: Snapshot,
+    ) -> BoxFuture<'a, Result<(), PersistError>> {
+        let (shared, owned) = (self.shared.clone(), id.clone());
+        Box::pin(self.run(id, false, async move {
+            let stream_seq = match shared.positions.lock().get(&owned) {
+                Some(&(seq, stream_seq)) if seq == snapshot.seq => stream_seq,
+                _ => 0,
+            };
+            let bytes = to_bytes(
+                &owned,
+                &StoredSnapshot {
+                    snapshot,
+                    stream_seq,
+                },
+            )?;
+            shared
+                .snapshots
+                .put(owned.to_string(), bytes.into())
+                .await
+                .map_err(|e| Shared::unavailable(&owned, "cannot store the snapshot", e))?;
+            Ok(())
+        }))
+    }
+
+    fn load<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+    ) -> BoxFuture<'a, Result<Option<Snapshot>, PersistError>> {
+        let (shared, owned) = (self.shared.clone(), id.clone());
+        Box::pin(self.run(id, false, async move {
+            let entry = shared
+                .snapshots
+                .entry(owned.to_string())
+                .await
+                .map_err(|e| Shared::unavailable(&owned, "cannot read the snapshot", e))?;
+            let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
+                return Ok(None);
+            };
+            let stored: StoredSnapshot = from_bytes(&owned, &entry.value)?;
+            shared
+                .hints
+                .lock()
+                .insert(owned, (stored.snapshot.seq, stored.stream_seq));
+            Ok(Some(stored.snapshot))
+        }))
+    }
+}
+
+impl StateStore for JetStreamStore {
+    fn get<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+    ) -> BoxFuture<'a, Result<Option<Revisioned>, PersistError>> {
+        let (shared, owned) = (self.shared.clone(), id.clone());
+        Box::pin(self.run(id, false, async move {
+            let entry = shared
+                .states
+                .entry(owned.to_string())
+                .await
+                .map_err(|e| Shared::unavailable(&owned, "cannot read the state", e))?;
+            Ok(entry
+                .filter(|e| e.operation == kv::Operation::Put)
+                .map(|e| Revisioned {
+                    revision: e.revision,
+                    bytes: e.value.to_vec(),
+                }))
+        }))
+    }
+
+    fn put<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        expected: u64,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<u64, PersistError>> {
+        let (shared, owned) = (self.shared.clone(), id.clone());
+        Box::pin(self.run(id, false, async move {
+            match shared
+                .states
+                .update(owned.to_string(), bytes.into(), expected)
+                .await
+            {
+                Ok(revision) => Ok(revision),
+                Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                    Err(PersistError::StateConflict {
+                        id: owned.to_string(),
+                        expected,
+                    })
+                }
+                Err(e) => Err(Shared::unavailable(&owned, "the state was not stored", e)),
+            }
+        }))
+    }
+}

@@ -1,0 +1,168 @@
+//! The storage seam: what a persistent actor needs from a store, and two
+//! stores that provide it.
+//!
+//! * [`Journal`]: per persistence id, an append-only list of events
+//!   numbered 1, 2, 3, … . [`Journal::append`] takes the sequence number
+//!   the writer believes is last and fails with
+//!   [`PersistError::Conflict`] if the journal's last is another: two
+//!   writers can never both append event N (optimistic concurrency). The
+//!   events of one append are stored all or none.
+//! * [`SnapshotStore`]: the latest snapshot of a state, with the sequence
+//!   number of the last event it includes.
+//! * [`StateStore`]: a whole state per persistence id, with a revision
+//!   that every update must name (0: none yet), so a stale writer fails.
+//!
+//! Implementations: [`memory::MemoryStore`] (tests, single process) and
+//! [`jetstream::JetStreamStore`] (NATS JetStream; the only module that
+//! knows async-nats). The actors above (`event_sourced`, `durable`) name
+//! no store type.
+//!
+//! Invariant every implementation keeps: a future that returns `Ok` has
+//! stored what it was given (for JetStream: the server acknowledged it with
+//! the stream's replication); an `Err` other than `Unavailable` stored
+//! nothing.
+
+pub mod jetstream;
+pub mod memory;
+
+use crate::error::PersistError;
+use crate::id::PersistenceId;
+use futures::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// One stored event: its sequence number, its type's stable name and
+/// schema fingerprint, and its postcard bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// 1 for the first event of a persistence id, then 2, 3, … .
+    pub seq: u64,
+    /// The event type's stable name (`troupe_remote::RemoteMessage::NAME`).
+    pub name: String,
+    /// The event type's schema fingerprint (`troupe_remote::schema`).
+    pub fingerprint: u64,
+    /// The event, encoded with postcard.
+    pub payload: Vec<u8>,
+}
+
+/// A stored snapshot: a state that includes events `1..=seq`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// The last event the state includes.
+    pub seq: u64,
+    /// The state type's schema fingerprint.
+    pub fingerprint: u64,
+    /// The state, encoded with postcard.
+    pub payload: Vec<u8>,
+}
+
+/// A stored durable state and its revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Revisioned {
+    /// The revision to name in the next [`StateStore::put`] (never 0).
+    pub revision: u64,
+    /// The stored bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// An append-only event journal per persistence id (see the module docs).
+pub trait Journal: Send + Sync + 'static {
+    /// Appends `events` (numbered `expected + 1`, `expected + 2`, …) after
+    /// event `expected` (0: the journal is empty) and returns the new last
+    /// sequence number. All or none are stored.
+    fn append<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        expected: u64,
+        events: Vec<EventRecord>,
+    ) -> BoxFuture<'a, Result<u64, PersistError>>;
+
+    /// The events with sequence numbers `from` and up, in order.
+    fn read<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        from: u64,
+    ) -> BoxFuture<'a, Result<Vec<EventRecord>, PersistError>>;
+}
+
+/// The latest snapshot per persistence id.
+pub trait SnapshotStore: Send + Sync + 'static {
+    /// Stores `snapshot` as the latest one.
+    fn save<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        snapshot: Snapshot,
+    ) -> BoxFuture<'a, Result<(), PersistError>>;
+
+    /// The latest snapshot, if any.
+    fn load<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+    ) -> BoxFuture<'a, Result<Option<Snapshot>, PersistError>>;
+}
+
+/// A whole state per persistence id, updated with a revision check.
+pub trait StateStore: Send + Sync + 'static {
+    /// The stored state, if any.
+    fn get<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+    ) -> BoxFuture<'a, Result<Option<Revisioned>, PersistError>>;
+
+    /// Stores `bytes` if the stored revision is `expected` (0: nothing
+    /// stored yet) and returns the new revision; otherwise
+    /// [`PersistError::StateConflict`] and nothing is stored.
+    fn put<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        expected: u64,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<u64, PersistError>>;
+}
+
+/// Checks that `events` are numbered `expected + 1, expected + 2, …`.
+pub(crate) fn check_numbering(
+    id: &PersistenceId,
+    expected: u64,
+    events: &[EventRecord],
+) -> Result<u64, PersistError> {
+    let mut last = expected;
+    for e in events {
+        if Some(e.seq) != last.checked_add(1) {
+            return Err(PersistError::Corrupt {
+                id: id.to_string(),
+                reason: format!("event #{} appended after #{last}", e.seq),
+            });
+        }
+        last = e.seq;
+    }
+    Ok(last)
+}
+
+/// Postcard bytes of `value`.
+pub(crate) fn to_bytes<T: Serialize + ?Sized>(
+    id: &PersistenceId,
+    value: &T,
+) -> Result<Vec<u8>, PersistError> {
+    postcard::to_stdvec(value).map_err(|e| PersistError::Encode {
+        id: id.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// `T` from postcard bytes, refusing trailing bytes.
+pub(crate) fn from_bytes<T: DeserializeOwned>(
+    id: &PersistenceId,
+    bytes: &[u8],
+) -> Result<T, PersistError> {
+    let corrupt = |reason: String| PersistError::Corrupt {
+        id: id.to_string(),
+        reason,
+    };
+    let (value, rest) =
+        postcard::take_from_bytes(bytes).map_err(|e| corrupt(format!("does not decode: {e}")))?;
+    if !rest.is_empty() {
+        return Err(corrupt(format!("{} trailing bytes", rest.len())));
+    }
+    Ok(value)
+}

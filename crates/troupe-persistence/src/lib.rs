@@ -1,0 +1,50 @@
+//! # Persistent actors for Troupe
+//!
+//! An actor's state that survives its process, on NATS JetStream:
+//!
+//! * **Event sourcing** ([`PersistentActor`]): a command handler returns
+//!   events; they are journaled, then a pure `apply` folds them into the
+//!   state, then the reply leaves. Recovery replays the journal from the
+//!   latest snapshot; snapshots every N events or on demand.
+//! * **Durable state** ([`DurableActor`]): the whole state is stored on
+//!   each change, with a revision check, so a stale writer fails.
+//!
+//! Both run as Troupe [`AsyncActor`](troupe::AsyncActor)s: one command at a
+//! time, each store operation awaited without blocking a worker thread.
+//!
+//! Floors, lowest first: [`id`] and [`error`] (names and errors) →
+//! [`journal`] (the storage seam: [`Journal`], [`SnapshotStore`],
+//! [`StateStore`], postcard bytes, and two implementations, `memory` and
+//! `jetstream`, the only module that knows async-nats) → `codec` (typed
+//! records tagged with `troupe-remote`'s stable names and schema
+//! fingerprints) →
+//! [`event_sourced`] and [`durable`] (the actor kinds, which name no store
+//! type).
+//!
+//! Invariants every part keeps: nothing is acknowledged to a caller that
+//! the store has not confirmed; an actor's state holds only what is stored;
+//! two writers cannot both append event N of one journal (the second gets
+//! [`PersistError::Conflict`]); a stored record whose schema differs from
+//! the local type's is an error naming both, never a misread.
+//!
+//! The example in [`PersistentActor`] runs on the memory store; with a
+//! server, use [`JetStreamStore::connect`] instead.
+
+#![warn(missing_docs)]
+
+mod codec;
+pub mod durable;
+pub mod error;
+pub mod event_sourced;
+pub mod id;
+pub mod journal;
+
+pub use durable::{spawn_durable, Change, Durable, DurableActor, DurableRef};
+pub use error::PersistError;
+pub use event_sourced::{
+    spawn_persistent, Effect, PersistenceConfig, Persistent, PersistentActor, PersistentRef,
+};
+pub use id::PersistenceId;
+pub use journal::jetstream::{JetStreamBuilder, JetStreamStore};
+pub use journal::memory::MemoryStore;
+pub use journal::{EventRecord, Journal, Revisioned, Snapshot, SnapshotStore, StateStore};

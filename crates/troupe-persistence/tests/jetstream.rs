@@ -1,0 +1,291 @@
+//! The actor kinds on a real `nats-server -js` (started by
+//! troupe-test-nats; skipped with one line where nats-server is missing,
+//! a failure with TROUPE_REQUIRE_NATS=1): persist and recover in a new
+//! system and connection, snapshots, two writers, durable state, and a
+//! server restart under load that loses no acknowledged event.
+
+mod common;
+
+use common::*;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use troupe::{ActorSystem, Async};
+use troupe_persistence::{
+    spawn_durable, spawn_persistent, JetStreamStore, PersistError, PersistenceConfig,
+    PersistenceId, Persistent, PersistentRef,
+};
+use troupe_test_nats::NatsServer;
+
+fn server() -> Option<NatsServer> {
+    NatsServer::builder().jetstream().start_or_skip()
+}
+
+fn store(server: &NatsServer) -> Arc<JetStreamStore> {
+    Arc::new(
+        JetStreamStore::builder(&server.url())
+            .namespace("test")
+            .connect()
+            .expect("connect"),
+    )
+}
+
+fn get(a: &PersistentRef<Account>) -> Balance {
+    a.ask(Cmd::Get, T).unwrap().unwrap()
+}
+
+#[test]
+fn persisted_events_survive_the_system_and_the_connection() {
+    let Some(server) = server() else { return };
+    let before = {
+        let store = store(&server);
+        let system = ActorSystem::new();
+        let a = spawn_persistent(&system, account("1"), store.clone());
+        let pending: Vec<_> = (1..=50)
+            .map(|n| a.ask_async(move |r| Cmd::Deposit(n, r)))
+            .collect();
+        for (n, p) in (1..=50u64).zip(pending) {
+            assert_eq!(p.wait_timeout(T), Ok(Ok(n * (n + 1) / 2)));
+        }
+        assert_eq!(a.ask(|r| Cmd::DepositTwice(1, r), T), Ok(Ok(1277)));
+        let b = get(&a);
+        drop(system);
+        b
+    };
+    let store = store(&server);
+    let system = ActorSystem::new();
+    let a = spawn_persistent(&system, account("1"), store.clone());
+    assert_eq!(get(&a), before);
+    assert_eq!(a.ask(|r| Cmd::Withdraw(7, r), T), Ok(Ok(Ok(1270))));
+    // Another entity's journal is apart.
+    let b = spawn_persistent(&system, account("2"), store);
+    assert_eq!(get(&b).balance, 0);
+    system.shutdown();
+}
+
+#[test]
+fn recovery_starts_from_the_latest_snapshot() {
+    let Some(server) = server() else { return };
+    let spawn = |system: &ActorSystem, store: &Arc<JetStreamStore>| {
+        system.spawn(Async::new(
+            Persistent::new(account("snap"), store.clone()).config(PersistenceConfig {
+                snapshot_every: Some(10),
+                ..Default::default()
+            }),
+        ))
+    };
+    let before = {
+        let store = store(&server);
+        let system = ActorSystem::new();
+        let a = spawn(&system, &store);
+        for n in 1..=35 {
+            a.ask(|r| Cmd::Deposit(n, r), T).unwrap().unwrap();
+        }
+        let b = get(&a);
+        drop(system);
+        b
+    };
+    assert_eq!(before.balance, 630);
+    let store = store(&server);
+    let system = ActorSystem::new();
+    let a = spawn(&system, &store);
+    assert_eq!(get(&a), before, "snapshot at #30 plus events 31..=35");
+    assert_eq!(a.ask(|r| Cmd::Deposit(1, r), T), Ok(Ok(631)));
+    system.shutdown();
+}
+
+#[test]
+fn two_writers_on_one_id_the_second_gets_a_conflict() {
+    let Some(server) = server() else { return };
+    let (one, two) = (store(&server), store(&server));
+    let system = ActorSystem::new();
+    let first = spawn_persistent(&system, account("shared"), one);
+    let second = spawn_persistent(&system, account("shared"), two);
+    get(&first);
+    get(&second);
+    assert_eq!(first.ask(|r| Cmd::Deposit(1, r), T), Ok(Ok(1)));
+    let refused = second.ask(|r| Cmd::Deposit(2, r), T).unwrap();
+    assert!(
+        matches!(refused, Err(PersistError::Conflict { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(second.ask(|r| Cmd::Deposit(2, r), T), Ok(Ok(3)));
+    // And now the first writer is the stale one.
+    let refused = first.ask(|r| Cmd::Deposit(4, r), T).unwrap();
+    assert!(
+        matches!(refused, Err(PersistError::Conflict { .. })),
+        "{refused:?}"
+    );
+    system.shutdown();
+}
+
+#[test]
+fn durable_state_with_a_revision_check() {
+    let Some(server) = server() else { return };
+    let id = PersistenceId::new("counter", "1").unwrap();
+    let system = ActorSystem::new();
+    let first = spawn_durable(&system, Counter { id: id.clone() }, store(&server));
+    let second = spawn_durable(&system, Counter { id: id.clone() }, store(&server));
+    assert_eq!(first.ask(CounterCmd::Get, T), Ok(Ok(0)));
+    assert_eq!(second.ask(CounterCmd::Get, T), Ok(Ok(0)));
+    assert_eq!(first.ask(|r| CounterCmd::Add(5, r), T), Ok(Ok(5)));
+    let refused = second.ask(|r| CounterCmd::Add(1, r), T).unwrap();
+    assert!(
+        matches!(refused, Err(PersistError::StateConflict { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(second.ask(|r| CounterCmd::Add(1, r), T), Ok(Ok(6)));
+    drop(system);
+    let system = ActorSystem::new();
+    let again = spawn_durable(&system, Counter { id }, store(&server));
+    assert_eq!(again.ask(CounterCmd::Get, T), Ok(Ok(6)));
+    system.shutdown();
+}
+
+#[test]
+fn a_server_restart_under_load_loses_no_acknowledged_event() {
+    let Some(mut server) = server() else { return };
+    const N: u64 = 200;
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let errors = Arc::new(AtomicUsize::new(0));
+    let st = store(&server);
+    let system = ActorSystem::new();
+    let a = spawn_persistent(&system, account("restart"), st.clone());
+    let writer = {
+        let (a, acked, errors) = (a.clone(), acked.clone(), errors.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            for n in 1..=N {
+                // Retried until acknowledged: a retry after an unconfirmed
+                // append may store the amount twice, never lose it.
+                loop {
+                    assert!(Instant::now() < deadline, "no progress after the restart");
+                    match a.ask(|r| Cmd::Deposit(n, r), T) {
+                        Ok(Ok(_)) => break,
+                        _ => {
+                            errors.fetch_add(1, Ordering::Relaxed);
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                    }
+                }
+                acked.lock().unwrap().push(n);
+            }
+        })
+    };
+    while acked.lock().unwrap().len() < 50 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // SIGKILL, as a crash: acknowledged messages are in the store files.
+    server.kill();
+    server.restart().expect("restart");
+    writer.join().expect("writer");
+    drop(system);
+    drop(st);
+
+    let system = ActorSystem::new();
+    let a = spawn_persistent(&system, account("restart"), store(&server));
+    let history: HashSet<i64> = get(&a).history.into_iter().collect();
+    let acked = acked.lock().unwrap().clone();
+    assert_eq!(acked.len() as u64, N);
+    let lost: Vec<u64> = acked
+        .iter()
+        .copied()
+        .filter(|n| !history.contains(&(*n as i64)))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
+    eprintln!(
+        "restart under load: {N} acknowledged, {} failed attempts retried, 0 lost",
+        errors.load(Ordering::Relaxed)
+    );
+    system.shutdown();
+}
+
+/// Three clustered servers, the journal with 3 replicas: killing the
+/// server the store is connected to, under load, loses no acknowledged
+/// event.
+///
+/// Not in the default run: on the shared 2-core machine the cluster takes
+/// 2 to 12 s to elect its JetStream leaders and, in 2 of 4 runs, the
+/// replay's consumer could not be created on the survivors within the
+/// 30 s recovery timeout (`cargo test -p troupe-persistence --test
+/// jetstream -- --ignored` runs it).
+#[test]
+#[ignore = "slow (15-60 s) and flaky on a loaded machine; see the doc comment"]
+fn a_three_server_cluster_loses_no_acknowledged_event_when_one_dies() {
+    let Some(mut cluster) = troupe_test_nats::NatsCluster::start_or_skip(3) else {
+        return;
+    };
+    // JetStream elects its leaders after the servers listen: retry.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let connect = |url: &str| loop {
+        match JetStreamStore::builder(url)
+            .namespace("ha")
+            .replicas(3)
+            .connect()
+        {
+            Ok(store) => break Arc::new(store),
+            Err(e) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "the cluster never served JetStream: {e}"
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    };
+    let t0 = Instant::now();
+    let st = connect(&cluster.urls());
+    eprintln!("cluster: JetStream ready after {:?}", t0.elapsed());
+    const N: u64 = 200;
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let system = ActorSystem::new();
+    let a = spawn_persistent(&system, account("ha"), st.clone());
+    let writer = {
+        let (a, acked) = (a.clone(), acked.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(90);
+            for n in 1..=N {
+                while !matches!(a.ask(|r| Cmd::Deposit(n, r), T), Ok(Ok(_))) {
+                    assert!(Instant::now() < deadline, "no progress after the kill");
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                acked.lock().unwrap().push(n);
+            }
+        })
+    };
+    while acked.lock().unwrap().len() < 50 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let t1 = Instant::now();
+    cluster.server(0).kill();
+    writer.join().expect("writer");
+    eprintln!("cluster: writes done {:?} after the kill", t1.elapsed());
+    drop(system);
+    drop(st);
+
+    let survivors = format!("{},{}", cluster.url(1), cluster.url(2));
+    let system = ActorSystem::new();
+    let t2 = Instant::now();
+    let a = spawn_persistent(&system, account("ha"), connect(&survivors));
+    // Recovery waits for the survivors to elect new leaders.
+    let recovered = match a.ask(Cmd::Get, Duration::from_secs(60)) {
+        Ok(r) => r.unwrap(),
+        Err(e) => panic!("{e}: {:?}", a.join()),
+    };
+    eprintln!(
+        "cluster: recovered {} events in {:?}",
+        recovered.history.len(),
+        t2.elapsed()
+    );
+    let history: HashSet<i64> = recovered.history.into_iter().collect();
+    let lost: Vec<u64> = acked
+        .lock()
+        .unwrap()
+        .iter()
+        .copied()
+        .filter(|n| !history.contains(&(*n as i64)))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
+    system.shutdown();
+}
