@@ -33,6 +33,7 @@ use troupe::supervision::is_abnormal;
 use troupe::{Actor, ActorRef, ActorSystem, Down, StopReason};
 use troupe_remote::auth::{ClusterKey, SEAL_LEN};
 use troupe_remote::envelope::{append_seal, encode_frame, Header, Kind, HEADER_LEN};
+use troupe_remote::transport::nats::NatsTransport;
 use troupe_remote::{Exposure, Node, NodeBuilder, RemoteMessage, RemoteRef};
 
 use crate::bad_input::{Inlet, RateLog};
@@ -140,7 +141,8 @@ impl ClusterBuilder {
         self
     }
     /// Anything else on the underlying [`NodeBuilder`] (TLS and other
-    /// `async-nats` options through `connect_options`, limits).
+    /// `async-nats` options through `.nats(|o| o.connect_options(..))`,
+    /// limits).
     pub fn node_options(
         mut self,
         f: impl FnOnce(NodeBuilder) -> NodeBuilder + Send + 'static,
@@ -162,15 +164,17 @@ impl ClusterBuilder {
         let (user, nkey, ct) = (self.user.clone(), self.nkey.clone(), self.connect_timeout);
         let mut nb = Node::builder(&self.url, &self.name)
             .cluster(self.namespace.clone())
-            .connect_options(move |mut o| {
-                o = o.connection_timeout(ct);
-                if let Some((u, p)) = user {
-                    o = o.user_and_password(u, p);
-                }
-                if let Some(seed) = nkey {
-                    o = o.nkey(seed);
-                }
-                o
+            .nats(move |n| {
+                n.connect_options(move |mut o| {
+                    o = o.connection_timeout(ct);
+                    if let Some((u, p)) = user {
+                        o = o.user_and_password(u, p);
+                    }
+                    if let Some(seed) = nkey {
+                        o = o.nkey(seed);
+                    }
+                    o
+                })
             });
         if let Some(key) = &self.key {
             nb = nb.cluster_key(key.clone());
@@ -191,7 +195,7 @@ impl ClusterBuilder {
         let ttl = self.registry_ttl;
         let violations = node.violations();
         let kv = rt.block_on(permissions::open_bucket(
-            node.client().clone(),
+            nats_client(&node)?,
             &self.namespace,
             ttl,
             &violations,
@@ -209,7 +213,7 @@ impl ClusterBuilder {
             down_after: self.down_after,
             reconnect_grace: self.reconnect_grace,
             ttl,
-            client: node.client().clone(),
+            client: nats_client(&node)?,
             kv,
             handle: rt.handle().clone(),
             system: ActorSystem::builder().threads(1).build(),
@@ -267,6 +271,16 @@ impl ClusterBuilder {
 
 /// Runs the blocking node connect on a helper thread and gives up after
 /// `limit`, so no credential or server problem can hang the caller.
+/// The NATS client under the node (the cluster's registry is JetStream KV).
+fn nats_client(node: &Node) -> Result<Client, ClusterError> {
+    match node.transport().as_any().downcast_ref::<NatsTransport>() {
+        Some(t) => Ok(t.client().clone()),
+        None => Err(ClusterError::Nats(
+            "a cluster node needs the NATS transport".into(),
+        )),
+    }
+}
+
 fn connect_bounded(nb: NodeBuilder, limit: Duration) -> Result<Node, ClusterError> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()

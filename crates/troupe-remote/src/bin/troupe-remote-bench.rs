@@ -205,7 +205,7 @@ fn child(role: &str, args: &[String]) {
                 waiting: None,
             });
             let node = Node::builder(&url, "sink")
-                .connect_options(node_opts)
+                .nats(|o| o.connect_options(node_opts))
                 .connect()
                 .expect("node");
             node.expose("sink", &sink)
@@ -226,7 +226,10 @@ fn child(role: &str, args: &[String]) {
             if let Some(us) = arg(args, "--ask-spin-us") {
                 builder = builder.ask_spin(Duration::from_micros(us.parse().expect("µs")));
             }
-            let node = builder.connect_options(node_opts).connect().expect("node");
+            let node = builder
+                .nats(|o| o.connect_options(node_opts))
+                .connect()
+                .expect("node");
             node.expose("echo", &echo)
                 .ask::<Echo>(|q, r| (q, r))
                 .serve()
