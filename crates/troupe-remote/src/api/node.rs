@@ -174,6 +174,14 @@ impl Node {
     /// Makes a local actor reachable as `name@<this node>`; say which
     /// remote types it takes on the returned [`Exposure`] and finish with
     /// `.serve()`.
+    ///
+    /// This does not publish the actor's stop: a node has no monitors.
+    /// Remote monitors and links are `troupe-cluster`'s, because telling
+    /// "the actor stopped" from "its node is gone" needs the cluster's
+    /// membership (heartbeats, `Down`); an actor that remote monitors
+    /// watch is exposed with `Cluster::expose`, which tracks its stop and
+    /// then calls this. A monitor of an actor exposed here alone sees only
+    /// its node going down.
     pub fn expose<A: troupe::Actor>(
         &self,
         name: &str,
