@@ -87,7 +87,8 @@
 //!    ids), [`schema`] (shape fingerprints, and how to evolve a message
 //!    type), the subject scheme, the inbox loop, the link/ack accounting,
 //!    the ask server, the counters.
-//! 2. `api/`: [`Node`], [`NodeBuilder`], [`RemoteRef`], [`Exposure`].
+//! 2. `api/`: [`Node`], [`NodeBuilder`], [`RemoteRef`], [`Exposure`], and
+//!    [`runtime`], the process's one I/O runtime.
 //!
 //! The `nats-server` child process that tests and benchmarks start is
 //! the `troupe-test-nats` crate's.
@@ -104,6 +105,7 @@ pub use api::builder::NodeBuilder;
 pub use api::expose::Exposure;
 pub use api::node::Node;
 pub use api::remote_ref::RemoteRef;
+pub use api::runtime;
 pub use protocol::core::node_subject;
 pub use protocol::error::NodeError;
 pub use protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};

@@ -6,8 +6,9 @@
 //! - A node made with [`Node::builder`] connects over NATS
 //!   ([`NatsOptions`]); one made with [`Node::builder_on`] speaks through
 //!   the transport it is given. Everything else is the same.
-//! - `connect` starts the node's own I/O runtime and blocks on it;
-//!   `connect_async` runs the node on the caller's runtime.
+//! - `connect` runs the node on the process's I/O runtime
+//!   ([`runtime`](crate::runtime)) and blocks on it; `connect_async` runs
+//!   the node on the caller's runtime.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use tokio::runtime::Handle;
 
-use crate::api::runtime::{block_on, Io};
+use crate::api::runtime::{block_on, shared};
 use crate::protocol::auth::ClusterKey;
 use crate::protocol::core::{is_token, Config, Core};
 use crate::protocol::envelope::HEADER_LEN;
@@ -112,7 +113,10 @@ impl NodeBuilder {
         self
     }
 
-    /// Threads of the node's I/O runtime (default 1).
+    /// Threads of the process's I/O runtime ([`runtime`](crate::runtime)),
+    /// if this node is the first to start it (default 1: a current-thread
+    /// runtime, the cheapest wake-ups). Nodes started later share the
+    /// runtime as it is.
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n.max(1);
         self
@@ -240,11 +244,10 @@ impl NodeBuilder {
     pub fn connect(self) -> Result<Node, NodeError> {
         let threads = self.threads;
         let (config, via, grace) = self.checked()?;
-        let io = Io::start(&config.name, threads)?;
-        let handle = io.handle.clone();
+        let handle = shared(threads)?;
         let core = block_on(&handle, start(config, via, handle.clone()))
             .unwrap_or_else(|| Err(NodeError::Connect("the I/O runtime stopped".into())))?;
-        Ok(Node::new(core, Some(io), grace))
+        Ok(Node::new(core, true, grace))
     }
 
     /// Connects from async code, on the caller's tokio runtime (which must
@@ -264,7 +267,7 @@ impl NodeBuilder {
             NodeError::Connect("connect_async must run inside a tokio runtime".into())
         })?;
         let core = start(config, via, handle).await?;
-        Ok(Node::new(core, None, grace))
+        Ok(Node::new(core, false, grace))
     }
 }
 

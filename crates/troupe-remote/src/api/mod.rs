@@ -7,10 +7,10 @@
 //! - `node.rs`: the node's methods and its shutdown.
 //! - `remote_ref.rs`: tells and asks to a remote actor.
 //! - `expose.rs`: making a local actor reachable.
-//! - `runtime.rs`: the node's own I/O runtime, and blocking on it.
+//! - `runtime.rs`: the process's one I/O runtime, and blocking on it.
 
 pub(crate) mod builder;
 pub(crate) mod expose;
 pub(crate) mod node;
 pub(crate) mod remote_ref;
-pub(crate) mod runtime;
+pub mod runtime;

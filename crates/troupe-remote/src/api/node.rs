@@ -2,9 +2,9 @@
 //! exposes and the remote references it hands out.
 //!
 //! # Threads and invariants
-//! - A node runs on a tokio runtime: its own small I/O runtime (its
-//!   `threads`, default 1) when made with `connect`, the caller's with
-//!   `connect_async`. The transport, the inbox loop, the link task and one
+//! - A node runs on a tokio runtime: the process's I/O runtime
+//!   ([`runtime`](crate::runtime), shared by every node and the cluster)
+//!   when made with `connect`, the caller's with `connect_async`. The transport, the inbox loop, the link task and one
 //!   flusher task per peer node run there. Blocking calls (`connect`,
 //!   `ping`, `flush`, `RemoteRef::ask`) must not be made from async code
 //!   on that runtime; use the `_async` forms there.
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::builder::check_token;
-use crate::api::runtime::{block_on, Io};
+use crate::api::runtime::{block_on, on};
 use crate::protocol::core::{node_subject, Core};
 use crate::protocol::message::{RemoteMessage, TypeEntry};
 use crate::protocol::schema::SchemaMismatch;
@@ -61,14 +61,19 @@ use crate::{Exposure, NodeBuilder, NodeError, RemoteRef};
 /// ```
 pub struct Node {
     core: Arc<Core>,
-    /// `None` when the node runs on the caller's runtime (`connect_async`).
-    io: Option<Io>,
+    /// Made with `connect` (on the process's I/O runtime), not
+    /// `connect_async`: dropping it waits for its flush.
+    blocking: bool,
     grace: Duration,
 }
 
 impl Node {
-    pub(crate) fn new(core: Arc<Core>, io: Option<Io>, grace: Duration) -> Node {
-        Node { core, io, grace }
+    pub(crate) fn new(core: Arc<Core>, blocking: bool, grace: Duration) -> Node {
+        Node {
+            core,
+            blocking,
+            grace,
+        }
     }
 
     /// Connects to the NATS server at `url` as `node_name` in the default
@@ -245,14 +250,13 @@ impl Node {
 impl Drop for Node {
     fn drop(&mut self) {
         let flush = self.core.shutdown(self.grace);
-        if self.io.is_some() {
+        if self.blocking && !on(self.core.handle()) {
             let (tx, rx) = oneshot::channel();
             self.core.handle().spawn(async move {
                 flush.await;
                 let _ = tx.send(());
             });
             let _ = rx.recv_timeout(self.grace + Duration::from_millis(100));
-            // Dropping `self.io` next stops the runtime's thread.
         } else {
             // On the caller's runtime, which may be this very thread: flush
             // in the background rather than wait for it here.
