@@ -14,8 +14,8 @@ troupe-remote's (its lib.rs, "Layers"):
   2 api           api/         (Node, NodeBuilder, RemoteRef, Exposure)
 troupe-cluster's (its lib.rs, "Layers"):
   0 wire          wire.rs, bad_input.rs, error.rs
-  1 state         liveness.rs, registry.rs, monitor.rs and the other state files
-  2 api           cluster.rs and the files of the Cluster API
+  1 state         liveness.rs, registry.rs, monitor.rs, permissions.rs
+  2 api           cluster.rs
 A file may use `crate::` paths of its own layer or below, never above. The
 crate root (lib.rs) is exempt: it only declares modules and re-exports;
 binaries (bin/) are their own crates. Paths through root re-exports
@@ -51,6 +51,19 @@ CRATES = {
     "crates/troupe-remote/src": (
         {"transport": 0, "protocol": 1, "api": 2},
         {0: "transport", 1: "protocol", 2: "api"},
+    ),
+    "crates/troupe-cluster/src": (
+        {
+            "wire": 0,
+            "bad_input": 0,
+            "error": 0,
+            "liveness": 1,
+            "registry": 1,
+            "monitor": 1,
+            "permissions": 1,
+            "cluster": 2,
+        },
+        {0: "wire", 1: "state", 2: "api"},
     ),
 }
 # Names only the transport layer may use: (crate src, folder allowed, name).

@@ -900,7 +900,7 @@ impl Inner {
 /// let worker = system.spawn(Worker);
 /// n1.expose("worker", &worker).tell::<Job>().serve()?;
 /// n1.register::<Job>("jobs", "worker")?;
-/// n1.join::<Job>("pool", "worker")?;
+/// n1.join_group::<Job>("pool", "worker")?;
 ///
 /// // Process 2: finds it, watches it, sends to the group.
 /// let n2 = Cluster::connect("nats://127.0.0.1:4222", "n2")?;
@@ -1124,7 +1124,11 @@ impl Cluster {
 
     /// Removes this node's registration of `name`.
     pub fn unregister(&self, name: &str) -> Result<(), ClusterError> {
-        let key = wire::name_key(name);
+        self.delete_own(wire::name_key(name))
+    }
+
+    /// Deletes one of this node's registry entries, if it holds it.
+    fn delete_own(&self, key: String) -> Result<(), ClusterError> {
         if self.inner.own.lock().remove(&key).is_none() {
             return Ok(());
         }
@@ -1135,11 +1139,32 @@ impl Cluster {
     }
 
     /// Adds the actor exposed here as `actor` to the broadcast group `group`.
-    pub fn join<M: RemoteMessage>(&self, group: &str, actor: &str) -> Result<(), ClusterError> {
+    pub fn join_group<M: RemoteMessage>(
+        &self,
+        group: &str,
+        actor: &str,
+    ) -> Result<(), ClusterError> {
         token("group", group)?;
         token("actor", actor)?;
         let key = wire::member_key(group, &self.inner.name, actor);
         self.put_own(group, key, self.entry::<M>(actor), false)
+    }
+
+    /// The old name of [`join_group`](Self::join_group).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed to `join_group` (`join` is `ActorRef::join`, waiting for a stop)"
+    )]
+    pub fn join<M: RemoteMessage>(&self, group: &str, actor: &str) -> Result<(), ClusterError> {
+        self.join_group::<M>(group, actor)
+    }
+
+    /// Takes the actor exposed here as `actor` out of the broadcast group
+    /// `group` (it also leaves when it stops); `Ok` if it was not in it.
+    pub fn leave_group(&self, group: &str, actor: &str) -> Result<(), ClusterError> {
+        token("group", group)?;
+        token("actor", actor)?;
+        self.delete_own(wire::member_key(group, &self.inner.name, actor))
     }
 
     /// Adds `actor` to the load-balanced group `group`: each message sent

@@ -11,11 +11,12 @@
 //!   [`Violations`] record, which keeps the first and the latest
 //!   permission violation ([`Forbidden`]: the action and the subject) and
 //!   wakes whoever waits on it;
-//! - `connect` runs an echo probe ([`probe`]) before the node serves: it
+//! - `connect` runs an echo probe (`probe`, through
+//!   [`Transport::check_access`](super::Transport::check_access)) before the node serves: it
 //!   subscribes to the node's inbox subject and to a fresh reply inbox
 //!   under `troupe.<cluster>._INBOX.`, publishes an empty message to each,
 //!   and waits until both came back (the user may publish and subscribe
-//!   there) or a violation is noted (an error, [`NodeError::Forbidden`],
+//!   there) or a violation is noted (an error, [`NodeError::Forbidden`](crate::NodeError::Forbidden),
 //!   naming the subject). A node never reports "connected" while deaf;
 //! - a layer above (the cluster's registry bucket, on `$JS.API.…` and
 //!   `$KV.…` subjects) races its requests against the record with
