@@ -82,7 +82,7 @@ fn node(url: &str, name: &str) -> Result<(), Error> {
     let worker = system.spawn(Worker { node: name.into() });
     cluster.expose("worker", &worker).tell::<Job>().serve()?;
     cluster.register::<Job>(&format!("svc-{name}"), "worker")?;
-    cluster.join::<Job>("workers", "worker")?;
+    cluster.join_group::<Job>("workers", "worker")?;
     println!("READY {name}: worker@{name}, registered as svc-{name}, in group workers");
     // Until our stdin closes (Ctrl-D, or the parent going away); a kill
     // ends us without a goodbye.

@@ -33,6 +33,7 @@ use troupe::supervision::is_abnormal;
 use troupe::{Actor, ActorRef, ActorSystem, Down, StopReason};
 use troupe_remote::auth::{ClusterKey, SEAL_LEN};
 use troupe_remote::envelope::{append_seal, encode_frame, Header, Kind, HEADER_LEN};
+use troupe_remote::transport::nats::NatsTransport;
 use troupe_remote::{Exposure, Node, NodeBuilder, RemoteMessage, RemoteRef};
 
 use crate::bad_input::{Inlet, RateLog};
@@ -140,7 +141,8 @@ impl ClusterBuilder {
         self
     }
     /// Anything else on the underlying [`NodeBuilder`] (TLS and other
-    /// `async-nats` options through `connect_options`, limits).
+    /// `async-nats` options through `.nats(|o| o.connect_options(..))`,
+    /// limits).
     pub fn node_options(
         mut self,
         f: impl FnOnce(NodeBuilder) -> NodeBuilder + Send + 'static,
@@ -162,15 +164,17 @@ impl ClusterBuilder {
         let (user, nkey, ct) = (self.user.clone(), self.nkey.clone(), self.connect_timeout);
         let mut nb = Node::builder(&self.url, &self.name)
             .cluster(self.namespace.clone())
-            .connect_options(move |mut o| {
-                o = o.connection_timeout(ct);
-                if let Some((u, p)) = user {
-                    o = o.user_and_password(u, p);
-                }
-                if let Some(seed) = nkey {
-                    o = o.nkey(seed);
-                }
-                o
+            .nats(move |n| {
+                n.connect_options(move |mut o| {
+                    o = o.connection_timeout(ct);
+                    if let Some((u, p)) = user {
+                        o = o.user_and_password(u, p);
+                    }
+                    if let Some(seed) = nkey {
+                        o = o.nkey(seed);
+                    }
+                    o
+                })
             });
         if let Some(key) = &self.key {
             nb = nb.cluster_key(key.clone());
@@ -191,7 +195,7 @@ impl ClusterBuilder {
         let ttl = self.registry_ttl;
         let violations = node.violations();
         let kv = rt.block_on(permissions::open_bucket(
-            node.client().clone(),
+            nats_client(&node)?,
             &self.namespace,
             ttl,
             &violations,
@@ -209,7 +213,7 @@ impl ClusterBuilder {
             down_after: self.down_after,
             reconnect_grace: self.reconnect_grace,
             ttl,
-            client: node.client().clone(),
+            client: nats_client(&node)?,
             kv,
             handle: rt.handle().clone(),
             system: ActorSystem::builder().threads(1).build(),
@@ -267,6 +271,16 @@ impl ClusterBuilder {
 
 /// Runs the blocking node connect on a helper thread and gives up after
 /// `limit`, so no credential or server problem can hang the caller.
+/// The NATS client under the node (the cluster's registry is JetStream KV).
+fn nats_client(node: &Node) -> Result<Client, ClusterError> {
+    match node.transport().as_any().downcast_ref::<NatsTransport>() {
+        Some(t) => Ok(t.client().clone()),
+        None => Err(ClusterError::Nats(
+            "a cluster node needs the NATS transport".into(),
+        )),
+    }
+}
+
 fn connect_bounded(nb: NodeBuilder, limit: Duration) -> Result<Node, ClusterError> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
@@ -886,7 +900,7 @@ impl Inner {
 /// let worker = system.spawn(Worker);
 /// n1.expose("worker", &worker).tell::<Job>().serve()?;
 /// n1.register::<Job>("jobs", "worker")?;
-/// n1.join::<Job>("pool", "worker")?;
+/// n1.join_group::<Job>("pool", "worker")?;
 ///
 /// // Process 2: finds it, watches it, sends to the group.
 /// let n2 = Cluster::connect("nats://127.0.0.1:4222", "n2")?;
@@ -1110,7 +1124,11 @@ impl Cluster {
 
     /// Removes this node's registration of `name`.
     pub fn unregister(&self, name: &str) -> Result<(), ClusterError> {
-        let key = wire::name_key(name);
+        self.delete_own(wire::name_key(name))
+    }
+
+    /// Deletes one of this node's registry entries, if it holds it.
+    fn delete_own(&self, key: String) -> Result<(), ClusterError> {
         if self.inner.own.lock().remove(&key).is_none() {
             return Ok(());
         }
@@ -1121,11 +1139,32 @@ impl Cluster {
     }
 
     /// Adds the actor exposed here as `actor` to the broadcast group `group`.
-    pub fn join<M: RemoteMessage>(&self, group: &str, actor: &str) -> Result<(), ClusterError> {
+    pub fn join_group<M: RemoteMessage>(
+        &self,
+        group: &str,
+        actor: &str,
+    ) -> Result<(), ClusterError> {
         token("group", group)?;
         token("actor", actor)?;
         let key = wire::member_key(group, &self.inner.name, actor);
         self.put_own(group, key, self.entry::<M>(actor), false)
+    }
+
+    /// The old name of [`join_group`](Self::join_group).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed to `join_group` (`join` is `ActorRef::join`, waiting for a stop)"
+    )]
+    pub fn join<M: RemoteMessage>(&self, group: &str, actor: &str) -> Result<(), ClusterError> {
+        self.join_group::<M>(group, actor)
+    }
+
+    /// Takes the actor exposed here as `actor` out of the broadcast group
+    /// `group` (it also leaves when it stops); `Ok` if it was not in it.
+    pub fn leave_group(&self, group: &str, actor: &str) -> Result<(), ClusterError> {
+        token("group", group)?;
+        token("actor", actor)?;
+        self.delete_own(wire::member_key(group, &self.inner.name, actor))
     }
 
     /// Adds `actor` to the load-balanced group `group`: each message sent

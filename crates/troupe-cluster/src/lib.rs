@@ -8,7 +8,7 @@
 //!
 //! - [`Cluster::monitor`] / [`Cluster::link`]: watch a remote actor like a
 //!   local one ([`monitor`] module: stand-ins, stop events);
-//! - [`Cluster::register`], [`Cluster::find`], [`Cluster::join`],
+//! - [`Cluster::register`], [`Cluster::find`], [`Cluster::join_group`],
 //!   [`Cluster::dispatch_group`], [`Cluster::join_balanced`],
 //!   [`Cluster::dispatch_balanced`] ([`registry`] module);
 //! - liveness: heartbeats, the peer table, down detection ([`liveness`]);
@@ -32,6 +32,17 @@
 //! that moment and the bucket right after. A server restart fires no Down:
 //! nodes reconnect by themselves, peers get a grace period, and the cache
 //! re-syncs from the bucket.
+
+//! # Layers
+//!
+//! A file imports only from its own floor or below (`.ci/layers.py`
+//! checks it): 0 `wire`: [`wire`] (subjects, keys, payloads),
+//! `bad_input.rs`, `error.rs`; 1 `state`: [`liveness`], [`registry`],
+//! [`monitor`], [`permissions`]; 2 `api`: `cluster.rs` ([`Cluster`],
+//! [`ClusterBuilder`]). The cluster speaks to peers through
+//! `troupe-remote`'s [`Node`](troupe_remote::Node) and, for JetStream and
+//! its own subjects, the NATS transport's client
+//! ([`NatsTransport::client`](troupe_remote::transport::nats::NatsTransport::client)).
 
 #![warn(missing_docs)]
 

@@ -208,10 +208,10 @@ fn remote_stop_reason_links_registry_and_groups() {
         a.register::<Job>("w1", "w1"),
         Err(ClusterError::NameTaken("w1".into()))
     );
-    a.join::<Job>("pool", "w1").unwrap();
+    a.join_group::<Job>("pool", "w1").unwrap();
     let w2 = system.spawn(Worker(jobs_tx.clone()));
     b.expose("w2", &w2).tell::<Job>().serve().unwrap();
-    b.join::<Job>("pool", "w2").unwrap();
+    b.join_group::<Job>("pool", "w2").unwrap();
     assert!(wait_until(Duration::from_secs(3), || b
         .members("pool")
         .len()
@@ -458,7 +458,7 @@ fn wrong_credentials_fail_fast_and_namespaces_isolate() {
     let w = system.spawn(Worker(tx));
     b1.expose("w", &w).tell::<Job>().serve().unwrap();
     b1.register::<Job>("svc", "w").unwrap();
-    b1.join::<Job>("pool", "w").unwrap();
+    b1.join_group::<Job>("pool", "w").unwrap();
     assert!(wait_until(Duration::from_secs(2), || a1.peers()
         == vec!["n2".to_string()]));
     std::thread::sleep(HB * 2);

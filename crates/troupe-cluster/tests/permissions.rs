@@ -132,7 +132,7 @@ fn two_cluster_nodes_work_on_exactly_the_documented_permissions() {
             .unwrap();
         c.register::<Sum>(&format!("sum-{}", c.name()), "counter")
             .unwrap();
-        c.join::<Add>("adders", "counter").unwrap();
+        c.join_group::<Add>("adders", "counter").unwrap();
     }
     // Each looks the other up in the registry and asks it.
     for (c, other) in [(&a, "b"), (&b, "a")] {

@@ -70,12 +70,26 @@
 //! # }
 //! ```
 //!
-//! Where things live: [`message`] (stable names, type ids, the registry),
-//! [`envelope`] (the frame layout, byte by byte), [`auth`] (the cluster
-//! key: HMAC-SHA256 seals, so only nodes holding it are obeyed), [`schema`]
-//! (shape fingerprints, and how to evolve a message type), [`permissions`]
-//! (a subject the server forbids is an error at connect), `node` (the subject
-//! scheme, the inbox loop), `outbox` (coalescing), `remote_ref`, `expose`.
+//! # Layers
+//!
+//! The crate is a house of three floors; a file imports only from its own
+//! floor or below (`.ci/layers.py` checks it):
+//!
+//! 0. [`transport`]: the one place that knows how bytes travel: the
+//!    [`Transport`](transport::Transport) trait (publish, subscribe,
+//!    request/reply), [`transport::nats`] (the only module that names an
+//!    async-nats type, with [`permissions`]: a subject the server forbids
+//!    is an error at connect) and [`transport::memory`] (an in-process
+//!    router that runs the protocol in tests).
+//! 1. `protocol/`: what nodes say to each other: [`envelope`] (the frame
+//!    layout, byte by byte), [`auth`] (the cluster key: HMAC-SHA256 seals,
+//!    so only nodes holding it are obeyed), [`message`] (stable names, type
+//!    ids), [`schema`] (shape fingerprints, and how to evolve a message
+//!    type), the subject scheme, the inbox loop, the link/ack accounting,
+//!    the ask server, the counters.
+//! 2. `api/`: [`Node`], [`NodeBuilder`], [`RemoteRef`], [`Exposure`], and
+//!    [`runtime`], the process's one I/O runtime.
+//!
 //! The `nats-server` child process that tests and benchmarks start is
 //! the `troupe-test-nats` crate's.
 
@@ -83,23 +97,20 @@
 
 extern crate self as troupe_remote;
 
-pub mod auth;
-pub mod envelope;
-mod error;
-mod expose;
-pub mod message;
-mod node;
-mod outbox;
-pub mod permissions;
-mod remote_ref;
-pub mod schema;
-mod stats;
+mod api;
+mod protocol;
+pub mod transport;
 
-pub use error::NodeError;
-pub use expose::Exposure;
-pub use message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};
-pub use node::{node_subject, Node, NodeBuilder};
-pub use remote_ref::RemoteRef;
-pub use schema::SchemaMismatch;
-pub use stats::NodeStats;
+pub use api::builder::NodeBuilder;
+pub use api::expose::Exposure;
+pub use api::node::Node;
+pub use api::remote_ref::RemoteRef;
+pub use api::runtime;
+pub use protocol::core::node_subject;
+pub use protocol::error::NodeError;
+pub use protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};
+pub use protocol::schema::SchemaMismatch;
+pub use protocol::stats::NodeStats;
+pub use protocol::{auth, envelope, message, schema};
+pub use transport::permissions;
 pub use troupe_macros::remote;

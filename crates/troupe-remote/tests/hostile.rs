@@ -108,7 +108,7 @@ fn made_up_sender_names_do_not_grow_the_link_table() {
     let system = ActorSystem::builder().threads(1).build();
     let counter = system.spawn(Counter::new(Arc::new(AtomicU64::new(0))));
     let b = Node::builder(&server.url(), "b")
-        .link_sync(Duration::from_millis(5))
+        .ack_period(Duration::from_millis(5))
         .link_idle(Duration::ZERO) // the floor: 64 periods
         .max_links(64)
         .connect()
@@ -163,7 +163,7 @@ fn with_a_cluster_key_a_plain_client_achieves_nothing() {
     let keyed = |name: &str| {
         Node::builder(&server.url(), name)
             .secret("the cluster's secret")
-            .link_sync(Duration::from_millis(10))
+            .ack_period(Duration::from_millis(10))
             .connect()
             .unwrap()
     };

@@ -1,7 +1,12 @@
 //! Delivery accounting on a link: every tell a sender's node accepted ends,
 //! on the sender, confirmed, refused by the peer, or counted lost (see
-//! `stats.rs`); these tests make the peer refuse and restart, and check the
-//! sender's buckets against what the receiver saw.
+//! `protocol/stats.rs`); these tests make the peer refuse, restart and lose
+//! tells, and check the sender's buckets against what the receiver saw.
+//!
+//! They run the link/ack protocol on the in-memory transport
+//! (`transport::memory`), so they need no server; the tests against a
+//! real nats-server (`remote.rs`, `server_loss.rs`, `hostile.rs`) cover the
+//! NATS transport.
 
 mod common;
 
@@ -10,15 +15,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 use troupe::{Actor, ActorSystem, Context, MailboxConfig, Overflow, SpawnOptions};
+use troupe_remote::transport::memory::MemoryNetwork;
+use troupe_remote::transport::Transport;
 use troupe_remote::{Node, NodeStats, RemoteRef};
-use troupe_test_nats::NatsServer;
 
 const SYNC: Duration = Duration::from_millis(20);
 const T: Duration = Duration::from_secs(10);
 
-fn node(server: &NatsServer, name: &str) -> Node {
-    Node::builder(&server.url(), name)
-        .link_sync(SYNC)
+fn node(net: &MemoryNetwork, name: &str) -> Node {
+    Node::builder_on(net.connect(), name)
+        .ack_period(SYNC)
         .connect()
         .unwrap()
 }
@@ -26,7 +32,7 @@ fn node(server: &NatsServer, name: &str) -> Node {
 /// A counter exposed as `counter@b`, node `a`, and a's reference to it;
 /// `seen` sums what the counter received.
 fn counter_pair(
-    server: &NatsServer,
+    server: &MemoryNetwork,
     system: &ActorSystem,
 ) -> (Arc<AtomicU64>, Node, Node, RemoteRef<Add>) {
     let seen = Arc::new(AtomicU64::new(0));
@@ -44,9 +50,7 @@ fn buckets(s: &NodeStats) -> u64 {
 
 #[test]
 fn tells_the_peer_does_not_deliver_are_reported_as_refused() {
-    let Some(server) = NatsServer::start_or_skip() else {
-        return;
-    };
+    let server = MemoryNetwork::new();
     let system = ActorSystem::builder().threads(2).build();
     let (seen, b, a, add) = counter_pair(&server, &system);
     let nobody = a.lookup::<Add>("nobody@b").unwrap();
@@ -86,9 +90,7 @@ impl Actor for Stuck {
 
 #[test]
 fn a_full_mailbox_on_the_peer_shows_as_refused_by_the_peer() {
-    let Some(server) = NatsServer::start_or_skip() else {
-        return;
-    };
+    let server = MemoryNetwork::new();
     let system = ActorSystem::builder().threads(2).build();
     let (release, gate) = mpsc::channel();
     let handled = Arc::new(AtomicU64::new(0));
@@ -118,9 +120,7 @@ fn a_full_mailbox_on_the_peer_shows_as_refused_by_the_peer() {
 
 #[test]
 fn a_peer_restarted_under_the_same_name_makes_the_unconfirmed_hole_lost() {
-    let Some(server) = NatsServer::start_or_skip() else {
-        return;
-    };
+    let server = MemoryNetwork::new();
     let system = ActorSystem::builder().threads(2).build();
     let (_seen, b, a, add) = counter_pair(&server, &system);
     for i in 1..=100 {
@@ -184,9 +184,7 @@ fn a_peer_restarted_under_the_same_name_makes_the_unconfirmed_hole_lost() {
 
 #[test]
 fn a_quiet_link_costs_little() {
-    let Some(server) = NatsServer::start_or_skip() else {
-        return;
-    };
+    let server = MemoryNetwork::new();
     let a = node(&server, "a");
     // A peer that never answers: probes back off to one per 32 periods.
     let ghost = a.lookup::<Add>("counter@ghost").unwrap();
@@ -199,7 +197,7 @@ fn a_quiet_link_costs_little() {
 
 /// The next NATS message on `sub`: its link frame's (epoch, first) and how
 /// many tells it holds.
-async fn next_batch(sub: &mut async_nats::Subscriber) -> (u64, u64, u64) {
+async fn next_batch(sub: &mut troupe_remote::transport::Subscription) -> (u64, u64, u64) {
     use futures::StreamExt;
     use troupe_remote::envelope::{Frames, Kind};
     let msg = tokio::time::timeout(T, sub.next()).await.unwrap().unwrap();
@@ -218,9 +216,7 @@ async fn next_batch(sub: &mut async_nats::Subscriber) -> (u64, u64, u64) {
 #[test]
 fn a_tail_lost_in_transit_is_revealed_by_a_probe() {
     use troupe_remote::envelope::LinkAck;
-    let Some(server) = NatsServer::start_or_skip() else {
-        return;
-    };
+    let server = MemoryNetwork::new();
     let a = node(&server, "a");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -228,12 +224,11 @@ fn a_tail_lost_in_transit_is_revealed_by_a_probe() {
         .unwrap();
     rt.block_on(async {
         // A hand-made peer "b" that reads batches and acks what it chooses.
-        let b = async_nats::connect(server.url()).await.unwrap();
+        let b = std::sync::Arc::new(server.connect());
         let mut sub = b
-            .subscribe(troupe_remote::node_subject("default", "b"))
+            .subscribe(&troupe_remote::node_subject("default", "b"))
             .await
             .unwrap();
-        b.flush().await.unwrap();
         let ack = |epoch, upto, received| {
             let mut out = Vec::new();
             LinkAck {
@@ -247,8 +242,7 @@ fn a_tail_lost_in_transit_is_revealed_by_a_probe() {
             .encode(&mut out);
             let b = b.clone();
             async move {
-                b.publish(a_subject(), out.into()).await.unwrap();
-                b.flush().await.unwrap();
+                b.publish(&a_subject(), out.into()).await.unwrap();
             }
         };
         let add = a.lookup::<Add>("counter@b").unwrap();
@@ -304,15 +298,13 @@ fn a_subject() -> String {
 
 #[test]
 fn a_peer_that_leaves_acks_what_it_took() {
-    let Some(server) = NatsServer::start_or_skip() else {
-        return;
-    };
+    let server = MemoryNetwork::new();
     let system = ActorSystem::builder().threads(2).build();
     let seen = Arc::new(AtomicU64::new(0));
     let counter = system.spawn(Counter::new(seen.clone()));
-    // Its link task acks only at start (nothing yet) and when it leaves.
-    let b = Node::builder(&server.url(), "b")
-        .link_sync(Duration::from_secs(600))
+    // Its link task acks only when it leaves.
+    let b = Node::builder_on(server.connect(), "b")
+        .ack_period(Duration::from_secs(600))
         .connect()
         .unwrap();
     b.expose("counter", &counter).tell::<Add>().serve().unwrap();
@@ -327,5 +319,62 @@ fn a_peer_that_leaves_acks_what_it_took() {
     assert!(a.settle(T), "{:?}", a.stats());
     let s = a.stats();
     assert_eq!((s.tells_confirmed, s.frames_lost), (50, 0), "{s:?}");
+    system.shutdown();
+}
+
+#[test]
+fn tells_lost_between_two_nodes_show_as_a_gap_and_are_counted_lost() {
+    let net = MemoryNetwork::new();
+    let system = ActorSystem::builder().threads(2).build();
+    let (seen, b, a, add) = counter_pair(&net, &system);
+    for i in 1..=10 {
+        add.tell(Add(i)).unwrap();
+    }
+    assert!(a.settle(T), "{:?}", a.stats());
+    // Everything to b's inbox is lost for a while: five tells (and any
+    // probe) vanish in transit.
+    let to_b = troupe_remote::node_subject("default", "b");
+    net.drop_when(move |subject, _| subject == to_b);
+    for i in 11..=15 {
+        add.tell(Add(i)).unwrap();
+    }
+    assert!(a.flush(T));
+    net.heal();
+    for i in 16..=20 {
+        add.tell(Add(i)).unwrap();
+    }
+    assert!(a.settle(T), "{:?}", a.stats());
+    let (s, r) = (a.stats(), b.stats());
+    assert_eq!((s.tells_confirmed, s.frames_lost), (15, 5), "{s:?}");
+    assert_eq!(buckets(&s), 20);
+    assert_eq!(r.frames_missed, 5, "{r:?}");
+    assert!(wait_until(T, || seen.load(Ordering::Relaxed) == 15));
+    system.shutdown();
+}
+
+#[test]
+fn a_sender_cut_off_keeps_its_tells_unconfirmed_until_it_is_back() {
+    let net = MemoryNetwork::new();
+    let system = ActorSystem::builder().threads(2).build();
+    let seen = Arc::new(AtomicU64::new(0));
+    let counter = system.spawn(Counter::new(seen.clone()));
+    let b = node(&net, "b");
+    b.expose("counter", &counter).tell::<Add>().serve().unwrap();
+    let conn = Arc::new(net.connect());
+    let a = Node::builder_on(conn.clone(), "a")
+        .ack_period(SYNC)
+        .connect()
+        .unwrap();
+    let add = a.lookup::<Add>("counter@b").unwrap();
+    conn.set_connected(false);
+    assert!(add.tell(Add(1)).is_err(), "no tell is taken while down");
+    assert!(!a.is_connected());
+    conn.set_connected(true);
+    for i in 1..=5 {
+        add.tell(Add(i)).unwrap();
+    }
+    assert!(a.settle(T), "{:?}", a.stats());
+    assert_eq!(a.stats().tells_confirmed, 5);
+    assert!(wait_until(T, || seen.load(Ordering::Relaxed) == 5));
     system.shutdown();
 }

@@ -50,7 +50,9 @@ fn node(
 ) -> Result<Node, NodeError> {
     Node::builder(url, name)
         .cluster("app")
-        .connect_options(move |o| o.user_and_password(user.into(), password.into()))
+        .nats(move |n| {
+            n.connect_options(move |o| o.user_and_password(user.into(), password.into()))
+        })
         .connect()
 }
 
@@ -102,7 +104,7 @@ fn a_namespace_the_user_may_not_use_is_an_error_at_connect() {
     // The namespace it may use works.
     let ok = Node::builder(&server.url(), "z")
         .cluster("other")
-        .connect_options(|o| o.user_and_password("outsider".into(), "x".into()))
+        .nats(|n| n.connect_options(|o| o.user_and_password("outsider".into(), "x".into())))
         .connect();
     assert!(ok.is_ok(), "{:?}", ok.err());
 }

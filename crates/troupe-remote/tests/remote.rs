@@ -213,7 +213,7 @@ fn garbage_on_a_node_subject_is_counted_and_the_node_keeps_serving() {
     let system = ActorSystem::builder().threads(2).build();
     let (b, seen) = serve(&server, &system, "b");
     let a = Node::connect(&server.url(), "a").unwrap();
-    let client = a.client().clone();
+    let client = a.transport().clone();
     let subject = b.subject();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -224,38 +224,32 @@ fn garbage_on_a_node_subject_is_counted_and_the_node_keeps_serving() {
         let add = a.lookup::<Add>("counter@b").unwrap();
         let _ = add;
         client
-            .publish(subject.clone(), vec![0xff; 7].into())
+            .publish(&subject, vec![0xff; 7].into())
             .await
             .unwrap();
         let mut wrong_version = vec![0u8; 40];
         wrong_version[0] = 9;
         client
-            .publish(subject.clone(), wrong_version.into())
+            .publish(&subject, wrong_version.into())
             .await
             .unwrap();
         let v = troupe_remote::envelope::FORMAT_VERSION;
         let mut truncated = vec![v, 1, 0, 0];
         truncated.extend_from_slice(&100u32.to_le_bytes());
         truncated.extend_from_slice(&[0u8; 30]);
-        client
-            .publish(subject.clone(), truncated.into())
-            .await
-            .unwrap();
+        client.publish(&subject, truncated.into()).await.unwrap();
         let mut unknown_type = vec![v, 1, 0, 0, 1, 0, 0, 0];
         unknown_type.extend_from_slice(&12345u64.to_le_bytes());
         unknown_type.extend_from_slice(&troupe_remote::type_id("counter").to_le_bytes());
         unknown_type.extend_from_slice(&0u64.to_le_bytes());
         unknown_type.push(1);
-        client
-            .publish(subject.clone(), unknown_type.into())
-            .await
-            .unwrap();
+        client.publish(&subject, unknown_type.into()).await.unwrap();
         // A garbage request gets a prompt error reply, not a timeout.
         let reply = client
-            .request(subject.clone(), vec![1u8, 2, 3].into())
+            .request(&subject, vec![1u8, 2, 3].into(), T)
             .await
             .unwrap();
-        assert_eq!(reply.payload[0..3], [v, 3, 7]); // version, Reply, BadFrame
+        assert_eq!(reply[0..3], [v, 3, 7]); // version, Reply, BadFrame
         client.flush().await.unwrap();
     });
     let add = a.lookup::<Add>("counter@b").unwrap();
@@ -321,7 +315,7 @@ fn a_flood_of_garbage_is_counted_exactly() {
     let system = ActorSystem::builder().threads(2).build();
     let (b, seen) = serve(&server, &system, "b");
     let a = Node::connect(&server.url(), "a").unwrap();
-    let client = a.client().clone();
+    let client = a.transport().clone();
     let subject = b.subject();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -330,7 +324,7 @@ fn a_flood_of_garbage_is_counted_exactly() {
     rt.block_on(async {
         for i in 0..1000u32 {
             client
-                .publish(subject.clone(), i.to_le_bytes().to_vec().into())
+                .publish(&subject, i.to_le_bytes().to_vec().into())
                 .await
                 .unwrap();
         }

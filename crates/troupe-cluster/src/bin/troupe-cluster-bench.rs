@@ -171,7 +171,7 @@ fn main() {
             let s = system.spawn(Sink);
             let a = format!("s{i}{j}");
             c.expose(&a, &s).tell::<Job>().serve().expect("expose");
-            c.join::<Job>("g", &a).expect("join");
+            c.join_group::<Job>("g", &a).expect("join");
         }
     }
     while watcher_node.members("g").len() < 4 {

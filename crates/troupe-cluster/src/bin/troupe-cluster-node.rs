@@ -92,7 +92,7 @@ fn main() {
         cluster
             .register::<Job>(&format!("svc-{name}"), "worker")
             .expect("register");
-        cluster.join::<Job>("pool", "worker").expect("join");
+        cluster.join_group::<Job>("pool", "worker").expect("join");
         Some(w)
     } else {
         None

@@ -23,17 +23,18 @@ use std::collections::HashMap;
 use futures::FutureExt;
 use troupe::{Actor, ActorRef, ReplyTo};
 
-use crate::envelope::{decode_body, encode_frame, Frame, Header, Kind, Status};
-use crate::error::status_of;
-use crate::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
-use crate::node::{status_frame, AskFn, Handlers, Outcome, Target, TellFn};
-use crate::schema;
-use crate::{Node, NodeError};
+use crate::protocol::core::Core;
+use crate::protocol::envelope::{decode_body, encode_frame, Frame, Header, Kind, Status};
+use crate::protocol::error::status_of;
+use crate::protocol::message::{RemoteAsk, RemoteMessage, TypeEntry};
+use crate::protocol::schema;
+use crate::protocol::serve::{status_frame, AskFn, Handlers, Outcome, Target, TellFn};
+use crate::NodeError;
 
 /// Which remote types an exposed actor takes; finish with [`serve`](Self::serve).
 #[must_use = "nothing is exposed until .serve()"]
 pub struct Exposure<'n, A: Actor> {
-    node: &'n Node,
+    core: &'n Core,
     name: String,
     actor: ActorRef<A>,
     types: Vec<TypeEntry>,
@@ -43,9 +44,9 @@ pub struct Exposure<'n, A: Actor> {
 }
 
 impl<'n, A: Actor> Exposure<'n, A> {
-    pub(crate) fn new(node: &'n Node, name: &str, actor: ActorRef<A>) -> Self {
+    pub(crate) fn new(core: &'n Core, name: &str, actor: ActorRef<A>) -> Self {
         Exposure {
-            node,
+            core,
             name: name.to_string(),
             actor,
             types: Vec::new(),
@@ -117,24 +118,6 @@ impl<'n, A: Actor> Exposure<'n, A> {
                 self.name
             )));
         }
-        let shared = self.node.shared();
-        {
-            let mut types = shared.types.lock();
-            let mut trial = types.clone();
-            for t in &self.types {
-                trial.insert(*t)?;
-            }
-            *types = trial;
-        }
-        let id = type_id(&self.name);
-        let mut targets = shared.targets.write();
-        if let Some(held) = targets.get(&id) {
-            return Err(NodeError::AlreadyExposed(if held.name == self.name {
-                self.name
-            } else {
-                format!("{} (its id clashes with {})", self.name, held.name)
-            }));
-        }
         let mut by_type: HashMap<u64, Handlers> = HashMap::new();
         for (t, fp, f) in self.tells {
             let h = by_type.entry(t.id).or_default();
@@ -144,13 +127,10 @@ impl<'n, A: Actor> Exposure<'n, A> {
             let h = by_type.entry(t.id).or_default();
             (h.entry, h.ask_schema, h.ask) = (Some(t), fp, Some(f));
         }
-        targets.insert(
-            id,
-            Target {
-                name: self.name,
-                by_type,
-            },
-        );
-        Ok(())
+        let target = Target {
+            name: self.name,
+            by_type,
+        };
+        self.core.install(&self.types, target)
     }
 }

@@ -48,7 +48,7 @@ use std::sync::{Mutex, OnceLock};
 use serde::de::DeserializeOwned;
 use serde_reflection::{ContainerFormat, Format, FormatHolder, Named, Registry, VariantFormat};
 
-use crate::message::{RemoteAsk, RemoteMessage};
+use crate::protocol::message::{RemoteAsk, RemoteMessage};
 
 /// The fingerprint of a type that could not be traced: not checked.
 pub const UNCHECKED: u64 = 0;

@@ -7,9 +7,9 @@ use std::fmt;
 
 use troupe::AskError;
 
-use crate::envelope::Status;
-use crate::message::TypeEntry;
-use crate::permissions::Forbidden;
+use crate::protocol::envelope::Status;
+use crate::protocol::message::TypeEntry;
+use crate::transport::permissions::Forbidden;
 
 /// Why a node could not start, expose or look up.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,11 +11,12 @@
 //!   [`Violations`] record, which keeps the first and the latest
 //!   permission violation ([`Forbidden`]: the action and the subject) and
 //!   wakes whoever waits on it;
-//! - `connect` runs an echo probe (`probe`) before the node serves: it
+//! - `connect` runs an echo probe (`probe`, through
+//!   [`Transport::check_access`](super::Transport::check_access)) before the node serves: it
 //!   subscribes to the node's inbox subject and to a fresh reply inbox
 //!   under `troupe.<cluster>._INBOX.`, publishes an empty message to each,
 //!   and waits until both came back (the user may publish and subscribe
-//!   there) or a violation is noted (an error, [`NodeError::Forbidden`],
+//!   there) or a violation is noted (an error, [`NodeError::Forbidden`](crate::NodeError::Forbidden),
 //!   naming the subject). A node never reports "connected" while deaf;
 //! - a layer above (the cluster's registry bucket, on `$JS.API.…` and
 //!   `$KV.…` subjects) races its requests against the record with
@@ -34,7 +35,7 @@ use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::NodeError;
+use super::TransportError;
 
 /// How long the connect probe waits for its echo (or a violation).
 const PROBE_LIMIT: Duration = Duration::from_secs(5);
@@ -182,7 +183,7 @@ pub(crate) async fn probe(
     violations: &Violations,
     cluster: &str,
     inbox: &str,
-) -> Result<(), NodeError> {
+) -> Result<(), TransportError> {
     let unique = client.new_inbox();
     let unique = unique.rsplit('.').next().unwrap_or("probe");
     let reply_inbox = format!("troupe.{cluster}._INBOX.{unique}");
@@ -192,24 +193,24 @@ pub(crate) async fn probe(
             let sub = client
                 .subscribe(subject.clone())
                 .await
-                .map_err(|e| NodeError::Subscribe(e.to_string()))?;
+                .map_err(|e| TransportError::Other(format!("subscribing the probe: {e}")))?;
             subs.push((subject, sub));
         }
         for (subject, _) in &subs {
             client
                 .publish(subject.clone(), bytes::Bytes::new())
                 .await
-                .map_err(|e| NodeError::Connect(format!("publishing the probe: {e}")))?;
+                .map_err(|e| TransportError::Other(format!("publishing the probe: {e}")))?;
         }
         client
             .flush()
             .await
-            .map_err(|e| NodeError::Connect(format!("flushing the probe: {e}")))?;
+            .map_err(|e| TransportError::Other(format!("flushing the probe: {e}")))?;
         for (subject, mut sub) in subs {
             match tokio::time::timeout(PROBE_LIMIT, sub.next()).await {
                 Ok(Some(_)) => {}
                 _ => {
-                    return Err(NodeError::Connect(format!(
+                    return Err(TransportError::Other(format!(
                         "the server neither delivered the connect probe on {subject} nor \
                          reported a permission violation within {PROBE_LIMIT:?}"
                     )))
@@ -221,7 +222,9 @@ pub(crate) async fn probe(
     };
     match violations.or_forbidden(0, echo).await {
         Ok(r) => r,
-        Err(latest) => Err(NodeError::Forbidden(violations.first().unwrap_or(latest))),
+        Err(latest) => Err(TransportError::Forbidden(
+            violations.first().unwrap_or(latest),
+        )),
     }
 }
 

@@ -9,7 +9,7 @@
 //! - An accepted tell gets the link's next sequence number; the peer's acks
 //!   then account for it on this node (confirmed, refused by the peer, or
 //!   lost; until then unconfirmed), so no accepted tell is lost silently.
-//! - `ask` sends one frame as a NATS request with its own reply inbox; its
+//! - `ask` sends one frame as a request with its own reply subject; its
 //!   correlation is the schema fingerprint of the ask (type and reply), which
 //!   the reply must echo. Tells carry their type's fingerprint the same way,
 //!   so a receiver refuses a shape it does not share (see
@@ -19,24 +19,23 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use troupe::{AskError, SendError};
 
-use crate::envelope::{encode_frame, EncodeError, Header, Kind};
-use crate::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
-use crate::node::Shared;
-use crate::outbox::{Outbox, Refusal};
-use crate::schema;
+use crate::protocol::core::Core;
+use crate::protocol::envelope::{encode_frame, EncodeError, Header, Kind};
+use crate::protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
+use crate::protocol::outbox::{Outbox, Refusal};
+use crate::protocol::schema;
 use crate::NodeError;
 
 /// A reference to the actor `actor@node` for messages of type `M`.
 ///
 /// Cheap to clone; all references to one node share its outbox.
 pub struct RemoteRef<M> {
-    shared: Arc<Shared>,
+    core: Arc<Core>,
     outbox: Arc<Outbox>,
     target: u64,
     name: Arc<str>,
@@ -48,7 +47,7 @@ pub struct RemoteRef<M> {
 impl<M> Clone for RemoteRef<M> {
     fn clone(&self) -> Self {
         RemoteRef {
-            shared: self.shared.clone(),
+            core: self.core.clone(),
             outbox: self.outbox.clone(),
             target: self.target,
             name: self.name.clone(),
@@ -69,9 +68,9 @@ fn log_encode(name: &str, e: &EncodeError) {
 }
 
 impl<M: RemoteMessage> RemoteRef<M> {
-    pub(crate) fn new(shared: Arc<Shared>, outbox: Arc<Outbox>, actor: &str, node: &str) -> Self {
+    pub(crate) fn new(core: Arc<Core>, outbox: Arc<Outbox>, actor: &str, node: &str) -> Self {
         RemoteRef {
-            shared,
+            core,
             outbox,
             target: type_id(actor),
             name: format!("{actor}@{node}").into(),
@@ -100,13 +99,11 @@ impl<M: RemoteMessage> RemoteRef<M> {
     /// this node as confirmed, refused by the peer, or lost (see
     /// [`NodeStats`](crate::NodeStats) and [`Node::settle`](crate::Node::settle)).
     pub fn tell(&self, msg: M) -> Result<(), SendError<M>> {
-        if !self.shared.connected.load(Ordering::Acquire)
-            || self.shared.closed.load(Ordering::Acquire)
-        {
+        if !self.core.accepting() {
             return Err(closed(msg));
         }
         let header = Header::new(Kind::Tell, M::TYPE_ID, self.target, self.schema);
-        match self.outbox.push(header, &msg, self.shared.max_body) {
+        match self.outbox.push(header, &msg, self.core.max_body()) {
             Ok(()) => Ok(()),
             Err(Refusal::Closed) => Err(closed(msg)),
             Err(Refusal::Full) => Err(SendError::Full(msg)),
@@ -119,9 +116,9 @@ impl<M: RemoteMessage> RemoteRef<M> {
 
     /// A reference to the same actor for another message type.
     pub fn retype<N: RemoteMessage>(&self) -> Result<RemoteRef<N>, NodeError> {
-        self.shared.register(TypeEntry::of::<N>())?;
+        self.core.register(TypeEntry::of::<N>())?;
         Ok(RemoteRef {
-            shared: self.shared.clone(),
+            core: self.core.clone(),
             outbox: self.outbox.clone(),
             target: self.target,
             name: self.name.clone(),
@@ -138,9 +135,7 @@ fn closed<M>(msg: M) -> SendError<M> {
 impl<M: RemoteAsk> RemoteRef<M> {
     /// Encodes the ask frame; gives it with its correlation id.
     fn ask_frame(&self, msg: &M) -> Result<(bytes::Bytes, u64), AskError> {
-        if !self.shared.connected.load(Ordering::Acquire)
-            || self.shared.closed.load(Ordering::Acquire)
-        {
+        if !self.core.accepting() {
             return Err(AskError::Disconnected);
         }
         // The ask's correlation is its schema fingerprint: the reply (on this
@@ -148,7 +143,7 @@ impl<M: RemoteAsk> RemoteRef<M> {
         let correlation = schema::ask_fingerprint::<M>();
         let header = Header::new(Kind::Ask, M::TYPE_ID, self.target, correlation);
         let mut frame = Vec::with_capacity(64);
-        if let Err(e) = encode_frame(&mut frame, header, msg, self.shared.max_body) {
+        if let Err(e) = encode_frame(&mut frame, header, msg, self.core.max_body()) {
             log_encode(&self.name, &e);
             return Err(AskError::MailboxFull);
         }
@@ -162,14 +157,14 @@ impl<M: RemoteAsk> RemoteRef<M> {
     ) -> Result<oneshot::Receiver<Result<M::Reply, AskError>>, AskError> {
         let (frame, correlation) = self.ask_frame(msg)?;
         let (tx, rx) = oneshot::channel();
-        let fut = self.shared.clone().request::<M::Reply>(
+        let fut = self.core.clone().request::<M::Reply>(
             self.outbox.subject().clone(),
             frame,
             correlation,
             timeout,
             Some(TypeEntry::of::<M>()),
         );
-        self.shared.handle.spawn(async move {
+        self.core.handle().spawn(async move {
             let _ = tx.send(fut.await);
         });
         Ok(rx)
@@ -194,13 +189,13 @@ impl<M: RemoteAsk> RemoteRef<M> {
     /// it sends the request from this task, with no hop to another thread.
     pub async fn ask_async(&self, msg: M, timeout: Duration) -> Result<M::Reply, AskError> {
         let on_node_runtime = tokio::runtime::Handle::try_current()
-            .map(|h| h.id() == self.shared.handle.id())
+            .map(|h| h.id() == self.core.handle().id())
             .unwrap_or(false);
         if on_node_runtime {
             let (frame, correlation) = self.ask_frame(&msg)?;
             let subject = self.outbox.subject().clone();
             return self
-                .shared
+                .core
                 .clone()
                 .request::<M::Reply>(
                     subject,

@@ -452,19 +452,19 @@ impl LinkAck {
 }
 
 /// The bytes of a seal frame: a header and the 32-byte seal.
-pub const SEAL_FRAME_LEN: usize = HEADER_LEN + crate::auth::SEAL_LEN;
+pub const SEAL_FRAME_LEN: usize = HEADER_LEN + crate::protocol::auth::SEAL_LEN;
 
 /// A seal frame's header: kind 7, a 32-byte body, every other field 0.
 fn seal_header() -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[0] = FORMAT_VERSION;
     h[1] = Kind::Seal as u8;
-    h[4..8].copy_from_slice(&(crate::auth::SEAL_LEN as u32).to_le_bytes());
+    h[4..8].copy_from_slice(&(crate::protocol::auth::SEAL_LEN as u32).to_le_bytes());
     h
 }
 
 /// Appends the seal frame of the frames in `out`, published on `subject`.
-pub fn append_seal(out: &mut Vec<u8>, key: &crate::auth::ClusterKey, subject: &str) {
+pub fn append_seal(out: &mut Vec<u8>, key: &crate::protocol::auth::ClusterKey, subject: &str) {
     let tag = key.tag(subject, out);
     out.extend_from_slice(&seal_header());
     out.extend_from_slice(&tag);
@@ -474,7 +474,7 @@ pub fn append_seal(out: &mut Vec<u8>, key: &crate::auth::ClusterKey, subject: &s
 /// `subject`; `None` otherwise.
 pub fn open_sealed<'a>(
     payload: &'a [u8],
-    key: &crate::auth::ClusterKey,
+    key: &crate::protocol::auth::ClusterKey,
     subject: &str,
 ) -> Option<&'a [u8]> {
     let at = payload.len().checked_sub(SEAL_FRAME_LEN)?;
@@ -588,7 +588,7 @@ mod tests {
 
     #[test]
     fn a_seal_frame_covers_the_subject_and_every_byte_before_it() {
-        let key = crate::auth::ClusterKey::new(b"k");
+        let key = crate::protocol::auth::ClusterKey::new(b"k");
         let mut out = Vec::new();
         encode_link(&mut out, 1, 1, "a");
         let plain = out.clone();
@@ -600,7 +600,7 @@ mod tests {
         let mut flipped = out.clone();
         flipped[9] ^= 1; // the epoch
         assert_eq!(open_sealed(&flipped, &key, "s"), None);
-        let other = crate::auth::ClusterKey::new(b"other");
+        let other = crate::protocol::auth::ClusterKey::new(b"other");
         assert_eq!(open_sealed(&out, &other, "s"), None);
         // A node without a key walks the frames: the seal is the last one.
         let kinds: Vec<Kind> = Frames::new(&out, 100).map(|f| f.unwrap().kind).collect();

@@ -1,0 +1,16 @@
+//! The API: [`Node`](crate::Node), [`NodeBuilder`](crate::NodeBuilder),
+//! [`RemoteRef`](crate::RemoteRef) and [`Exposure`](crate::Exposure). It
+//! names no transport type but the [`Transport`](crate::transport::Transport)
+//! trait, and reaches the protocol's state through methods only.
+//!
+//! - `builder.rs`: settings, and connecting over NATS or a given transport.
+//! - `node.rs`: the node's methods and its shutdown.
+//! - `remote_ref.rs`: tells and asks to a remote actor.
+//! - `expose.rs`: making a local actor reachable.
+//! - `runtime.rs`: the process's one I/O runtime, and blocking on it.
+
+pub(crate) mod builder;
+pub(crate) mod expose;
+pub(crate) mod node;
+pub(crate) mod remote_ref;
+pub mod runtime;

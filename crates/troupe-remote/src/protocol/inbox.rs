@@ -1,0 +1,236 @@
+//! The inbox loop: every message to this node's inbox subject, opened,
+//! framed and dispatched.
+//!
+//! A message with a reply subject is a request (an ask or a ping: see
+//! `serve.rs`); one without is a batch: link frames, tells and acks.
+//! Invariants:
+//! - Nothing read off the wire panics the loop: every frame ends in one
+//!   counter of [`NodeStats`](crate::NodeStats), bad ones are logged at a
+//!   limited rate, and a panic in handling (a bug) is caught, counted in
+//!   `panics`, and the loop goes on.
+//! - With a cluster key, only messages sealed with it are read; a request
+//!   without a good seal is answered `BadFrame`.
+//! - A batch is read under one read lock of the target table; tells are
+//!   handed to their actors with `try_tell`, so the loop never blocks on a
+//!   mailbox.
+//! - A tell's fingerprint is checked against the handler's before its body
+//!   is decoded (see [`schema`](crate::schema)).
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+
+use futures::StreamExt;
+
+use crate::protocol::core::{is_token, Core};
+use crate::protocol::envelope::{decode_body, open_sealed, Frame, Frames, Kind, Status};
+use crate::protocol::links::LinkRun;
+use crate::protocol::message::TypeEntry;
+use crate::protocol::schema::{self, SchemaMismatch, SchemaSide};
+use crate::protocol::serve::{Handlers, Outcome, Target};
+use crate::protocol::stats::{bump, bump_and_log};
+use crate::transport::{Message, Subscription};
+
+impl Core {
+    /// Reads the inbox until the subscription ends or the node is dropped.
+    pub(super) async fn inbox_loop(weak: Weak<Core>, mut sub: Subscription) {
+        while let Some(msg) = sub.next().await {
+            let Some(core) = weak.upgrade() else { break };
+            // A bug on some input must not make the node deaf: the message
+            // is dropped, counted and logged, and the loop goes on. (The
+            // decoders are total; this is the second line.)
+            let caught =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.on_message(msg)));
+            if caught.is_err() {
+                bump(&core.counters.panics);
+                tracing::error!(node = %core.name, "handling an inbox message panicked; dropped it");
+            }
+        }
+    }
+
+    fn on_message(self: &Arc<Self>, msg: Message) {
+        let payload = match &self.key {
+            None => &msg.payload[..],
+            Some(key) => match open_sealed(&msg.payload, key, &msg.subject) {
+                Some(frames) => frames,
+                None => {
+                    if bump_and_log(&self.counters.unauthenticated) {
+                        let count = self.counters.unauthenticated.load(Ordering::Relaxed);
+                        tracing::warn!(node = %self.name, bytes = msg.payload.len(), count, "dropped a message without a good seal (not from a node of this cluster)");
+                    }
+                    if let Some(reply) = msg.reply {
+                        self.reply_status(reply, Status::BadFrame, 0, 0, 0);
+                    }
+                    return;
+                }
+            },
+        };
+        match msg.reply {
+            Some(reply) => self.on_request(payload, reply),
+            None => self.on_batch(payload),
+        }
+    }
+
+    pub(super) fn bad_frame(&self, err: &dyn std::fmt::Display, len: usize) {
+        if bump_and_log(&self.counters.bad_frames) {
+            let count = self.counters.bad_frames.load(Ordering::Relaxed);
+            tracing::warn!(node = %self.name, bytes = len, error = %err, count, "dropped a bad frame");
+        }
+    }
+
+    fn on_batch(&self, payload: &[u8]) {
+        let targets = self.targets.read();
+        let mut run: Option<LinkRun<'_>> = None;
+        for frame in Frames::new(payload, self.max_frame_body) {
+            let frame = match frame {
+                Ok(f) => f,
+                Err(e) => {
+                    self.bad_frame(&e, payload.len());
+                    break;
+                }
+            };
+            bump(&self.counters.frames_received);
+            match frame.kind {
+                Kind::Tell => {}
+                Kind::Link => {
+                    bump(&self.counters.link_frames);
+                    if let Some(r) = run.take() {
+                        self.end_run(r);
+                    }
+                    match decode_body::<&str>(frame.body) {
+                        Ok(sender) if is_token(sender) && frame.correlation > 0 => {
+                            run = Some(LinkRun {
+                                sender,
+                                epoch: frame.type_id,
+                                first: frame.correlation,
+                                tells: 0,
+                                dropped: 0,
+                            })
+                        }
+                        _ => {
+                            self.bad_frame(&"a link frame with a bad name or number", payload.len())
+                        }
+                    }
+                    continue;
+                }
+                Kind::Ack => {
+                    bump(&self.counters.link_frames);
+                    self.on_ack(&frame, payload.len());
+                    continue;
+                }
+                // A keyed sender's seal, read by a node without a key (a
+                // keyed node checked and took it off before).
+                Kind::Seal => continue,
+                _ => {
+                    self.bad_frame(
+                        &format_args!("a {:?} frame outside a request", frame.kind),
+                        payload.len(),
+                    );
+                    continue;
+                }
+            }
+            let delivered = self.deliver(&targets, &frame, run.as_ref().map(|r| r.sender));
+            match run.as_mut() {
+                Some(r) => {
+                    r.tells += 1;
+                    r.dropped += u64::from(!delivered);
+                }
+                None => bump(&self.counters.unlinked),
+            }
+        }
+        drop(targets);
+        if let Some(r) = run {
+            self.end_run(r);
+        }
+    }
+
+    /// Whether a received tell's or ask's fingerprint `theirs` agrees with
+    /// `ours`; if not, the mismatch is counted, logged (rate-limited) and
+    /// kept. 0 on either side is not checked.
+    pub(super) fn schema_agrees(
+        &self,
+        h: &Handlers,
+        ours: u64,
+        theirs: u64,
+        sender: Option<&str>,
+        ask: bool,
+    ) -> bool {
+        if ours == schema::UNCHECKED || theirs == schema::UNCHECKED || ours == theirs {
+            return true;
+        }
+        let entry = h.entry.unwrap_or(TypeEntry {
+            id: 0,
+            name: "?",
+            rust_type: "?",
+        });
+        self.schema_mismatch(SchemaMismatch {
+            name: entry.name.to_string(),
+            ask,
+            here: SchemaSide {
+                node: self.name.to_string(),
+                rust_type: Some(entry.rust_type.to_string()),
+                fingerprint: ours,
+            },
+            there: SchemaSide {
+                node: sender.unwrap_or_default().to_string(),
+                rust_type: None,
+                fingerprint: theirs,
+            },
+        });
+        false
+    }
+
+    /// Counts, logs (at the 1st, 2nd, 4th... occurrence) and keeps a
+    /// schema mismatch.
+    pub(super) fn schema_mismatch(&self, m: SchemaMismatch) {
+        if bump_and_log(&self.counters.schema_mismatches) {
+            let count = self.counters.schema_mismatches.load(Ordering::Relaxed);
+            tracing::error!(node = %self.name, count, "{m}");
+        }
+        *self.last_mismatch.lock() = Some(m);
+    }
+
+    /// Hands one tell to its actor; says whether it was delivered.
+    fn deliver(
+        &self,
+        targets: &HashMap<u64, Target>,
+        frame: &Frame<'_>,
+        sender: Option<&str>,
+    ) -> bool {
+        let Some(target) = targets.get(&frame.target) else {
+            if bump_and_log(&self.counters.unknown_target) {
+                tracing::warn!(node = %self.name, target = format_args!("{:#018x}", frame.target), "tell for an actor not exposed here");
+            }
+            return false;
+        };
+        let handlers = target.by_type.get(&frame.type_id);
+        if let Some(h) = handlers.filter(|h| h.tell.is_some()) {
+            if !self.schema_agrees(h, h.tell_schema, frame.correlation, sender, false) {
+                return false;
+            }
+        }
+        let Some(tell) = handlers.and_then(|h| h.tell.as_ref()) else {
+            if bump_and_log(&self.counters.unknown_type) {
+                tracing::warn!(node = %self.name, actor = %target.name, type_id = format_args!("{:#018x}", frame.type_id), "tell of a type the actor does not take remotely");
+            }
+            return false;
+        };
+        match tell(frame.body) {
+            Outcome::Delivered => {
+                bump(&self.counters.delivered);
+                true
+            }
+            Outcome::Refused => {
+                bump(&self.counters.refused);
+                tracing::debug!(node = %self.name, actor = %target.name, "the actor refused a remote tell (full or stopped)");
+                false
+            }
+            Outcome::Undecodable => {
+                if bump_and_log(&self.counters.undecodable) {
+                    tracing::warn!(node = %self.name, actor = %target.name, "a remote tell's body did not decode to its type");
+                }
+                false
+            }
+        }
+    }
+}
