@@ -504,10 +504,11 @@ impl<R: Send + 'static> Future for LocalAsk<'_, R> {
         let this = self.get_mut();
         let polled = match &mut this.state {
             LocalState::Slot { slot, own, .. } => {
-                // SAFETY: we are the armed request's receiver (the state is
-                // left once the value is taken), `Result<R, AskError>` is
-                // what its `ReplyTo` sends, and `own` is the asking actor's
-                // waker, which outlives us (`send`'s contract).
+                // We are the armed request's receiver (the state is left
+                // once the value is taken), and `Result<R, AskError>` is
+                // what its `ReplyTo` sends.
+                // SAFETY: `own` is the asking actor's waker, which outlives
+                // us (`send`'s contract).
                 let p = unsafe { slot.as_ref().poll_take(cx, &this.own, own) };
                 if p.is_ready() {
                     this.state = LocalState::Done;

@@ -146,10 +146,11 @@ impl<A: AsyncActor> AsyncContext<A> {
         make: impl FnOnce(ReplyTo<R>) -> B::Msg,
     ) -> LocalAsk<'_, R> {
         let slot = self.reply_slot();
-        // SAFETY: the slot is ours until our drop, which comes after the
-        // handler's future (and so every `LocalAsk` borrowing us) is
-        // dropped (`Async::drop`); the waker is this actor's own, its cell
-        // outlives the actor's state, and dropping it does nothing.
+        // The slot is ours until our drop, which comes after the handler's
+        // future (and so every `LocalAsk` borrowing us) is dropped
+        // (`Async::drop`).
+        // SAFETY: the waker is this actor's own; its cell outlives the
+        // actor's state, and dropping it does nothing.
         unsafe {
             LocalAsk::send(slot, borrowed_waker(self.ctx.cell), make, |m| {
                 target.cell.send(m)

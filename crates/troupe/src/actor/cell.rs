@@ -103,10 +103,10 @@ pub(crate) const RUNNING: u8 = 0;
 pub(crate) const SUSPENDED: u8 = 1;
 pub(crate) const NOTIFIED: u8 = 2;
 
+// Messages are `Send`, and every other field is itself `Sync`.
 // SAFETY: the actor value is only touched by the single holder of the actor's
-// task (the `SCHEDULED` bit protocol in `engine/state_word.rs`), one thread at a
-// time, so `A: Send` suffices for sharing the cell; messages are `Send`;
-// every other field is itself `Sync`.
+// task (the `SCHEDULED` bit protocol in `engine/state_word.rs`), one thread
+// at a time, so `A: Send` suffices for sharing the cell.
 unsafe impl<A: Actor> Sync for ActorCell<A> {}
 // SAFETY: as above; the cell moves between threads with its task.
 unsafe impl<A: Actor> Send for ActorCell<A> {}
