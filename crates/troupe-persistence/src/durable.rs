@@ -168,10 +168,7 @@ impl<A: DurableActor> Durable<A> {
         }
         if self.stale {
             if let Err(e) = self.load().await {
-                let e = PersistError::Recovery {
-                    id: self.id.to_string(),
-                    reason: e.to_string(),
-                };
+                let e = PersistError::recovery(&self.id, &e);
                 self.actor.rejected(cmd, e);
                 return;
             }
@@ -209,10 +206,7 @@ impl<A: DurableActor> AsyncActor for Durable<A> {
 
     async fn started(&mut self, ctx: &mut AsyncContext<Self>) {
         if let Err(e) = self.load().await {
-            self.failed = Some(PersistError::Recovery {
-                id: self.id.to_string(),
-                reason: e.to_string(),
-            });
+            self.failed = Some(PersistError::recovery(&self.id, &e));
             tracing::error!(id = %self.id, error = %e, "loading the durable state failed");
             ctx.stop_with(StopReason::Failed(format!(
                 "loading {} failed: {e}",

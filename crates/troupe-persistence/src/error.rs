@@ -96,6 +96,17 @@ pub enum PersistError {
     },
 }
 
+impl PersistError {
+    /// The load or recovery of `id` failed with `e`: what its commands
+    /// are refused with until the actor has recovered.
+    pub(crate) fn recovery(id: &impl fmt::Display, e: &impl fmt::Display) -> Self {
+        PersistError::Recovery {
+            id: id.to_string(),
+            reason: e.to_string(),
+        }
+    }
+}
+
 impl fmt::Display for PersistError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

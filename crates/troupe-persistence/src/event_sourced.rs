@@ -322,10 +322,7 @@ impl<A: PersistentActor> Persistent<A> {
         }
         if self.stale {
             if let Err(e) = self.recover().await {
-                let e = PersistError::Recovery {
-                    id: self.id.to_string(),
-                    reason: e.to_string(),
-                };
+                let e = PersistError::recovery(&self.id, &e);
                 self.actor.rejected(cmd, e);
                 return;
             }
@@ -383,10 +380,7 @@ impl<A: PersistentActor> AsyncActor for Persistent<A> {
 
     async fn started(&mut self, ctx: &mut AsyncContext<Self>) {
         if let Err(e) = self.recover().await {
-            self.failed = Some(PersistError::Recovery {
-                id: self.id.to_string(),
-                reason: e.to_string(),
-            });
+            self.failed = Some(PersistError::recovery(&self.id, &e));
             tracing::error!(id = %self.id, error = %e, "recovery failed");
             ctx.stop_with(StopReason::Failed(format!(
                 "recovery of {} failed: {e}",
