@@ -125,6 +125,13 @@ fn raw(
     })
 }
 
+/// One way to run the persisted side: its system and its store.
+struct Setup {
+    name: &'static str,
+    system: ActorSystem,
+    store: Arc<JetStreamStore>,
+}
+
 fn main() {
     let args: Vec<u64> = std::env::args()
         .skip(1)
@@ -142,17 +149,40 @@ fn main() {
         ),
     };
     let url = std::env::var("NATS_URL").unwrap_or_else(|_| own.as_ref().unwrap().url());
-    let store = Arc::new(
-        JetStreamStore::builder(&url)
-            .namespace("bench")
-            .connect()
-            .expect("connect"),
-    );
+    let connect = |b: troupe_persistence::JetStreamBuilder| {
+        Arc::new(b.namespace("bench").connect().expect("connect"))
+    };
+    // The raw publishers' runtime, and the store runtime of the "own" setup
+    // (a second one-worker runtime, as the store started before it ran on
+    // the process's I/O runtime).
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
+    let own_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let io = troupe_remote::runtime::handle().expect("I/O runtime");
+    let setups = [
+        Setup {
+            name: "io+bridge",
+            system: ActorSystem::builder().tokio_handle(io.clone()).build(),
+            store: connect(JetStreamStore::builder(&url)),
+        },
+        Setup {
+            name: "io",
+            system: ActorSystem::new(),
+            store: connect(JetStreamStore::builder(&url)),
+        },
+        Setup {
+            name: "own-rt",
+            system: ActorSystem::new(),
+            store: connect(JetStreamStore::builder(&url).runtime(own_rt.handle().clone())),
+        },
+    ];
     let js = rt.block_on(async {
         let client = async_nats::connect(url.as_str()).await.unwrap();
         let js = jetstream::new(client);
@@ -160,30 +190,45 @@ fn main() {
         js.get_stream("troupe-bench-journal").await.unwrap();
         js
     });
-    let system = ActorSystem::new();
-    println!("events per run: {events}; rounds: {rounds}; raw and persisted alternate");
+    println!(
+        "events per run: {events}; rounds: {rounds}; raw and the persisted setups alternate \
+         (io+bridge: store on the process I/O runtime, system bridged to it; io: store there, \
+         system's own bridge; own-rt: store on a runtime of its own)"
+    );
     for entities in [1u64, 16] {
-        let (mut r_sum, mut p_sum) = (0.0, 0.0);
+        let mut sums = vec![0.0; setups.len()];
+        let mut raw_sum = 0.0;
+        let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); setups.len()];
         for round in 0..rounds {
             let run = round + entities as u32 * 100;
             let r = raw(&rt, &js, run, entities, events);
-            let p = persisted(&system, &store, run, entities, events);
-            println!(
-                "{entities:>2} entities, round {round}: raw {r:>8.0} ev/s, persisted {p:>8.0} ev/s, ratio {:.2}",
-                p / r
-            );
-            r_sum += r;
-            p_sum += p;
+            raw_sum += r;
+            let mut line = format!("{entities:>2} entities, round {round}: raw {r:>7.0}");
+            for (k, s) in setups.iter().enumerate() {
+                let p = persisted(&s.system, &s.store, run * 10 + k as u32, entities, events);
+                sums[k] += p;
+                ratios[k].push(p / r);
+                line += &format!(", {} {p:>7.0} ({:.2})", s.name, p / r);
+            }
+            println!("{line} ev/s");
         }
-        println!(
-            "{entities:>2} entities, mean: raw {:.0} ev/s, persisted {:.0} ev/s, persisted/raw {:.2}",
-            r_sum / rounds as f64,
-            p_sum / rounds as f64,
-            p_sum / r_sum
-        );
+        for (k, s) in setups.iter().enumerate() {
+            let mut rs = ratios[k].clone();
+            rs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            println!(
+                "{entities:>2} entities, {}: mean raw {:.0}, persisted {:.0} ev/s; ratio of means {:.2}, median ratio {:.2}",
+                s.name,
+                raw_sum / rounds as f64,
+                sums[k] / rounds as f64,
+                sums[k] / raw_sum,
+                rs[rs.len() / 2]
+            );
+        }
     }
-    recovery(&system, &store, events);
-    system.shutdown();
+    recovery(&setups[0].system, &setups[0].store, events);
+    for s in setups {
+        s.system.shutdown();
+    }
 }
 
 /// Recovery time of one entity with `events` events, replayed in full and

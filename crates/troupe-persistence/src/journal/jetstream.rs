@@ -27,10 +27,12 @@
 //! leader), the replay reads message by message with direct gets instead,
 //! which any replica answers (the stream allows direct gets).
 //!
-//! Runtime: the connection's tasks run on a tokio runtime this store owns
-//! (one worker, I/O and timers), or on the one passed to
-//! [`JetStreamBuilder::runtime`]. (A Troupe system's own async runtime has
-//! no I/O driver, so it cannot carry the connection.) Appends and KV
+//! Runtime: the connection's tasks run on the process's one I/O runtime,
+//! [`troupe_remote::runtime::handle`] (the one nodes and the cluster use),
+//! or on the one passed to [`JetStreamBuilder::runtime`]. (A Troupe
+//! system's own async runtime has no I/O driver, so it cannot carry the
+//! connection; a system built with `tokio_handle(runtime::handle()?)` polls
+//! its async actors inside the I/O runtime's context.) Appends and KV
 //! operations are polled in the caller's tokio context when there is one
 //! (a Troupe async actor is polled inside its system's runtime, which has
 //! timers), else run on the store's runtime; replays always run there.
@@ -73,7 +75,6 @@ struct StoredSnapshot {
 /// (see the module docs).
 pub struct JetStreamStore {
     shared: Arc<Shared>,
-    rt: Option<tokio::runtime::Runtime>,
 }
 
 struct Shared {
@@ -124,7 +125,8 @@ impl JetStreamBuilder {
     }
 
     /// Runs the connection on this runtime (it needs I/O and timers
-    /// enabled) instead of one the store starts.
+    /// enabled) instead of the process's I/O runtime
+    /// ([`troupe_remote::runtime::handle`]).
     pub fn runtime(mut self, handle: tokio::runtime::Handle) -> Self {
         self.runtime = Some(handle);
         self
@@ -138,18 +140,10 @@ impl JetStreamBuilder {
             reason,
         };
         check("namespace", &self.ns)?;
-        let (rt, handle) = match &self.runtime {
-            Some(h) => (None, h.clone()),
-            None => {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .thread_name("troupe-persistence")
-                    .enable_all()
-                    .build()
-                    .map_err(|e| fail(format!("cannot start a tokio runtime: {e}")))?;
-                let h = rt.handle().clone();
-                (Some(rt), h)
-            }
+        let handle = match &self.runtime {
+            Some(h) => h.clone(),
+            None => troupe_remote::runtime::handle()
+                .map_err(|e| fail(format!("no I/O runtime: {e}")))?,
         };
         let (url, ns, replicas, timeout) = (
             self.url.clone(),
@@ -157,20 +151,19 @@ impl JetStreamBuilder {
             self.replicas,
             self.timeout,
         );
-        let opened = handle.block_on(async move {
-            tokio::time::timeout(timeout * 2, open(url, ns, replicas, timeout))
+        // Spawned, then waited for here: the process's I/O runtime is a
+        // current-thread one that its own thread drives.
+        let (tx, rx) = std::sync::mpsc::channel();
+        handle.spawn(async move {
+            let opened = tokio::time::timeout(timeout * 2, open(url, ns, replicas, timeout))
                 .await
-                .unwrap_or_else(|_| Err(format!("no answer within {:?}", timeout * 2)))
+                .unwrap_or_else(|_| Err(format!("no answer within {:?}", timeout * 2)));
+            let _ = tx.send(opened);
         });
-        let (js, stream, snapshots, states) = match opened {
-            Ok(v) => v,
-            Err(e) => {
-                if let Some(rt) = rt {
-                    rt.shutdown_background();
-                }
-                return Err(fail(e));
-            }
-        };
+        let (js, stream, snapshots, states) = rx
+            .recv()
+            .unwrap_or_else(|_| Err("the runtime stopped".to_string()))
+            .map_err(fail)?;
         Ok(JetStreamStore {
             shared: Arc::new(Shared {
                 handle,
@@ -183,7 +176,6 @@ impl JetStreamBuilder {
                 positions: Mutex::new(HashMap::new()),
                 hints: Mutex::new(HashMap::new()),
             }),
-            rt,
         })
     }
 }
@@ -286,16 +278,6 @@ impl JetStreamStore {
                 id: id.to_string(),
                 reason: format!("the store's runtime stopped: {e}"),
             }),
-        }
-    }
-}
-
-impl Drop for JetStreamStore {
-    fn drop(&mut self) {
-        // Not a blocking shutdown: the store may be dropped inside an
-        // async context (an actor's last reference).
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
         }
     }
 }
