@@ -205,11 +205,14 @@ fn a_server_restart_under_load_loses_no_acknowledged_event() {
 /// server the store is connected to, under load, loses no acknowledged
 /// event.
 ///
-/// Not in the default run: on the shared 2-core machine the cluster takes
-/// 2 to 12 s to elect its JetStream leaders and, in 2 of 4 runs, the
-/// replay's consumer could not be created on the survivors within the
-/// 30 s recovery timeout (`cargo test -p troupe-persistence --test
-/// jetstream -- --ignored` runs it).
+/// Not in the default run (`cargo test -p troupe-persistence --test
+/// jetstream -- --ignored` runs it): on the shared 2-core machine each of
+/// its three phases can wait on a JetStream leader election (the first
+/// leaders, 11-12 s; the writes after the kill, up to 15 s; the recovery
+/// on the survivors, up to 10 s), so a run takes 12 to 33 s (8 runs at
+/// 3ab5bd3..b503dd1, all passing; figures in
+/// bench/results/2026-11-26-persistence) and could pass 60 s on a busier
+/// machine.
 #[test]
 #[ignore = "slow (15-60 s) and flaky on a loaded machine; see the doc comment"]
 fn a_three_server_cluster_loses_no_acknowledged_event_when_one_dies() {

@@ -294,6 +294,18 @@ impl Shared {
         }
     }
 
+    /// Caches `id`'s (last event number, stream sequence); cloning the id
+    /// only for an entity not seen yet, not on every append.
+    fn remember(&self, id: &PersistenceId, position: (u64, u64)) {
+        let mut positions = self.positions.lock();
+        match positions.get_mut(id) {
+            Some(p) => *p = position,
+            None => {
+                positions.insert(id.clone(), position);
+            }
+        }
+    }
+
     /// The entity's last message: (last event number, stream sequence),
     /// (0, 0) when it has none.
     async fn last(&self, id: &PersistenceId) -> Result<(u64, u64), PersistError> {
@@ -329,7 +341,7 @@ impl Shared {
             Some((seq, stream_seq)) if seq == expected => stream_seq,
             _ => {
                 let (seq, stream_seq) = self.last(id).await?;
-                self.positions.lock().insert(id.clone(), (seq, stream_seq));
+                self.remember(id, (seq, stream_seq));
                 if seq != expected {
                     return Err(PersistError::Conflict {
                         id: id.to_string(),
@@ -353,9 +365,7 @@ impl Shared {
         };
         match acked {
             Ok(ack) => {
-                self.positions
-                    .lock()
-                    .insert(id.clone(), (last, ack.sequence));
+                self.remember(id, (last, ack.sequence));
                 Ok(last)
             }
             Err(e) => {
@@ -375,7 +385,7 @@ impl Shared {
 
     async fn read(&self, id: &PersistenceId, from: u64) -> Result<Vec<EventRecord>, PersistError> {
         let (last_seq, end) = self.last(id).await?;
-        self.positions.lock().insert(id.clone(), (last_seq, end));
+        self.remember(id, (last_seq, end));
         if end == 0 || last_seq < from {
             return Ok(Vec::new());
         }
@@ -496,8 +506,13 @@ impl Journal for JetStreamStore {
         expected: u64,
         events: Vec<EventRecord>,
     ) -> BoxFuture<'a, Result<u64, PersistError>> {
+        // The hot path (an actor polls it in its system's tokio context)
+        // borrows: no clone of the id or the store per append.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Box::pin(self.shared.append(id, expected, events));
+        }
         let (shared, owned) = (self.shared.clone(), id.clone());
-        Box::pin(self.run(id, false, async move {
+        Box::pin(self.run(id, true, async move {
             shared.append(&owned, expected, events).await
         }))
     }
