@@ -15,9 +15,13 @@
 //!   number of publishes, one subject per entity, each with
 //!   `Nats-Expected-Last-Subject-Sequence` and awaited before the next on
 //!   that subject (a persistent actor handles one command at a time), by
-//!   tokio tasks on a one-worker runtime. Raw and persisted alternate in
-//!   each of R rounds; each figure is the median, and `ratio` is the
-//!   median of the per-round ratios.
+//!   tokio tasks on a one-worker runtime that also runs their connection.
+//!   Beside it too, `across threads`: the same publishers with their
+//!   connection on the process's I/O runtime, so every publish and every
+//!   acknowledgement crosses threads as a persistent actor's does (the
+//!   floor of that design). The three alternate in each of R rounds; each
+//!   figure is the median; `ratio` and `ratio_across_threads` are the
+//!   medians of the per-round ratios of persisted to each.
 //! - `persist_recovery`: spawn one entity holding N events and get its
 //!   first reply, replaying the whole journal (`full`) or from a snapshot
 //!   taken after the last event (`snapshot`); events/s and ms, median of R.
@@ -218,7 +222,7 @@ fn main() {
         .clone()
         .unwrap_or_else(|| own.as_ref().expect("started").url());
     let io = troupe_remote::runtime::handle().expect("the I/O runtime");
-    let system = ActorSystem::builder().tokio_handle(io).build();
+    let system = ActorSystem::builder().tokio_handle(io.clone()).build();
     let store = Arc::new(
         JetStreamStore::builder(&url)
             .namespace("bench")
@@ -237,28 +241,48 @@ fn main() {
         js.get_stream("troupe-bench-journal").await.expect("stream");
         js
     });
+    // The thread-hop floor: the same raw publishers (on `rt`), their
+    // connection on the process's I/O runtime, as the store's is, so each
+    // publish and each acknowledgement crosses threads as an actor's does.
+    let js_hop = {
+        let url = url.clone();
+        let connecting = io.spawn(async move { async_nats::connect(url.as_str()).await });
+        let client = rt
+            .block_on(connecting)
+            .expect("the I/O runtime")
+            .expect("connect");
+        jetstream::new(client)
+    };
     // Subjects unique to this process, so a reused server starts empty.
     let tag = std::process::id();
     let mut out = Vec::new();
     for &entities in &args.entities {
         let entities = entities.clamp(1, events);
-        let (mut r, mut p, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut r, mut h, mut p) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut ratios, mut hop_ratios) = (Vec::new(), Vec::new());
         for round in 0..rounds {
             let run = format!("{tag}-{entities}-{round}");
             let rs = raw(&rt, &js, &run, entities, events);
+            let hs = raw(&rt, &js_hop, &format!("{run}-hop"), entities, events);
             let ps = persisted(&system, &store, &run, entities, events);
             eprintln!(
-                "{entities:>2} entities, round {round}: raw {:>7.0} ev/s, persisted {:>7.0} ev/s, ratio {:.2}",
+                "{entities:>2} entities, round {round}: raw {:>7.0}, raw across threads {:>7.0}, \
+                 persisted {:>7.0} ev/s; persisted/raw {:.2}, persisted/across {:.2}",
                 events as f64 / rs,
+                events as f64 / hs,
                 events as f64 / ps,
-                rs / ps
+                rs / ps,
+                hs / ps
             );
             r.push(rs);
+            h.push(hs);
             p.push(ps);
             ratios.push(rs / ps);
+            hop_ratios.push(hs / ps);
         }
         let params = format!("{{\"events\":{events},\"entities\":{entities},\"rounds\":{rounds}}}");
-        let (rs, ps, ratio) = (median(r), median(p), median(ratios));
+        let (rs, hs, ps) = (median(r), median(h), median(p));
+        let (ratio, hop_ratio) = (median(ratios), median(hop_ratios));
         out.push(line(
             "nats-raw",
             "persist_events",
@@ -268,14 +292,24 @@ fn main() {
             String::new(),
         ));
         out.push(line(
+            "nats-raw",
+            "persist_events",
+            &format!("{entities} entities, across threads"),
+            params.clone(),
+            (hs, events as f64 / hs, "events/s"),
+            String::new(),
+        ));
+        out.push(line(
             "troupe",
             "persist_events",
             &format!("{entities} entities"),
             params,
             (ps, events as f64 / ps, "events/s"),
-            format!(",\"ratio\":{ratio:.3}"),
+            format!(",\"ratio\":{ratio:.3},\"ratio_across_threads\":{hop_ratio:.3}"),
         ));
-        eprintln!("{entities:>2} entities: median ratio persisted/raw {ratio:.2}");
+        eprintln!(
+            "{entities:>2} entities: median ratios persisted/raw {ratio:.2}, persisted/across threads {hop_ratio:.2}"
+        );
     }
     out.extend(recovery(&system, &store, &tag.to_string(), events, rounds));
     system.shutdown();
