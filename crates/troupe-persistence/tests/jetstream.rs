@@ -292,3 +292,20 @@ fn a_three_server_cluster_loses_no_acknowledged_event_when_one_dies() {
     assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
     system.shutdown();
 }
+
+/// `connect` blocks; on the runtime the store runs on it would wait on
+/// itself forever, so there it is an error.
+#[test]
+fn connecting_on_the_stores_own_runtime_is_an_error_not_a_hang() {
+    let io = troupe_remote::runtime::handle().expect("the I/O runtime");
+    let (tx, rx) = std::sync::mpsc::channel();
+    io.spawn(async move {
+        let refused = JetStreamStore::builder("nats://127.0.0.1:1").connect();
+        let _ = tx.send(refused.err().map(|e| e.to_string()));
+    });
+    let refused = rx.recv_timeout(T).expect("connect returned");
+    assert!(
+        refused.is_some_and(|e| e.contains("outside the runtime")),
+        "connect on the I/O runtime's thread"
+    );
+}

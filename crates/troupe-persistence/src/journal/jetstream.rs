@@ -152,7 +152,13 @@ impl JetStreamBuilder {
             self.timeout,
         );
         // Spawned, then waited for here: the process's I/O runtime is a
-        // current-thread one that its own thread drives.
+        // current-thread one that its own thread drives. Waiting on one
+        // of its own threads would wait forever: refused.
+        if tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == handle.id()) {
+            return Err(fail(
+                "connect() blocks: call it outside the runtime the store runs on".into(),
+            ));
+        }
         let (tx, rx) = std::sync::mpsc::channel();
         handle.spawn(async move {
             let opened = tokio::time::timeout(timeout * 2, open(url, ns, replicas, timeout))
