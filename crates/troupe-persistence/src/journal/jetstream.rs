@@ -48,6 +48,7 @@ use super::{
 use crate::error::PersistError;
 use crate::id::{check, PersistenceId};
 use async_nats::jetstream::{self, consumer, context::Publish, kv, stream};
+use cache::cache;
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -56,6 +57,8 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+
+mod cache;
 
 /// One journal message: the events of one append.
 #[derive(Serialize, Deserialize)]
@@ -86,8 +89,10 @@ struct Shared {
     ns: String,
     timeout: Duration,
     /// Per entity: (last event number, its stream sequence), as last seen.
+    /// A cache: a miss asks the server; at most `cache::CACHED` entries.
     positions: Mutex<HashMap<PersistenceId, (u64, u64)>>,
-    /// Per entity: (a snapshot's event number, its stream sequence).
+    /// Per entity: (a snapshot's event number, its stream sequence). A
+    /// cache: a miss replays from the stream's start; at most `cache::CACHED`.
     hints: Mutex<HashMap<PersistenceId, (u64, u64)>>,
 }
 
@@ -300,16 +305,9 @@ impl Shared {
         }
     }
 
-    /// Caches `id`'s (last event number, stream sequence); cloning the id
-    /// only for an entity not seen yet, not on every append.
+    /// Caches `id`'s (last event number, stream sequence).
     fn remember(&self, id: &PersistenceId, position: (u64, u64)) {
-        let mut positions = self.positions.lock();
-        match positions.get_mut(id) {
-            Some(p) => *p = position,
-            None => {
-                positions.insert(id.clone(), position);
-            }
-        }
+        cache(&self.positions, id, position);
     }
 
     /// The entity's last message: (last event number, stream sequence),
@@ -576,10 +574,11 @@ impl SnapshotStore for JetStreamStore {
                 return Ok(None);
             };
             let stored: StoredSnapshot = from_bytes(&owned, &entry.value)?;
-            shared
-                .hints
-                .lock()
-                .insert(owned, (stored.snapshot.seq, stored.stream_seq));
+            cache(
+                &shared.hints,
+                &owned,
+                (stored.snapshot.seq, stored.stream_seq),
+            );
             Ok(Some(stored.snapshot))
         }))
     }
