@@ -27,10 +27,12 @@
 //! leader), the replay reads message by message with direct gets instead,
 //! which any replica answers (the stream allows direct gets).
 //!
-//! Runtime: the connection's tasks run on a tokio runtime this store owns
-//! (one worker, I/O and timers), or on the one passed to
-//! [`JetStreamBuilder::runtime`]. (A Troupe system's own async runtime has
-//! no I/O driver, so it cannot carry the connection.) Appends and KV
+//! Runtime: the connection's tasks run on the process's one I/O runtime,
+//! [`troupe_remote::runtime::handle`] (the one nodes and the cluster use),
+//! or on the one passed to [`JetStreamBuilder::runtime`]. (A Troupe
+//! system's own async runtime has no I/O driver, so it cannot carry the
+//! connection; a system built with `tokio_handle(runtime::handle()?)` polls
+//! its async actors inside the I/O runtime's context.) Appends and KV
 //! operations are polled in the caller's tokio context when there is one
 //! (a Troupe async actor is polled inside its system's runtime, which has
 //! timers), else run on the store's runtime; replays always run there.
@@ -46,6 +48,7 @@ use super::{
 use crate::error::PersistError;
 use crate::id::{check, PersistenceId};
 use async_nats::jetstream::{self, consumer, context::Publish, kv, stream};
+use cache::cache;
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -54,6 +57,8 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+
+mod cache;
 
 /// One journal message: the events of one append.
 #[derive(Serialize, Deserialize)]
@@ -73,7 +78,6 @@ struct StoredSnapshot {
 /// (see the module docs).
 pub struct JetStreamStore {
     shared: Arc<Shared>,
-    rt: Option<tokio::runtime::Runtime>,
 }
 
 struct Shared {
@@ -85,8 +89,10 @@ struct Shared {
     ns: String,
     timeout: Duration,
     /// Per entity: (last event number, its stream sequence), as last seen.
+    /// A cache: a miss asks the server; at most `cache::CACHED` entries.
     positions: Mutex<HashMap<PersistenceId, (u64, u64)>>,
-    /// Per entity: (a snapshot's event number, its stream sequence).
+    /// Per entity: (a snapshot's event number, its stream sequence). A
+    /// cache: a miss replays from the stream's start; at most `cache::CACHED`.
     hints: Mutex<HashMap<PersistenceId, (u64, u64)>>,
 }
 
@@ -124,7 +130,8 @@ impl JetStreamBuilder {
     }
 
     /// Runs the connection on this runtime (it needs I/O and timers
-    /// enabled) instead of one the store starts.
+    /// enabled) instead of the process's I/O runtime
+    /// ([`troupe_remote::runtime::handle`]).
     pub fn runtime(mut self, handle: tokio::runtime::Handle) -> Self {
         self.runtime = Some(handle);
         self
@@ -138,18 +145,10 @@ impl JetStreamBuilder {
             reason,
         };
         check("namespace", &self.ns)?;
-        let (rt, handle) = match &self.runtime {
-            Some(h) => (None, h.clone()),
-            None => {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .thread_name("troupe-persistence")
-                    .enable_all()
-                    .build()
-                    .map_err(|e| fail(format!("cannot start a tokio runtime: {e}")))?;
-                let h = rt.handle().clone();
-                (Some(rt), h)
-            }
+        let handle = match &self.runtime {
+            Some(h) => h.clone(),
+            None => troupe_remote::runtime::handle()
+                .map_err(|e| fail(format!("no I/O runtime: {e}")))?,
         };
         let (url, ns, replicas, timeout) = (
             self.url.clone(),
@@ -157,20 +156,25 @@ impl JetStreamBuilder {
             self.replicas,
             self.timeout,
         );
-        let opened = handle.block_on(async move {
-            tokio::time::timeout(timeout * 2, open(url, ns, replicas, timeout))
+        // Spawned, then waited for here: the process's I/O runtime is a
+        // current-thread one that its own thread drives. Waiting on one
+        // of its own threads would wait forever: refused.
+        if tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == handle.id()) {
+            return Err(fail(
+                "connect() blocks: call it outside the runtime the store runs on".into(),
+            ));
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        handle.spawn(async move {
+            let opened = tokio::time::timeout(timeout * 2, open(url, ns, replicas, timeout))
                 .await
-                .unwrap_or_else(|_| Err(format!("no answer within {:?}", timeout * 2)))
+                .unwrap_or_else(|_| Err(format!("no answer within {:?}", timeout * 2)));
+            let _ = tx.send(opened);
         });
-        let (js, stream, snapshots, states) = match opened {
-            Ok(v) => v,
-            Err(e) => {
-                if let Some(rt) = rt {
-                    rt.shutdown_background();
-                }
-                return Err(fail(e));
-            }
-        };
+        let (js, stream, snapshots, states) = rx
+            .recv()
+            .unwrap_or_else(|_| Err("the runtime stopped".to_string()))
+            .map_err(fail)?;
         Ok(JetStreamStore {
             shared: Arc::new(Shared {
                 handle,
@@ -183,7 +187,6 @@ impl JetStreamBuilder {
                 positions: Mutex::new(HashMap::new()),
                 hints: Mutex::new(HashMap::new()),
             }),
-            rt,
         })
     }
 }
@@ -290,16 +293,6 @@ impl JetStreamStore {
     }
 }
 
-impl Drop for JetStreamStore {
-    fn drop(&mut self) {
-        // Not a blocking shutdown: the store may be dropped inside an
-        // async context (an actor's last reference).
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
 impl Shared {
     fn subject(&self, id: &PersistenceId) -> String {
         format!("troupe.{}.journal.{}.{}", self.ns, id.kind(), id.id())
@@ -310,6 +303,11 @@ impl Shared {
             id: id.to_string(),
             reason: format!("{what}: {e}"),
         }
+    }
+
+    /// Caches `id`'s (last event number, stream sequence).
+    fn remember(&self, id: &PersistenceId, position: (u64, u64)) {
+        cache(&self.positions, id, position);
     }
 
     /// The entity's last message: (last event number, stream sequence),
@@ -347,7 +345,7 @@ impl Shared {
             Some((seq, stream_seq)) if seq == expected => stream_seq,
             _ => {
                 let (seq, stream_seq) = self.last(id).await?;
-                self.positions.lock().insert(id.clone(), (seq, stream_seq));
+                self.remember(id, (seq, stream_seq));
                 if seq != expected {
                     return Err(PersistError::Conflict {
                         id: id.to_string(),
@@ -371,9 +369,7 @@ impl Shared {
         };
         match acked {
             Ok(ack) => {
-                self.positions
-                    .lock()
-                    .insert(id.clone(), (last, ack.sequence));
+                self.remember(id, (last, ack.sequence));
                 Ok(last)
             }
             Err(e) => {
@@ -393,7 +389,7 @@ impl Shared {
 
     async fn read(&self, id: &PersistenceId, from: u64) -> Result<Vec<EventRecord>, PersistError> {
         let (last_seq, end) = self.last(id).await?;
-        self.positions.lock().insert(id.clone(), (last_seq, end));
+        self.remember(id, (last_seq, end));
         if end == 0 || last_seq < from {
             return Ok(Vec::new());
         }
@@ -514,8 +510,13 @@ impl Journal for JetStreamStore {
         expected: u64,
         events: Vec<EventRecord>,
     ) -> BoxFuture<'a, Result<u64, PersistError>> {
+        // The hot path (an actor polls it in its system's tokio context)
+        // borrows: no clone of the id or the store per append.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Box::pin(self.shared.append(id, expected, events));
+        }
         let (shared, owned) = (self.shared.clone(), id.clone());
-        Box::pin(self.run(id, false, async move {
+        Box::pin(self.run(id, true, async move {
             shared.append(&owned, expected, events).await
         }))
     }
@@ -573,10 +574,11 @@ impl SnapshotStore for JetStreamStore {
                 return Ok(None);
             };
             let stored: StoredSnapshot = from_bytes(&owned, &entry.value)?;
-            shared
-                .hints
-                .lock()
-                .insert(owned, (stored.snapshot.seq, stored.stream_seq));
+            cache(
+                &shared.hints,
+                &owned,
+                (stored.snapshot.seq, stored.stream_seq),
+            );
             Ok(Some(stored.snapshot))
         }))
     }

@@ -1,0 +1,403 @@
+//! `troupe-persistence-bench`: persisted events per second beside raw
+//! async-nats JetStream publishing with the same acknowledgement settings,
+//! in the same run, and the recovery time of 10,000 events with and
+//! without a snapshot.
+//!
+//! ```text
+//! troupe-persistence-bench [--quick] [--events N] [--rounds R]
+//!                          [--entities 1,16] [--url nats://...] [--json FILE|-]
+//! ```
+//!
+//! Workloads (BENCHMARKS.md's JSON line format, one line per figure):
+//! - `persist_events`: N events through `Persistent<Counter>` actors, one
+//!   per command, all commands sent at once (`ask_async`); events/s from
+//!   the first command to the last reply. Beside it `nats-raw`: the same
+//!   number of publishes, one subject per entity, each with
+//!   `Nats-Expected-Last-Subject-Sequence` and awaited before the next on
+//!   that subject (a persistent actor handles one command at a time), by
+//!   tokio tasks on a one-worker runtime that also runs their connection.
+//!   Beside it too, `across threads`: the same publishers with their
+//!   connection on the process's I/O runtime, so every publish and every
+//!   acknowledgement crosses threads as a persistent actor's does (the
+//!   floor of that design). The three alternate in each of R rounds; each
+//!   figure is the median; `ratio` and `ratio_across_threads` are the
+//!   medians of the per-round ratios of persisted to each.
+//! - `persist_recovery`: spawn one entity holding N events and get its
+//!   first reply, replaying the whole journal (`full`) or from a snapshot
+//!   taken after the last event (`snapshot`); events/s and ms, median of R.
+//!
+//! The store runs on the process's I/O runtime, and the actor system is
+//! bridged to it (`tokio_handle`). It starts its own `nats-server -js` on
+//! loopback unless `--url` names one. `--quick` is a smoke run for CI
+//! (1,000 events, 1 round).
+
+use async_nats::jetstream::{self, context::Publish};
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use troupe::{ActorSystem, ReplyTo};
+use troupe_persistence::{
+    spawn_persistent, Effect, JetStreamStore, PersistError, PersistenceId, PersistentActor,
+};
+
+#[derive(Parser)]
+#[command(about = "Persisted events/s beside raw JetStream publishing; recovery time")]
+struct Args {
+    /// A smoke run: 1,000 events, 1 round.
+    #[arg(long)]
+    quick: bool,
+    /// Events per run (and held by the recovered entity).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    events: Option<u64>,
+    /// Rounds; raw and persisted alternate in each.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: Option<u32>,
+    /// Entity counts to run, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,16")]
+    entities: Vec<u64>,
+    /// A nats-server with JetStream to use instead of starting one.
+    #[arg(long)]
+    url: Option<String>,
+    /// Write the figures as JSON lines to FILE (`-`: stdout).
+    #[arg(long)]
+    json: Option<String>,
+}
+
+#[troupe_remote::remote("bench.Added")]
+#[derive(Serialize, Deserialize)]
+struct Added(u64);
+
+struct Counter {
+    id: PersistenceId,
+}
+
+impl PersistentActor for Counter {
+    type Command = (u64, ReplyTo<Result<u64, PersistError>>);
+    type Event = Added;
+    type State = u64;
+    fn persistence_id(&self) -> PersistenceId {
+        self.id.clone()
+    }
+    fn handle_command(&mut self, _: &u64, (n, r): Self::Command) -> Effect<Self> {
+        match n {
+            // `u64::MAX`: snapshot now; 0: persist nothing (a read).
+            u64::MAX => Effect::<Self>::none().snapshot().reply(r, |s| *s),
+            0 => Effect::<Self>::none().reply(r, |s| *s),
+            n => Effect::<Self>::persist(Added(n)).reply(r, |s| *s),
+        }
+    }
+    fn apply(state: &mut u64, e: &Added) {
+        *state += e.0;
+    }
+}
+
+/// Seconds to persist `events` over `entities` fresh entities.
+fn persisted(
+    system: &ActorSystem,
+    store: &Arc<JetStreamStore>,
+    run: &str,
+    entities: u64,
+    events: u64,
+) -> f64 {
+    let actors: Vec<_> = (0..entities)
+        .map(|e| {
+            let id = PersistenceId::new("bench", format!("p{run}-{e}")).expect("id");
+            spawn_persistent(system, Counter { id }, store.clone())
+        })
+        .collect();
+    let per = events / entities;
+    let t0 = Instant::now();
+    let mut pending = Vec::with_capacity(events as usize);
+    for a in &actors {
+        for n in 1..=per {
+            pending.push(a.ask_async(move |r| (n, r)));
+        }
+    }
+    for p in pending {
+        p.wait_timeout(Duration::from_secs(60))
+            .expect("reply")
+            .expect("persisted");
+    }
+    let took = t0.elapsed().as_secs_f64();
+    for a in actors {
+        a.stop();
+    }
+    took
+}
+
+/// Seconds to publish `events` raw over `entities` subjects.
+fn raw(
+    rt: &tokio::runtime::Runtime,
+    js: &jetstream::Context,
+    run: &str,
+    entities: u64,
+    events: u64,
+) -> f64 {
+    let per = events / entities;
+    // About the size of the persisted message (a one-event batch).
+    let payload = bytes::Bytes::from(vec![7u8; 36]);
+    rt.block_on(async {
+        let t0 = Instant::now();
+        let mut tasks = Vec::new();
+        for e in 0..entities {
+            let (js, payload) = (js.clone(), payload.clone());
+            let subject = format!("troupe.bench.journal.raw.r{run}-{e}");
+            tasks.push(tokio::spawn(async move {
+                let mut last = 0;
+                for _ in 0..per {
+                    let p = Publish::build()
+                        .payload(payload.clone())
+                        .expected_last_subject_sequence(last);
+                    let ack = js
+                        .send_publish(subject.clone(), p)
+                        .await
+                        .expect("publish")
+                        .await
+                        .expect("acknowledged");
+                    last = ack.sequence;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.expect("publisher");
+        }
+        t0.elapsed().as_secs_f64()
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    v[v.len() / 2]
+}
+
+/// One JSON line (BENCHMARKS.md's fields, plus `label` and extras).
+fn line(
+    framework: &str,
+    workload: &str,
+    label: &str,
+    params: String,
+    (seconds, rate, unit): (f64, f64, &str),
+    extra: String,
+) -> String {
+    format!(
+        "{{\"framework\":\"{framework}\",\"workload\":\"{workload}\",\"label\":\"{label}\",\
+         \"params\":{params},\"seconds\":{seconds:.6},\"rate\":{rate:.1},\"unit\":\"{unit}\",\
+         \"rss_mb\":{rss:.1},\"threads\":{threads}{extra}}}",
+        rss = rss_mb(),
+        threads = std::thread::available_parallelism().map_or(1, |n| n.get())
+    )
+}
+
+/// The peak resident memory of the process so far, in MiB.
+fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn main() {
+    let args = Args::parse();
+    let events = args
+        .events
+        .unwrap_or(if args.quick { 1_000 } else { 10_000 });
+    let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 5 });
+    let own = match &args.url {
+        Some(_) => None,
+        None => Some(
+            troupe_test_nats::NatsServer::builder()
+                .jetstream()
+                .start()
+                .expect("nats-server -js (install nats-server or pass --url)"),
+        ),
+    };
+    let url = args
+        .url
+        .clone()
+        .unwrap_or_else(|| own.as_ref().expect("started").url());
+    let io = troupe_remote::runtime::handle().expect("the I/O runtime");
+    let system = ActorSystem::builder().tokio_handle(io.clone()).build();
+    let store = Arc::new(
+        JetStreamStore::builder(&url)
+            .namespace("bench")
+            .connect()
+            .expect("connect"),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let js = rt.block_on(async {
+        let client = async_nats::connect(url.as_str()).await.expect("connect");
+        let js = jetstream::new(client);
+        // The journal stream (made by the store) holds the raw subjects too.
+        js.get_stream("troupe-bench-journal").await.expect("stream");
+        js
+    });
+    // The thread-hop floor: the same raw publishers (on `rt`), their
+    // connection on the process's I/O runtime, as the store's is, so each
+    // publish and each acknowledgement crosses threads as an actor's does.
+    let js_hop = {
+        let url = url.clone();
+        let connecting = io.spawn(async move { async_nats::connect(url.as_str()).await });
+        let client = rt
+            .block_on(connecting)
+            .expect("the I/O runtime")
+            .expect("connect");
+        jetstream::new(client)
+    };
+    // Subjects unique to this process, so a reused server starts empty.
+    let tag = std::process::id();
+    let mut out = Vec::new();
+    for &entities in &args.entities {
+        let entities = entities.clamp(1, events);
+        let (mut r, mut h, mut p) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut ratios, mut hop_ratios) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let run = format!("{tag}-{entities}-{round}");
+            let rs = raw(&rt, &js, &run, entities, events);
+            let hs = raw(&rt, &js_hop, &format!("{run}-hop"), entities, events);
+            let ps = persisted(&system, &store, &run, entities, events);
+            eprintln!(
+                "{entities:>2} entities, round {round}: raw {:>7.0}, raw across threads {:>7.0}, \
+                 persisted {:>7.0} ev/s; persisted/raw {:.2}, persisted/across {:.2}",
+                events as f64 / rs,
+                events as f64 / hs,
+                events as f64 / ps,
+                rs / ps,
+                hs / ps
+            );
+            r.push(rs);
+            h.push(hs);
+            p.push(ps);
+            ratios.push(rs / ps);
+            hop_ratios.push(hs / ps);
+        }
+        let params = format!("{{\"events\":{events},\"entities\":{entities},\"rounds\":{rounds}}}");
+        let (rs, hs, ps) = (median(r), median(h), median(p));
+        let (ratio, hop_ratio) = (median(ratios), median(hop_ratios));
+        out.push(line(
+            "nats-raw",
+            "persist_events",
+            &format!("{entities} entities"),
+            params.clone(),
+            (rs, events as f64 / rs, "events/s"),
+            String::new(),
+        ));
+        out.push(line(
+            "nats-raw",
+            "persist_events",
+            &format!("{entities} entities, across threads"),
+            params.clone(),
+            (hs, events as f64 / hs, "events/s"),
+            String::new(),
+        ));
+        out.push(line(
+            "troupe",
+            "persist_events",
+            &format!("{entities} entities"),
+            params,
+            (ps, events as f64 / ps, "events/s"),
+            format!(",\"ratio\":{ratio:.3},\"ratio_across_threads\":{hop_ratio:.3}"),
+        ));
+        eprintln!(
+            "{entities:>2} entities: median ratios persisted/raw {ratio:.2}, persisted/across threads {hop_ratio:.2}"
+        );
+    }
+    out.extend(recovery(&system, &store, &tag.to_string(), events, rounds));
+    system.shutdown();
+    match args.json.as_deref() {
+        None => {}
+        Some("-") => {
+            for l in &out {
+                println!("{l}");
+            }
+        }
+        Some(file) => {
+            let mut f = std::fs::File::create(file).expect("the JSON file");
+            for l in &out {
+                writeln!(f, "{l}").expect("write");
+            }
+        }
+    }
+}
+
+/// Recovery of one entity with `events` events, in full and from a
+/// snapshot taken after the last event.
+fn recovery(
+    system: &ActorSystem,
+    store: &Arc<JetStreamStore>,
+    tag: &str,
+    events: u64,
+    rounds: u32,
+) -> Vec<String> {
+    let fill = |name: &str, snapshot: bool| {
+        let id = PersistenceId::new("bench", format!("{name}-{tag}")).expect("id");
+        let a = spawn_persistent(system, Counter { id: id.clone() }, store.clone());
+        let pending: Vec<_> = (1..=events).map(|n| a.ask_async(move |r| (n, r))).collect();
+        for p in pending {
+            p.wait_timeout(Duration::from_secs(60))
+                .expect("reply")
+                .expect("persisted");
+        }
+        if snapshot {
+            a.ask(|r| (u64::MAX, r), Duration::from_secs(60))
+                .expect("reply")
+                .expect("snapshot");
+        }
+        a.stop();
+        id
+    };
+    let time = |id: &PersistenceId| {
+        let t0 = Instant::now();
+        let a = spawn_persistent(system, Counter { id: id.clone() }, store.clone());
+        let total = a
+            .ask(|r| (0, r), Duration::from_secs(60))
+            .expect("reply")
+            .expect("recovered");
+        let took = t0.elapsed().as_secs_f64();
+        a.stop();
+        assert_eq!(total, events * (events + 1) / 2, "recovered state");
+        took
+    };
+    let full = fill("recover-full", false);
+    let snap = fill("recover-snap", true);
+    let (mut f, mut s) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        f.push(time(&full));
+        s.push(time(&snap));
+        eprintln!(
+            "recovery of {events} events, round {round}: full replay {:.1} ms, from a snapshot {:.1} ms",
+            f[f.len() - 1] * 1e3,
+            s[s.len() - 1] * 1e3
+        );
+    }
+    let params =
+        |from: &str| format!("{{\"events\":{events},\"from\":\"{from}\",\"rounds\":{rounds}}}");
+    let (f, s) = (median(f), median(s));
+    vec![
+        line(
+            "troupe",
+            "persist_recovery",
+            "full replay",
+            params("full"),
+            (f, events as f64 / f, "events/s"),
+            format!(",\"ms\":{:.3}", f * 1e3),
+        ),
+        line(
+            "troupe",
+            "persist_recovery",
+            "from a snapshot",
+            params("snapshot"),
+            (s, events as f64 / s, "events/s"),
+            format!(",\"ms\":{:.3}", s * 1e3),
+        ),
+    ]
+}
