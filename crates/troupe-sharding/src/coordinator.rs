@@ -2,7 +2,9 @@
 //! membership and moves shards, through the ownership store.
 //!
 //! Each tick (and at once when the cluster declares a node down) it:
-//! 1. takes the live nodes: `cluster.peers()` and this node;
+//! 1. takes the live nodes: this node and those of `cluster.peers()` that
+//!    host the sharding type (the type's member list in the store, which
+//!    each node joins at start and leaves on a graceful leave);
 //! 2. reads every shard's owner record;
 //! 3. rewrites the routing table: a shard owned by another live node routes
 //!    to that node's region, any other to this node's region (which owns it
@@ -42,7 +44,7 @@ use troupe_cluster::Cluster;
 use troupe_remote::RemoteRef;
 
 use crate::envelope::{ShardAsk, ShardTell};
-use crate::ownership::{ShardOwner, StoreError};
+use crate::ownership::{update_members, ShardOwner, StoreError};
 use crate::placement::desired_owner;
 use crate::region::{Region, RegionMsg};
 use crate::shared::{Route, Shared};
@@ -99,10 +101,13 @@ pub(crate) struct Coordinator<A: Actor> {
 
 impl<A: Actor> Coordinator<A> {
     pub fn run(mut self) {
+        let mut first = true;
         loop {
             let cmd = {
                 let mut cmd = self.control.command.lock();
-                if *cmd == Command::Run {
+                // The first tick runs at once: a starting node claims what
+                // placement gives it without waiting a tick.
+                if *cmd == Command::Run && !std::mem::take(&mut first) {
                     self.control.cv.wait_for(&mut cmd, self.shared.config.tick);
                 }
                 let c = *cmd;
@@ -151,7 +156,17 @@ impl<A: Actor> Coordinator<A> {
     fn tick(&mut self) {
         let sh = self.shared.clone();
         let n = sh.config.shards;
+        let members = match sh.store.members(&sh.kind) {
+            Ok((m, _)) => m,
+            Err(e) => {
+                self.store_error(&e);
+                self.control.settled.store(false, Ordering::Relaxed);
+                let _ = self.region.tell(RegionMsg::Tick);
+                return;
+            }
+        };
         let mut live = self.cluster.peers();
+        live.retain(|p| members.contains(p));
         live.push(self.me().to_string());
         live.sort();
         live.dedup();
@@ -267,6 +282,9 @@ impl<A: Actor> Coordinator<A> {
     }
 
     fn leave(&mut self) {
+        if let Err(e) = update_members(&*self.shared.store, &self.shared.kind, self.me(), false) {
+            self.store_error(&e);
+        }
         let owned: Vec<(u32, u64)> = self.owned.iter().map(|(s, t)| (*s, *t)).collect();
         for (s, t) in owned {
             self.hand_over(s, t);

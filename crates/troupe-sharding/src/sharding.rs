@@ -27,7 +27,7 @@ use crate::config::Config;
 use crate::coordinator::{Command, Control, Coordinator};
 use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell};
 use crate::ownership::jetstream::JetStreamOwnership;
-use crate::ownership::{OwnershipStore, StoreError};
+use crate::ownership::{update_members, OwnershipStore, StoreError};
 use crate::placement::shard_of;
 use crate::region::{Region, RegionMsg};
 use crate::shared::{AskFn, Route, Shared, TellFn};
@@ -226,6 +226,8 @@ impl<A: Actor> ShardingBuilder<A> {
                 Arc::new(JetStreamOwnership::open(&self.cluster, 1).map_err(ShardingError::Store)?)
             }
         };
+        update_members(&*store, &self.kind, self.cluster.name(), true)
+            .map_err(ShardingError::Store)?;
         let handle = troupe_remote::runtime::handle()
             .map_err(|e| ShardingError::Store(StoreError::Unavailable(e.to_string())))?;
         let (own_system, system) = match self.system {

@@ -23,7 +23,7 @@ use tokio::runtime::Handle;
 use troupe_cluster::Cluster;
 use troupe_remote::transport::nats::NatsTransport;
 
-use super::{decode_ids, encode_ids, owner_key, remembered_key};
+use super::{decode_ids, encode_ids, members_key, owner_key, remembered_key};
 use super::{OwnershipStore, ShardOwner, StoreError};
 
 /// Shard ownership in a JetStream KV bucket.
@@ -192,6 +192,29 @@ impl OwnershipStore for JetStreamOwnership {
                 .await
                 .map(|_| ())
                 .map_err(unavailable)
+        })?
+    }
+
+    fn members(&self, kind: &str) -> Result<(Vec<String>, u64), StoreError> {
+        let kv = self.kv.clone();
+        let key = members_key(kind);
+        let e = block(&self.handle, self.timeout, async move {
+            kv.entry(key).await.map_err(unavailable)
+        })??;
+        match e {
+            None => Ok((Vec::new(), 0)),
+            Some(e) => decode_ids(&e.value)
+                .map(|ids| (ids, e.revision))
+                .ok_or_else(|| unavailable("undecodable member list")),
+        }
+    }
+
+    fn set_members(&self, kind: &str, nodes: &[String], expected: u64) -> Result<u64, StoreError> {
+        let b = encode_ids(nodes).ok_or_else(|| unavailable("member list too long"))?;
+        let kv = self.kv.clone();
+        let key = members_key(kind);
+        block(&self.handle, self.timeout, async move {
+            write(&kv, key, Bytes::from(b), expected).await
         })?
     }
 }

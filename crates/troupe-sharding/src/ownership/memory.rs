@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use super::{decode_ids, encode_ids, owner_key, remembered_key};
+use super::{decode_ids, encode_ids, members_key, owner_key, remembered_key};
 use super::{OwnershipStore, ShardOwner, StoreError};
 
 /// An in-memory ownership store. Clone the `Arc` into each node's sharding.
@@ -104,6 +104,21 @@ impl OwnershipStore for MemoryOwnership {
             .ok_or_else(|| StoreError::Unavailable("too many remembered ids".into()))?;
         self.write(remembered_key(kind, shard), b, None).map(|_| ())
     }
+
+    fn members(&self, kind: &str) -> Result<(Vec<String>, u64), StoreError> {
+        match self.read(&members_key(kind))? {
+            None => Ok((Vec::new(), 0)),
+            Some((b, rev)) => decode_ids(&b)
+                .map(|ids| (ids, rev))
+                .ok_or_else(|| StoreError::Unavailable("undecodable member list".into())),
+        }
+    }
+
+    fn set_members(&self, kind: &str, nodes: &[String], expected: u64) -> Result<u64, StoreError> {
+        let b = encode_ids(nodes)
+            .ok_or_else(|| StoreError::Unavailable("member list too long".into()))?;
+        self.write(members_key(kind), b, Some(expected))
+    }
 }
 
 #[cfg(test)]
@@ -150,5 +165,21 @@ mod tests {
         ));
         st.set_down(false);
         assert!(decode_ids(&[0xff, 0xff]).is_none());
+    }
+
+    #[test]
+    fn members_join_and_leave() {
+        let st = MemoryOwnership::new();
+        super::super::update_members(&st, "cart", "n1", true).unwrap();
+        super::super::update_members(&st, "cart", "n2", true).unwrap();
+        super::super::update_members(&st, "cart", "n1", true).unwrap();
+        assert_eq!(st.members("cart").unwrap().0, vec!["n2", "n1"]);
+        super::super::update_members(&st, "cart", "n2", false).unwrap();
+        assert_eq!(st.members("cart").unwrap().0, vec!["n1"]);
+        let (_, rev) = st.members("cart").unwrap();
+        assert_eq!(
+            st.set_members("cart", &[], rev - 1),
+            Err(StoreError::Conflict)
+        );
     }
 }

@@ -81,6 +81,39 @@ pub trait OwnershipStore: Send + Sync + 'static {
     fn remembered(&self, kind: &str, shard: u32) -> Result<Vec<String>, StoreError>;
     /// Replaces the ids remembered for `shard`.
     fn remember(&self, kind: &str, shard: u32, ids: &[String]) -> Result<(), StoreError>;
+    /// The nodes that host `kind` (joined and not left), with the
+    /// record's revision (0: none yet).
+    fn members(&self, kind: &str) -> Result<(Vec<String>, u64), StoreError>;
+    /// Replaces the member list if its record is still at `expected`.
+    fn set_members(&self, kind: &str, nodes: &[String], expected: u64) -> Result<u64, StoreError>;
+}
+
+/// The most names a member list keeps; the oldest go first.
+pub const MAX_MEMBERS: usize = 1024;
+
+/// Adds (`join = true`) or removes `node` in `kind`'s member list, retrying
+/// lost revision races a few times.
+pub fn update_members(
+    store: &dyn OwnershipStore,
+    kind: &str,
+    node: &str,
+    join: bool,
+) -> Result<(), StoreError> {
+    let mut last = StoreError::Conflict;
+    for _ in 0..16 {
+        let (mut nodes, rev) = store.members(kind)?;
+        nodes.retain(|n| n != node);
+        if join {
+            nodes.push(node.to_string());
+            let extra = nodes.len().saturating_sub(MAX_MEMBERS);
+            nodes.drain(..extra);
+        }
+        match store.set_members(kind, &nodes, rev) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// The key of shard `shard`'s owner record.
@@ -91,6 +124,11 @@ pub(crate) fn owner_key(kind: &str, shard: u32) -> String {
 /// The key of shard `shard`'s remembered entities.
 pub(crate) fn remembered_key(kind: &str, shard: u32) -> String {
     format!("{kind}.entities.{shard}")
+}
+
+/// The key of `kind`'s member list.
+pub(crate) fn members_key(kind: &str) -> String {
+    format!("{kind}.members")
 }
 
 /// The most bytes of remembered ids one shard keeps (a JetStream KV value
