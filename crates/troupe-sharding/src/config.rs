@@ -19,6 +19,9 @@ pub struct Config {
     pub buffer: usize,
     /// How long a buffered envelope waits for an owner (default 10 s).
     pub buffer_timeout: Duration,
+    /// How long a starting node waits before it takes over the shards of
+    /// nodes it has never seen live (default 5 s).
+    pub takeover_grace: Duration,
     /// How long a hand-over waits for the shard's entities to stop (default 5 s).
     pub handover_timeout: Duration,
     /// Timeout of an ask a region forwards to another node (default 10 s).
@@ -34,6 +37,7 @@ impl Default for Config {
             tick: Duration::from_millis(500),
             buffer: 10_000,
             buffer_timeout: Duration::from_secs(10),
+            takeover_grace: Duration::from_secs(5),
             handover_timeout: Duration::from_secs(5),
             forward_timeout: Duration::from_secs(10),
         }

@@ -15,8 +15,11 @@
 //!      the shard's entities and buffers what arrives; once all have
 //!      stopped the coordinator releases the record (revision-checked
 //!      against its token). The desired owner claims it on its next tick;
-//!    - free (released, never claimed, or held by a node that is not live)
-//!      and desired here: **claim**, revision-checked against the revision
+//!    - free (released, never claimed, or held by a node that is not live,
+//!      where that node was seen live by this coordinator before or this
+//!      node has run longer than the takeover grace: a node just started
+//!      has not heard its peers yet and must not take their shards) and
+//!      desired here: **claim**, revision-checked against the revision
 //!      just read; the new revision is the shard's fencing token, handed to
 //!      the region with `Owned`;
 //!    - owned here by the record but not known to this coordinator (a
@@ -33,10 +36,10 @@
 //! partition, a paused process) can keep entities running until its next
 //! tick reads the record and finds it lost: that window is one tick.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use troupe::{Actor, ActorRef};
@@ -97,6 +100,11 @@ pub(crate) struct Coordinator<A: Actor> {
     pub owned: HashMap<u32, u64>,
     /// Remote regions by node.
     pub refs: HashMap<String, (RemoteRef<ShardTell>, RemoteRef<ShardAsk>)>,
+    /// Nodes this coordinator has seen live (bounded).
+    pub seen: HashSet<String>,
+    /// The live nodes at the last tick.
+    pub last_live: Vec<String>,
+    pub started: Instant,
 }
 
 impl<A: Actor> Coordinator<A> {
@@ -171,6 +179,13 @@ impl<A: Actor> Coordinator<A> {
         live.sort();
         live.dedup();
         self.refs.retain(|k, _| live.contains(k));
+        for l in &live {
+            if !self.seen.contains(l) && self.seen.len() < crate::ownership::MAX_MEMBERS {
+                self.seen.insert(l.clone());
+            }
+        }
+        let same_view = live == self.last_live;
+        self.last_live.clone_from(&live);
         let records = match sh.store.owners(&sh.kind, n) {
             Ok(r) => r,
             Err(e) => {
@@ -202,7 +217,9 @@ impl<A: Actor> Coordinator<A> {
         sh.stats
             .shards_owned
             .store(self.owned.len() as u64, Ordering::Relaxed);
-        self.control.settled.store(settled, Ordering::Relaxed);
+        self.control
+            .settled
+            .store(settled && same_view, Ordering::Relaxed);
         let _ = self.region.tell(RegionMsg::Tick);
     }
 
@@ -233,7 +250,13 @@ impl<A: Actor> Coordinator<A> {
                 if desired != Some(me.as_str()) {
                     return owner.is_some() && owner == desired;
                 }
-                let free = owner.is_none_or(|o| !live.iter().any(|l| l == o));
+                // A node that is not live is taken over only if this node
+                // saw it alive before, or has run longer than the grace: a
+                // node just started has not heard its peers yet.
+                let grace_over = self.started.elapsed() >= sh.config.takeover_grace;
+                let free = owner.is_none_or(|o| {
+                    !live.iter().any(|l| l == o) && (grace_over || self.seen.contains(o))
+                });
                 if free {
                     match sh.store.claim(&sh.kind, s, &me, r.revision) {
                         Ok(token) => {
@@ -244,6 +267,7 @@ impl<A: Actor> Coordinator<A> {
                             self.owned.insert(s, token);
                             sh.routes.write()[s as usize] = Route::Local;
                             let _ = self.region.tell(RegionMsg::Owned { shard: s, token });
+                            return true;
                         }
                         Err(e) => self.store_error(&e),
                     }

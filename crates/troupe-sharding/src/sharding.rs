@@ -190,6 +190,14 @@ impl<A: Actor> ShardingBuilder<A> {
         self
     }
 
+    /// How long a starting node waits before it takes over shards of
+    /// nodes it has never seen live (default 5 s; keep it above the
+    /// cluster's heartbeat interval times its `down_after`).
+    pub fn takeover_grace(mut self, t: Duration) -> Self {
+        self.config.takeover_grace = t;
+        self
+    }
+
     /// How long a hand-over waits for a shard's entities to stop (default 5 s).
     pub fn handover_timeout(mut self, t: Duration) -> Self {
         self.config.handover_timeout = t;
@@ -280,6 +288,9 @@ impl<A: Actor> ShardingBuilder<A> {
             control: control.clone(),
             owned: HashMap::new(),
             refs: HashMap::new(),
+            seen: Default::default(),
+            last_live: Vec::new(),
+            started: std::time::Instant::now(),
         };
         let thread = std::thread::Builder::new()
             .name(format!("shard-coord-{}", self.kind))

@@ -82,7 +82,10 @@ fn every_node_reaches_every_entity_and_each_activates_once() {
     assert_eq!((seen.len(), total), (ids.len(), ids.len()));
     let stats: Vec<_> = ss.iter().map(|s| s.stats()).collect();
     assert_eq!(stats.iter().map(|s| s.activations).sum::<u64>(), 30);
-    assert_eq!(stats.iter().map(|s| s.shards_owned).sum::<u64>(), 16);
+    assert_eq!(
+        stats.iter().map(|s| s.shards_owned).sum::<u64>(),
+        u64::from(SHARDS)
+    );
     for s in &stats {
         assert_eq!(
             (s.expired, s.buffer_full, s.entity_gone, s.fencing_refusals),
@@ -103,7 +106,7 @@ fn hostile_envelopes_are_counted_not_obeyed() {
     let s1 = counters(&c1, &tracker).start().expect("start");
     // h2 is a peer that does not host the type: it gets no shard.
     settle_peers(&[&c1], &[&s1], 1);
-    assert_eq!(s1.stats().shards_owned, 16);
+    assert_eq!(s1.stats().shards_owned, u64::from(SHARDS));
     let raw = c2
         .node()
         .lookup::<ShardTell>("shard-region-counter@h1")

@@ -15,6 +15,7 @@ use troupe_sharding::{ClusterSharding, Sharding, ShardingBuilder};
 use troupe_test_nats::NatsServer;
 
 pub const HB: Duration = Duration::from_millis(200);
+pub const SHARDS: u32 = 64;
 
 /// One message from sender `from`, its `seq`-th to this entity.
 #[remote("sharding.test.Add")]
@@ -137,8 +138,8 @@ pub fn counters(cluster: &Arc<Cluster>, tracker: &Tracker) -> ShardingBuilder<Co
         })
         .tell::<Add>()
         .ask::<Count>(|_, r| Msg::Count(r))
-        .shards(16)
-        .tick(Duration::from_millis(100))
+        .shards(SHARDS)
+        .tick(Duration::from_millis(150))
 }
 
 pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
