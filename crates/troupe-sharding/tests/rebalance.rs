@@ -48,6 +48,8 @@ fn a_fourth_node_takes_shards_and_no_message_is_lost() {
         &ss.iter().collect::<Vec<_>>(),
     );
     let ids: Vec<String> = (0..50).map(|i| format!("cart-{i}")).collect();
+    // A slow stop: a hand-over that did not wait for it would overlap.
+    tracker.1.store(200, Ordering::Relaxed);
     let handovers_before: u64 = ss.iter().map(|s| s.stats().handovers).sum();
 
     // Node 1 sends without pause while node 4 joins.

@@ -51,7 +51,11 @@ pub struct Record {
 }
 
 #[derive(Default, Clone)]
-pub struct Tracker(pub Arc<Mutex<HashMap<String, Record>>>);
+pub struct Tracker(
+    pub Arc<Mutex<HashMap<String, Record>>>,
+    /// Milliseconds each instance takes to stop (widens hand-over races).
+    pub Arc<std::sync::atomic::AtomicU64>,
+);
 
 impl Tracker {
     pub fn get(&self, id: &str) -> Record {
@@ -108,6 +112,8 @@ impl Actor for Counter {
         }
     }
     fn stopped(&mut self, _: &mut Context<'_, Self>) {
+        let slow = self.tracker.1.load(std::sync::atomic::Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(slow));
         self.tracker
             .0
             .lock()
