@@ -15,7 +15,9 @@
 //!      the shard's entities and buffers what arrives; once all have
 //!      stopped the coordinator releases the record (revision-checked
 //!      against its token). The desired owner claims it on its next tick;
-//!    - free (released, never claimed, or held by a node that is not live,
+//!    - free (released, never claimed, or held by a node the cluster does
+//!      not hold alive (a node that left the member list but runs still
+//!      owns its shards until it releases them),
 //!      where that node was seen live by this coordinator before or this
 //!      node has run longer than the takeover grace: a node just started
 //!      has not heard its peers yet and must not take their shards) and
@@ -29,7 +31,9 @@
 //! 5. sends the region a `Tick` (passivation, buffer retries).
 //!
 //! On a graceful leave ([`Sharding::leave`](crate::Sharding::leave), or a
-//! drop) it hands over every shard it owns before it stops. A node
+//! drop) it leaves the type's member list, hands over every shard it owns,
+//! then runs three more ticks that only refresh the routing table, so the
+//! region forwards what senders with an older table still send here. A node
 //! killed outright releases nothing: its shards are claimed by the
 //! survivors once the cluster declares it down. Two nodes never hold one
 //! record revision; a node that is declared down but still runs (a
@@ -105,7 +109,15 @@ pub(crate) struct Coordinator<A: Actor> {
     /// The live nodes at the last tick.
     pub last_live: Vec<String>,
     pub started: Instant,
+    /// Set once this node has handed its shards over: ticks only refresh
+    /// the routing table.
+    pub leaving: bool,
 }
+
+/// Ticks a leaving node keeps forwarding after its hand-overs.
+const LEAVE_DRAIN_TICKS: u32 = 3;
+/// The longest of those ticks (a node with a long tick still leaves soon).
+const LEAVE_DRAIN_TICK_MAX: Duration = Duration::from_millis(500);
 
 impl<A: Actor> Coordinator<A> {
     pub fn run(mut self) {
@@ -173,13 +185,21 @@ impl<A: Actor> Coordinator<A> {
                 return;
             }
         };
-        let mut live = self.cluster.peers();
-        live.retain(|p| members.contains(p));
-        live.push(self.me().to_string());
-        live.sort();
-        live.dedup();
-        self.refs.retain(|k, _| live.contains(k));
-        for l in &live {
+        // `alive`: the nodes the cluster holds alive (and this one): a
+        // shard owned by one of them is not free, whatever it hosts.
+        // `live`: those of them that host this type, among which
+        // placement chooses.
+        let mut alive = self.cluster.peers();
+        alive.push(self.me().to_string());
+        alive.sort();
+        alive.dedup();
+        let live: Vec<String> = alive
+            .iter()
+            .filter(|p| *p == self.me() || members.contains(p))
+            .cloned()
+            .collect();
+        self.refs.retain(|k, _| alive.contains(k));
+        for l in &alive {
             if !self.seen.contains(l) && self.seen.len() < crate::ownership::MAX_MEMBERS {
                 self.seen.insert(l.clone());
             }
@@ -198,7 +218,7 @@ impl<A: Actor> Coordinator<A> {
         let mut routes = Vec::with_capacity(n as usize);
         for r in &records {
             let route = match r.node.as_deref() {
-                Some(o) if o != self.me() && live.iter().any(|l| l == o) => {
+                Some(o) if o != self.me() && alive.iter().any(|l| l == o) => {
                     self.remote(o).unwrap_or(Route::Local)
                 }
                 _ => Route::Local,
@@ -206,11 +226,15 @@ impl<A: Actor> Coordinator<A> {
             routes.push(route);
         }
         *sh.routes.write() = routes;
+        if self.leaving {
+            let _ = self.region.tell(RegionMsg::Tick);
+            return;
+        }
         let mut settled = true;
         for (s, r) in records.iter().enumerate() {
             let s = s as u32;
             let desired = desired_owner(&live, s);
-            if !self.step(s, r, desired, &live) {
+            if !self.step(s, r, desired, &alive) {
                 settled = false;
             }
         }
@@ -225,7 +249,7 @@ impl<A: Actor> Coordinator<A> {
 
     /// Moves shard `s` one step toward `desired`; `true` if it was
     /// already where it should be.
-    fn step(&mut self, s: u32, r: &ShardOwner, desired: Option<&str>, live: &[String]) -> bool {
+    fn step(&mut self, s: u32, r: &ShardOwner, desired: Option<&str>, alive: &[String]) -> bool {
         let me = self.me().to_string();
         let sh = self.shared.clone();
         match r.node.as_deref() {
@@ -255,7 +279,7 @@ impl<A: Actor> Coordinator<A> {
                 // node just started has not heard its peers yet.
                 let grace_over = self.started.elapsed() >= sh.config.takeover_grace;
                 let free = owner.is_none_or(|o| {
-                    !live.iter().any(|l| l == o) && (grace_over || self.seen.contains(o))
+                    !alive.iter().any(|l| l == o) && (grace_over || self.seen.contains(o))
                 });
                 if free {
                     match sh.store.claim(&sh.kind, s, &me, r.revision) {
@@ -314,6 +338,13 @@ impl<A: Actor> Coordinator<A> {
             self.hand_over(s, t);
         }
         self.shared.stats.shards_owned.store(0, Ordering::Relaxed);
+        // Drain: a few more ticks that only follow the records, so that the
+        // region forwards what still arrives here to the new owners.
+        self.leaving = true;
+        for _ in 0..LEAVE_DRAIN_TICKS {
+            std::thread::sleep(self.shared.config.tick.min(LEAVE_DRAIN_TICK_MAX));
+            self.tick();
+        }
     }
 }
 

@@ -291,6 +291,7 @@ impl<A: Actor> ShardingBuilder<A> {
             seen: Default::default(),
             last_live: Vec::new(),
             started: std::time::Instant::now(),
+            leaving: false,
         };
         let thread = std::thread::Builder::new()
             .name(format!("shard-coord-{}", self.kind))

@@ -213,3 +213,67 @@ fn an_activation_on_a_stale_token_is_refused() {
         .unwrap();
     assert_eq!(s.entity(&other).ask(Count, ASK), Ok(0));
 }
+
+#[test]
+fn a_node_that_leaves_under_load_loses_no_message() {
+    let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
+    let tracker = Tracker::default();
+    let mut cs: Vec<_> = (1..=3)
+        .map(|i| cluster(&server, &format!("l{i}")))
+        .collect();
+    let mut ss: Vec<_> = cs
+        .iter()
+        .map(|c| counters(c, &tracker).start().expect("start"))
+        .collect();
+    settle(
+        &cs.iter().collect::<Vec<_>>(),
+        &ss.iter().collect::<Vec<_>>(),
+    );
+    let ids: Vec<String> = (0..50).map(|i| format!("item-{i}")).collect();
+    let leaver = ss.pop().unwrap();
+    let leaver_cluster = cs.pop().unwrap();
+    let stop = AtomicBool::new(false);
+    let sent = std::thread::scope(|scope| {
+        let sender = scope.spawn(|| {
+            let mut sent = 0u64;
+            let mut seq = 0;
+            while !stop.load(Ordering::Relaxed) {
+                seq += 1;
+                for id in &ids {
+                    ss[0]
+                        .entity(id)
+                        .tell(Add { from: 0, seq })
+                        .expect("accepted");
+                    sent += 1;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            sent
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(leaver.stats().shards_owned > 0);
+        leaver.leave();
+        drop(leaver_cluster);
+        settle(
+            &cs.iter().collect::<Vec<_>>(),
+            &ss.iter().collect::<Vec<_>>(),
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+        sender.join().unwrap()
+    });
+    assert!(
+        wait_until(Duration::from_secs(20), || tracker.delivered() == sent),
+        "delivered {} of {sent}",
+        tracker.delivered()
+    );
+    assert_eq!(tracker.max_live(), 1);
+    let takeovers: u64 = ss.iter().map(|s| s.stats().takeovers).sum();
+    assert_eq!(
+        takeovers, 0,
+        "a graceful leave releases: nothing is taken over"
+    );
+    active_once(&ss.iter().collect::<Vec<_>>(), &ids);
+}
