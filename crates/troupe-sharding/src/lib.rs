@@ -82,6 +82,15 @@
 //! stops entities and writes remembered ids; entity references only read
 //! the routing table.
 
+//! ## Layers
+//!
+//! A file imports only from its own floor or below (`.ci/layers.py`
+//! checks it): 0 wire: [`placement`], [`envelope`], `config.rs`,
+//! `stats.rs`; 1 store: [`ownership`] (only `ownership/jetstream.rs`
+//! names async-nats); 2 region: `shared.rs`, [`region`]; 3
+//! [`coordinator`]; 4 api: `sharding.rs` ([`ClusterSharding`],
+//! [`Sharding`], [`EntityRef`]).
+
 #![warn(missing_docs)]
 
 mod config;
