@@ -91,9 +91,11 @@ impl From<ShardTell> for RegionMsg {
     }
 }
 
+/// An envelope on its way; the instant is when it was first buffered
+/// (none on the direct path, which reads no clock).
 pub(crate) enum Pending {
-    Tell(ShardTell, Instant),
-    Ask(ShardAsk, ReplyTo<ShardReply>, Instant),
+    Tell(ShardTell, Option<Instant>),
+    Ask(ShardAsk, ReplyTo<ShardReply>, Option<Instant>),
 }
 
 impl Pending {
@@ -109,9 +111,16 @@ impl Pending {
             Pending::Ask(a, _, _) => a.hops,
         }
     }
-    fn since(&self) -> Instant {
+    fn since(&self) -> Option<Instant> {
         match self {
             Pending::Tell(_, t) | Pending::Ask(_, _, t) => *t,
+        }
+    }
+    fn stamp(&mut self) {
+        match self {
+            Pending::Tell(_, t) | Pending::Ask(_, _, t) => {
+                t.get_or_insert_with(Instant::now);
+            }
         }
     }
     fn refuse(self, why: Refusal) {
@@ -152,6 +161,8 @@ pub struct Region<A: Actor> {
     entities: HashMap<String, Entity<A>>,
     pending: VecDeque<Pending>,
     generation: u64,
+    /// The time of the last tick: entities' activity is stamped with it.
+    clock: Instant,
 }
 
 impl<A: Actor> Region<A> {
@@ -163,6 +174,7 @@ impl<A: Actor> Region<A> {
             entities: HashMap::new(),
             pending: VecDeque::new(),
             generation: 0,
+            clock: Instant::now(),
         }
     }
 
@@ -213,7 +225,7 @@ impl<A: Actor> Region<A> {
         }
     }
 
-    fn buffer(&mut self, msg: Pending) {
+    fn buffer(&mut self, mut msg: Pending) {
         if self.pending.len() >= self.shared.config.buffer {
             Counters::add(&self.stat().buffer_full);
             tracing::warn!(kind = %self.shared.kind, "sharding buffer full: an envelope was refused");
@@ -221,6 +233,7 @@ impl<A: Actor> Region<A> {
             return;
         }
         Counters::add(&self.stat().buffered);
+        msg.stamp();
         self.pending.push_back(msg);
         self.shared
             .pending
@@ -228,40 +241,48 @@ impl<A: Actor> Region<A> {
     }
 
     fn deliver(&mut self, shard: u32, msg: Pending) {
-        let id = msg.entity().to_string();
-        match self.entities.get_mut(&id) {
-            Some(Entity::Stopping { waiting, .. }) => waiting.push(msg),
-            Some(Entity::Active { actor, last, .. }) => {
+        // The common case, an active entity, reads no clock and allocates
+        // nothing: activity is stamped with the clock of the last tick.
+        let clock = self.clock;
+        let stopped_by_itself = match self.entities.get_mut(msg.entity()) {
+            Some(Entity::Stopping { waiting, .. }) => {
+                waiting.push(msg);
+                return;
+            }
+            Some(Entity::Active {
+                actor,
+                last,
+                generation,
+                shard,
+            }) => {
                 if actor.is_alive() {
-                    *last = Instant::now();
+                    *last = clock;
                     let actor = actor.clone();
                     self.send(&actor, msg);
-                } else {
-                    // It stopped by itself; its `Stopped` is on the way.
-                    let (generation, shard) = match self.entities.get(&id) {
-                        Some(Entity::Active {
-                            generation, shard, ..
-                        }) => (*generation, *shard),
-                        _ => unreachable!("matched as active above"),
-                    };
-                    self.entities.insert(
-                        id,
-                        Entity::Stopping {
-                            generation,
-                            shard,
-                            waiting: vec![msg],
-                        },
-                    );
+                    return;
                 }
+                (*generation, *shard)
             }
             None => {
+                let id = msg.entity().to_string();
                 if let Some(actor) = self.activate(shard, &id) {
                     self.send(&actor, msg);
                 } else {
                     self.route(msg);
                 }
+                return;
             }
-        }
+        };
+        // It stopped by itself; its `Stopped` is on the way.
+        let (generation, shard) = stopped_by_itself;
+        self.entities.insert(
+            msg.entity().to_string(),
+            Entity::Stopping {
+                generation,
+                shard,
+                waiting: vec![msg],
+            },
+        );
     }
 
     fn send(&self, actor: &ActorRef<A>, msg: Pending) {
@@ -483,8 +504,9 @@ impl<A: Actor> Region<A> {
     }
 
     fn tick(&mut self) {
+        self.clock = Instant::now();
         if let Some(idle) = self.shared.config.idle_timeout {
-            let now = Instant::now();
+            let now = self.clock;
             let idle_ids: Vec<(String, u32)> = self
                 .entities
                 .iter()
@@ -518,7 +540,7 @@ impl<A: Actor> Region<A> {
         let all: Vec<Pending> = self.pending.drain(..).collect();
         self.shared.pending.store(0, Ordering::Relaxed);
         for m in all {
-            if expire && now.duration_since(m.since()) >= timeout {
+            if expire && m.since().is_some_and(|t| now.duration_since(t) >= timeout) {
                 Counters::add(&self.stat().expired);
                 tracing::warn!(entity = %m.entity(), "a buffered envelope expired: its shard had no owner");
                 m.refuse(Refusal::Unavailable);
@@ -538,8 +560,8 @@ impl<A: Actor> Actor for Region<A> {
 
     fn handle(&mut self, msg: RegionMsg, _ctx: &mut Context<'_, Self>) {
         match msg {
-            RegionMsg::Tell(t) => self.route(Pending::Tell(t, Instant::now())),
-            RegionMsg::Ask(a, r) => self.route(Pending::Ask(a, r, Instant::now())),
+            RegionMsg::Tell(t) => self.route(Pending::Tell(t, None)),
+            RegionMsg::Ask(a, r) => self.route(Pending::Ask(a, r, None)),
             RegionMsg::Owned { shard, token } => self.owned(shard, token),
             RegionMsg::Release { shard, done } => self.release(shard, done),
             RegionMsg::Lost { shard } => self.lose(shard),
