@@ -19,6 +19,9 @@ pub struct Config {
     pub buffer: usize,
     /// How long a buffered envelope waits for an owner (default 10 s).
     pub buffer_timeout: Duration,
+    /// Most entities one node runs (or stops) at once for this type
+    /// (default 1,000,000): ids come from the network.
+    pub max_entities: usize,
     /// How long a starting node waits before it takes over the shards of
     /// nodes it has never seen live (default 5 s).
     pub takeover_grace: Duration,
@@ -37,6 +40,7 @@ impl Default for Config {
             tick: Duration::from_millis(500),
             buffer: 10_000,
             buffer_timeout: Duration::from_secs(10),
+            max_entities: 1_000_000,
             takeover_grace: Duration::from_secs(5),
             handover_timeout: Duration::from_secs(5),
             forward_timeout: Duration::from_secs(10),

@@ -31,6 +31,8 @@
 //!   with it.
 //! - Every envelope is delivered, forwarded, kept in the buffer or
 //!   counted in exactly one refusal counter.
+//! - The entity table is bounded (`max_entities`): an activation beyond
+//!   it is refused and counted, since ids come from the network.
 //!
 //! The region runs on a thread of its own: the fencing check and the
 //! remembered-ids writes are blocking store calls.
@@ -264,6 +266,12 @@ impl<A: Actor> Region<A> {
                 (*generation, *shard)
             }
             None => {
+                if self.entities.len() >= self.shared.config.max_entities {
+                    Counters::add(&self.stat().entities_refused);
+                    tracing::warn!(kind = %self.shared.kind, "entity table full: an activation was refused");
+                    msg.refuse(Refusal::Unavailable);
+                    return;
+                }
                 let id = msg.entity().to_string();
                 if let Some(actor) = self.activate(shard, &id) {
                     self.send(&actor, msg);

@@ -190,6 +190,13 @@ impl<A: Actor> ShardingBuilder<A> {
         self
     }
 
+    /// Most entities this node runs at once for this type (default
+    /// 1,000,000); an activation beyond it is refused and counted.
+    pub fn max_entities(mut self, n: usize) -> Self {
+        self.config.max_entities = n;
+        self
+    }
+
     /// How long a starting node waits before it takes over shards of
     /// nodes it has never seen live (default 5 s; keep it above the
     /// cluster's heartbeat interval times its `down_after`).

@@ -79,6 +79,8 @@ counters! {
     undecodable,
     /// Tells lost because their entity stopped between the check and the send.
     entity_gone,
+    /// Envelopes refused because the entity table was full (`max_entities`).
+    entities_refused,
 }
 
 impl Counters {

@@ -189,3 +189,30 @@ fn idle_entities_passivate_and_come_back_on_the_next_message() {
     assert_eq!((r.activations, r.live, r.max_live), (2, 1, 1));
     assert_eq!(s.local_entities(), vec!["sleepy".to_string()]);
 }
+
+#[test]
+fn the_entity_table_is_capped() {
+    let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
+    let tracker = Tracker::default();
+    let c = cluster(&server, "cap1");
+    let s = counters(&c, &tracker)
+        .max_entities(2)
+        .start()
+        .expect("start");
+    settle(&[&c], &[&s]);
+    assert_eq!(s.entity("a").ask(Count, ASK), Ok(0));
+    assert_eq!(s.entity("b").ask(Count, ASK), Ok(0));
+    assert_eq!(
+        s.entity("c").ask(Count, ASK),
+        Err(troupe::AskError::NoResponders)
+    );
+    s.entity("c").tell(Add { from: 0, seq: 1 }).unwrap();
+    assert!(wait_until(Duration::from_secs(5), || s
+        .stats()
+        .entities_refused
+        == 2));
+    assert_eq!(tracker.get("c").activations, 0);
+    assert_eq!(s.local_entities(), vec!["a".to_string(), "b".to_string()]);
+}
