@@ -7,7 +7,8 @@ Floors, lowest first:
   1 troupe                                                  (the runtime)
   2 troupe-remote                                           (remote actors over NATS)
   3 troupe-cluster, troupe-persistence                      (membership, registry, monitors; persistent actors)
-  4 troupe-top, troupe-bench, troupe-guide, peers/rust/*    (tools, the suite, the guide, the peers)
+  4 troupe-sharding                                         (sharded entities over the cluster)
+  5 troupe-top, troupe-bench, troupe-guide, peers/rust/*    (tools, the suite, the guide, the peers)
 A crate may depend (normal, dev or build) only on crates of a lower floor;
 tools never depend on each other. A workspace crate missing from this table
 fails the check, so a new crate must be given its floor here.
@@ -26,11 +27,12 @@ FLOOR = {
     "troupe-remote": 2,
     "troupe-cluster": 3,
     "troupe-persistence": 3,
-    "troupe-top": 4,
-    "troupe-bench": 4,
-    "troupe-guide": 4,
+    "troupe-sharding": 4,
+    "troupe-top": 5,
+    "troupe-bench": 5,
+    "troupe-guide": 5,
 }
-PEER_FLOOR = 4
+PEER_FLOOR = 5
 
 
 def crate_name(manifest):

@@ -38,6 +38,7 @@ chapters! {
     testing => "testing.md",
     remote => "remote.md",
     cluster => "cluster.md",
+    sharding => "sharding.md",
     persistence => "persistence.md",
     performance => "performance.md",
     coming_from => "coming-from.md",

@@ -1,0 +1,49 @@
+//! A sharding's settings, with their defaults.
+
+use std::time::Duration;
+
+/// Settings of one sharding type (set through
+/// [`ShardingBuilder`](crate::ShardingBuilder)).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Number of shards; fixed for the life of the cluster (default 64).
+    pub shards: u32,
+    /// An entity idle this long is passivated; `None`: never (default 120 s).
+    pub idle_timeout: Option<Duration>,
+    /// Keep active ids in the store and reactivate them on the shard's
+    /// next owner (default off).
+    pub remember_entities: bool,
+    /// How often the coordinator reads membership and ownership (default 500 ms).
+    pub tick: Duration,
+    /// Most envelopes a region buffers for shards without an owner (default 10,000).
+    pub buffer: usize,
+    /// How long a buffered envelope waits for an owner (default 10 s).
+    pub buffer_timeout: Duration,
+    /// Most entities one node runs (or stops) at once for this type
+    /// (default 1,000,000): ids come from the network.
+    pub max_entities: usize,
+    /// How long a starting node waits before it takes over the shards of
+    /// nodes it has never seen live (default 5 s).
+    pub takeover_grace: Duration,
+    /// How long a hand-over waits for the shard's entities to stop (default 5 s).
+    pub handover_timeout: Duration,
+    /// Timeout of an ask a region forwards to another node (default 10 s).
+    pub forward_timeout: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            shards: 64,
+            idle_timeout: Some(Duration::from_secs(120)),
+            remember_entities: false,
+            tick: Duration::from_millis(500),
+            buffer: 10_000,
+            buffer_timeout: Duration::from_secs(10),
+            max_entities: 1_000_000,
+            takeover_grace: Duration::from_secs(5),
+            handover_timeout: Duration::from_secs(5),
+            forward_timeout: Duration::from_secs(10),
+        }
+    }
+}

@@ -1,0 +1,352 @@
+//! The coordinator: one thread per node and sharding type that follows
+//! membership and moves shards, through the ownership store.
+//!
+//! Each tick (and at once when the cluster declares a node down) it:
+//! 1. takes the live nodes: this node and those of `cluster.peers()` that
+//!    host the sharding type (the type's member list in the store, which
+//!    each node joins at start and leaves on a graceful leave);
+//! 2. reads every shard's owner record;
+//! 3. rewrites the routing table: a shard owned by another live node routes
+//!    to that node's region, any other to this node's region (which owns it
+//!    or buffers for it);
+//! 4. for each shard, compares the record with the desired owner
+//!    ([`desired_owner`] over the live nodes):
+//!    - owned here but desired elsewhere: **hand-over**. The region stops
+//!      the shard's entities and buffers what arrives; once all have
+//!      stopped the coordinator releases the record (revision-checked
+//!      against its token). The desired owner claims it on its next tick;
+//!    - free (released, never claimed, or held by a node the cluster does
+//!      not hold alive (a node that left the member list but runs still
+//!      owns its shards until it releases them),
+//!      where that node was seen live by this coordinator before or this
+//!      node has run longer than the takeover grace: a node just started
+//!      has not heard its peers yet and must not take their shards) and
+//!      desired here: **claim**, revision-checked against the revision
+//!      just read; the new revision is the shard's fencing token, handed to
+//!      the region with `Owned`;
+//!    - owned here by the record but not known to this coordinator (a
+//!      restart under the same name): adopted with the record's revision;
+//!    - known to this coordinator but owned by another in the record:
+//!      the region is told `Lost` and kills the shard's entities.
+//! 5. sends the region a `Tick` (passivation, buffer retries).
+//!
+//! On a graceful leave ([`Sharding::leave`](crate::Sharding::leave), or a
+//! drop) it leaves the type's member list, hands over every shard it owns,
+//! then runs three more ticks that only refresh the routing table, so the
+//! region forwards what senders with an older table still send here. A node
+//! killed outright releases nothing: its shards are claimed by the
+//! survivors once the cluster declares it down. Two nodes never hold one
+//! record revision; a node that is declared down but still runs (a
+//! partition, a paused process) can keep entities running until its next
+//! tick reads the record and finds it lost: that window is one tick.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use troupe::{Actor, ActorRef};
+use troupe_cluster::Cluster;
+use troupe_remote::RemoteRef;
+
+use crate::envelope::{ShardAsk, ShardTell};
+use crate::ownership::{update_members, ShardOwner, StoreError};
+use crate::placement::desired_owner;
+use crate::region::{Region, RegionMsg};
+use crate::shared::{Route, Shared};
+use crate::stats::Counters;
+
+/// What the coordinator thread is asked to do.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Command {
+    Run,
+    /// Tick now (a node went down).
+    Wake,
+    /// Hand over every shard, then stop.
+    Leave,
+    /// Stop at once, releasing nothing (as if the process died).
+    Halt,
+}
+
+pub(crate) struct Control {
+    pub command: Mutex<Command>,
+    pub cv: Condvar,
+    /// Whether ownership matched placement at the last tick.
+    pub settled: AtomicBool,
+}
+
+impl Control {
+    pub fn new() -> Self {
+        Control {
+            command: Mutex::new(Command::Run),
+            cv: Condvar::new(),
+            settled: AtomicBool::new(false),
+        }
+    }
+
+    pub fn set(&self, c: Command) {
+        let mut cmd = self.command.lock();
+        if *cmd == Command::Run || *cmd == Command::Wake {
+            *cmd = c;
+        }
+        self.cv.notify_all();
+    }
+}
+
+pub(crate) struct Coordinator<A: Actor> {
+    pub shared: Arc<Shared<A>>,
+    pub region: ActorRef<Region<A>>,
+    pub region_name: String,
+    pub cluster: Arc<Cluster>,
+    pub control: Arc<Control>,
+    /// Shards this node holds, with their tokens.
+    pub owned: HashMap<u32, u64>,
+    /// Remote regions by node.
+    pub refs: HashMap<String, (RemoteRef<ShardTell>, RemoteRef<ShardAsk>)>,
+    /// Nodes this coordinator has seen live (bounded).
+    pub seen: HashSet<String>,
+    /// The live nodes at the last tick.
+    pub last_live: Vec<String>,
+    pub started: Instant,
+    /// Set once this node has handed its shards over: ticks only refresh
+    /// the routing table.
+    pub leaving: bool,
+}
+
+/// Ticks a leaving node keeps forwarding after its hand-overs.
+const LEAVE_DRAIN_TICKS: u32 = 3;
+/// The longest of those ticks (a node with a long tick still leaves soon).
+const LEAVE_DRAIN_TICK_MAX: Duration = Duration::from_millis(500);
+
+impl<A: Actor> Coordinator<A> {
+    pub fn run(mut self) {
+        let mut first = true;
+        loop {
+            let cmd = {
+                let mut cmd = self.control.command.lock();
+                // The first tick runs at once: a starting node claims what
+                // placement gives it without waiting a tick.
+                if *cmd == Command::Run && !std::mem::take(&mut first) {
+                    self.control.cv.wait_for(&mut cmd, self.shared.config.tick);
+                }
+                let c = *cmd;
+                if c == Command::Wake {
+                    *cmd = Command::Run;
+                }
+                c
+            };
+            match cmd {
+                Command::Run | Command::Wake => self.tick(),
+                Command::Leave => {
+                    self.leave();
+                    break;
+                }
+                Command::Halt => break,
+            }
+        }
+        self.control.settled.store(false, Ordering::Relaxed);
+    }
+
+    fn me(&self) -> &str {
+        &self.shared.node
+    }
+
+    fn store_error(&self, e: &StoreError) {
+        match e {
+            StoreError::Conflict => Counters::add(&self.shared.stats.conflicts),
+            StoreError::Unavailable(why) => {
+                Counters::add(&self.shared.stats.store_errors);
+                tracing::warn!(error = %why, kind = %self.shared.kind, "ownership store call failed");
+            }
+        }
+    }
+
+    fn remote(&mut self, node: &str) -> Option<Route> {
+        if !self.refs.contains_key(node) {
+            let name = format!("{}@{node}", self.region_name);
+            let tell = self.cluster.node().lookup::<ShardTell>(&name).ok()?;
+            let ask = tell.retype::<ShardAsk>().ok()?;
+            self.refs.insert(node.to_string(), (tell, ask));
+        }
+        let (tell, ask) = self.refs.get(node)?.clone();
+        Some(Route::Remote { tell, ask })
+    }
+
+    fn tick(&mut self) {
+        let sh = self.shared.clone();
+        let n = sh.config.shards;
+        let members = match sh.store.members(&sh.kind) {
+            Ok((m, _)) => m,
+            Err(e) => {
+                self.store_error(&e);
+                self.control.settled.store(false, Ordering::Relaxed);
+                let _ = self.region.tell(RegionMsg::Tick);
+                return;
+            }
+        };
+        // `alive`: the nodes the cluster holds alive (and this one): a
+        // shard owned by one of them is not free, whatever it hosts.
+        // `live`: those of them that host this type, among which
+        // placement chooses.
+        let mut alive = self.cluster.peers();
+        alive.push(self.me().to_string());
+        alive.sort();
+        alive.dedup();
+        let live: Vec<String> = alive
+            .iter()
+            .filter(|p| *p == self.me() || members.contains(p))
+            .cloned()
+            .collect();
+        self.refs.retain(|k, _| alive.contains(k));
+        for l in &alive {
+            if !self.seen.contains(l) && self.seen.len() < crate::ownership::MAX_MEMBERS {
+                self.seen.insert(l.clone());
+            }
+        }
+        let same_view = live == self.last_live;
+        self.last_live.clone_from(&live);
+        let records = match sh.store.owners(&sh.kind, n) {
+            Ok(r) => r,
+            Err(e) => {
+                self.store_error(&e);
+                self.control.settled.store(false, Ordering::Relaxed);
+                let _ = self.region.tell(RegionMsg::Tick);
+                return;
+            }
+        };
+        let mut routes = Vec::with_capacity(n as usize);
+        for r in &records {
+            let route = match r.node.as_deref() {
+                Some(o) if o != self.me() && alive.iter().any(|l| l == o) => {
+                    self.remote(o).unwrap_or(Route::Local)
+                }
+                _ => Route::Local,
+            };
+            routes.push(route);
+        }
+        *sh.routes.write() = routes;
+        if self.leaving {
+            let _ = self.region.tell(RegionMsg::Tick);
+            return;
+        }
+        let mut settled = true;
+        for (s, r) in records.iter().enumerate() {
+            let s = s as u32;
+            let desired = desired_owner(&live, s);
+            if !self.step(s, r, desired, &alive) {
+                settled = false;
+            }
+        }
+        sh.stats
+            .shards_owned
+            .store(self.owned.len() as u64, Ordering::Relaxed);
+        self.control
+            .settled
+            .store(settled && same_view, Ordering::Relaxed);
+        let _ = self.region.tell(RegionMsg::Tick);
+    }
+
+    /// Moves shard `s` one step toward `desired`; `true` if it was
+    /// already where it should be.
+    fn step(&mut self, s: u32, r: &ShardOwner, desired: Option<&str>, alive: &[String]) -> bool {
+        let me = self.me().to_string();
+        let sh = self.shared.clone();
+        match r.node.as_deref() {
+            Some(o) if o == me => {
+                if self.owned.get(&s) != Some(&r.revision) {
+                    self.owned.insert(s, r.revision);
+                    let _ = self.region.tell(RegionMsg::Owned {
+                        shard: s,
+                        token: r.revision,
+                    });
+                }
+                if desired == Some(me.as_str()) {
+                    return true;
+                }
+                self.hand_over(s, r.revision);
+                false
+            }
+            owner => {
+                if self.owned.remove(&s).is_some() {
+                    let _ = self.region.tell(RegionMsg::Lost { shard: s });
+                }
+                if desired != Some(me.as_str()) {
+                    return owner.is_some() && owner == desired;
+                }
+                // A node that is not live is taken over only if this node
+                // saw it alive before, or has run longer than the grace: a
+                // node just started has not heard its peers yet.
+                let grace_over = self.started.elapsed() >= sh.config.takeover_grace;
+                let free = owner.is_none_or(|o| {
+                    !alive.iter().any(|l| l == o) && (grace_over || self.seen.contains(o))
+                });
+                if free {
+                    match sh.store.claim(&sh.kind, s, &me, r.revision) {
+                        Ok(token) => {
+                            Counters::add(&sh.stats.claims);
+                            if owner.is_some() {
+                                Counters::add(&sh.stats.takeovers);
+                            }
+                            self.owned.insert(s, token);
+                            sh.routes.write()[s as usize] = Route::Local;
+                            let _ = self.region.tell(RegionMsg::Owned { shard: s, token });
+                            return true;
+                        }
+                        Err(e) => self.store_error(&e),
+                    }
+                }
+                false
+            }
+        }
+    }
+
+    /// Stops the shard's entities through the region, then releases the
+    /// record; `true` if released.
+    fn hand_over(&mut self, s: u32, token: u64) -> bool {
+        let sh = self.shared.clone();
+        let stopped = self.region.ask(
+            |done| RegionMsg::Release { shard: s, done },
+            sh.config.handover_timeout,
+        );
+        if stopped != Ok(true) {
+            tracing::warn!(
+                shard = s,
+                "hand-over: entities did not stop in time; retrying"
+            );
+            return false;
+        }
+        self.owned.remove(&s);
+        match sh.store.release(&sh.kind, s, token) {
+            Ok(_) => {
+                Counters::add(&sh.stats.handovers);
+                true
+            }
+            Err(e) => {
+                self.store_error(&e);
+                false
+            }
+        }
+    }
+
+    fn leave(&mut self) {
+        if let Err(e) = update_members(&*self.shared.store, &self.shared.kind, self.me(), false) {
+            self.store_error(&e);
+        }
+        let owned: Vec<(u32, u64)> = self.owned.iter().map(|(s, t)| (*s, *t)).collect();
+        for (s, t) in owned {
+            self.hand_over(s, t);
+        }
+        self.shared.stats.shards_owned.store(0, Ordering::Relaxed);
+        // Drain: a few more ticks that only follow the records, so that the
+        // region forwards what still arrives here to the new owners.
+        self.leaving = true;
+        for _ in 0..LEAVE_DRAIN_TICKS {
+            std::thread::sleep(self.shared.config.tick.min(LEAVE_DRAIN_TICK_MAX));
+            self.tick();
+        }
+    }
+}
+
+/// How long a coordinator's thread may take to stop.
+pub(crate) const STOP_WAIT: Duration = Duration::from_secs(30);

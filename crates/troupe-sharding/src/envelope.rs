@@ -1,0 +1,132 @@
+//! What regions say to each other: an entity id with one message for it.
+//!
+//! A tell or an ask to an entity travels as a [`ShardTell`] or
+//! [`ShardAsk`] to the region actor of the node that owns (or is believed
+//! to own) the entity's shard. The user's message rides inside as
+//! `payload`: its postcard bytes, with its stable type id, so one pair of
+//! remote types serves every sharding type and every message type.
+//!
+//! Everything here comes off the network and is hostile. [`check`] is the
+//! gate every envelope meets before anything else reads it: the id must be
+//! 1 to [`MAX_ID_BYTES`] bytes, the hop count at most [`MAX_HOPS`]; the
+//! payload's size is already bounded by the node's frame limit. The shard
+//! is never read off the wire: each node computes it from the id.
+
+use serde::{Deserialize, Serialize};
+use troupe::AskError;
+use troupe_remote::remote;
+
+/// The longest entity id, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+/// How many times an envelope may be forwarded between regions before it
+/// is buffered where it is (a stale routing table on two nodes cannot
+/// bounce it forever).
+pub const MAX_HOPS: u8 = 3;
+
+/// One tell for entity `entity`.
+#[remote("troupe.sharding.Tell")]
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct ShardTell {
+    /// The entity id.
+    pub entity: String,
+    /// The stable type id of the message in `payload`.
+    pub type_id: u64,
+    /// Forwards so far.
+    pub hops: u8,
+    /// The message, postcard-encoded.
+    pub payload: Vec<u8>,
+}
+
+/// One ask for entity `entity`; answered with a [`ShardReply`].
+#[remote("troupe.sharding.Ask", reply = ShardReply)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct ShardAsk {
+    /// The entity id.
+    pub entity: String,
+    /// The stable type id of the request in `payload`.
+    pub type_id: u64,
+    /// Forwards so far.
+    pub hops: u8,
+    /// The request, postcard-encoded.
+    pub payload: Vec<u8>,
+}
+
+/// The answer to a [`ShardAsk`]: the reply's postcard bytes, or why none.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub enum ShardReply {
+    /// The entity's reply, postcard-encoded.
+    Ok(Vec<u8>),
+    /// No reply, and why.
+    Refused(Refusal),
+}
+
+/// Why an ask to an entity got no reply.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The envelope failed [`check`] (id length, hops).
+    BadEnvelope,
+    /// The sharding type does not take this message type.
+    UnknownType,
+    /// The payload did not decode as the message type.
+    Undecodable,
+    /// The shard had no owner within the buffer timeout, or the buffer was full.
+    Unavailable,
+    /// The entity stopped before replying.
+    Stopped,
+    /// The entity dropped the request without replying.
+    NoReply,
+}
+
+impl Refusal {
+    /// The ask error a caller sees.
+    pub fn to_ask_error(self) -> AskError {
+        match self {
+            Refusal::Unavailable => AskError::NoResponders,
+            Refusal::Stopped => AskError::ActorStopped,
+            Refusal::BadEnvelope | Refusal::UnknownType | Refusal::Undecodable => AskError::NoReply,
+            Refusal::NoReply => AskError::NoReply,
+        }
+    }
+
+    /// The refusal that stands for a local ask error.
+    pub fn from_ask_error(e: AskError) -> Refusal {
+        match e {
+            AskError::ActorStopped => Refusal::Stopped,
+            AskError::MailboxFull => Refusal::Unavailable,
+            _ => Refusal::NoReply,
+        }
+    }
+}
+
+/// Whether an envelope's id and hop count are acceptable.
+pub fn check(entity: &str, hops: u8) -> bool {
+    !entity.is_empty() && entity.len() <= MAX_ID_BYTES && hops <= MAX_HOPS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_hops_are_bounded() {
+        assert!(check("user-42", 0));
+        assert!(!check("", 0));
+        assert!(check(&"x".repeat(MAX_ID_BYTES), MAX_HOPS));
+        assert!(!check(&"x".repeat(MAX_ID_BYTES + 1), 0));
+        assert!(!check("a", MAX_HOPS + 1));
+    }
+
+    #[test]
+    fn a_truncated_envelope_does_not_decode() {
+        let env = ShardTell {
+            entity: "e".into(),
+            type_id: 7,
+            hops: 0,
+            payload: vec![1, 2, 3],
+        };
+        let bytes = postcard::to_allocvec(&env).unwrap();
+        for n in 0..bytes.len() {
+            assert!(postcard::from_bytes::<ShardTell>(&bytes[..n]).is_err());
+        }
+    }
+}

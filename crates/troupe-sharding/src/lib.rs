@@ -1,0 +1,113 @@
+//! # Troupe sharding: entities addressed by type and id
+//!
+//! `cluster.sharding::<Cart>("cart", factory)` makes `Cart` a sharded
+//! entity type: [`Sharding::entity`] gives an [`EntityRef`] with `tell` and
+//! `ask`, usable from any node, from plain threads and (with
+//! [`EntityRef::ask_async`]) from actors. The cluster runs each entity on
+//! one node, starts it on its first message (the factory builds it from
+//! its id), stops it when idle, and moves it when nodes come and go.
+//! Entities are ordinary Troupe actors, sync or async ([`troupe::Async`]).
+//!
+//! ```no_run
+//! use serde::{Deserialize, Serialize};
+//! use std::{sync::Arc, time::Duration};
+//! use troupe::{Actor, Context, ReplyTo};
+//! use troupe_cluster::Cluster;
+//! use troupe_remote::remote;
+//! use troupe_sharding::ClusterSharding;
+//!
+//! #[remote("shop.cart.Add")]
+//! #[derive(Serialize, Deserialize)]
+//! struct Add(u32);
+//! #[remote("shop.cart.Total", reply = u32)]
+//! #[derive(Serialize, Deserialize)]
+//! struct Total;
+//!
+//! enum CartMsg { Add(Add), Total(ReplyTo<u32>) }
+//! impl From<Add> for CartMsg { fn from(a: Add) -> Self { CartMsg::Add(a) } }
+//!
+//! struct Cart { items: u32 }
+//! impl Actor for Cart {
+//!     type Msg = CartMsg;
+//!     fn handle(&mut self, msg: CartMsg, _: &mut Context<'_, Self>) {
+//!         match msg {
+//!             CartMsg::Add(Add(n)) => self.items += n,
+//!             CartMsg::Total(r) => { r.reply(self.items); }
+//!         }
+//!     }
+//! }
+//!
+//! let cluster = Arc::new(Cluster::connect("nats://127.0.0.1:4222", "n1")?);
+//! let carts = cluster
+//!     .sharding("cart", |_id| Cart { items: 0 })
+//!     .tell::<Add>()
+//!     .ask::<Total>(|_, r| CartMsg::Total(r))
+//!     .start()?;
+//! let cart = carts.entity("user-42");
+//! cart.tell(Add(2)).ok();
+//! assert_eq!(cart.ask(Total, Duration::from_secs(1)), Ok(2));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Invariants
+//!
+//! - **One owner per shard.** An id maps to one of a fixed number of
+//!   shards ([`placement::shard_of`], a stable FNV-1a hash). A shard's
+//!   owner is recorded in the ownership store ([`ownership`]; by default a
+//!   JetStream KV bucket) and changes only by a revision-checked write, so
+//!   two nodes never hold one record revision.
+//! - **Fencing.** The record's revision is the shard's fencing token: a
+//!   region spawns an entity only after reading the record back as
+//!   `(itself, token)`; a coordinator that finds its shard owned by
+//!   another kills the shard's entities at once ([`region`]).
+//! - **Hand-over.** When placement moves a shard (a node joins or
+//!   leaves), the old owner stops the shard's entities (each handles what
+//!   is in its mailbox first), then releases the record; the new owner
+//!   claims it ([`coordinator`]). A shard of a node declared down is
+//!   claimed by the survivor that placement picks.
+//! - **No silent loss.** An envelope for a shard without an owner here is
+//!   forwarded to the owner or buffered (bounded, with a timeout) and
+//!   delivered after the move; a local tell refused by a full buffer comes
+//!   back as a `SendError`; every envelope dropped is counted in
+//!   [`ShardingStats`] and logged.
+//! - **Hostile input.** Envelopes from the network are checked
+//!   ([`envelope::check`]: id length, hop count), the shard is computed
+//!   locally, bad payloads are counted; nothing from the wire can panic a
+//!   region.
+//!
+//! ## Who writes what
+//!
+//! The coordinator thread ([`coordinator`]) alone writes owner records and
+//! the routing table; the region actor ([`region`]) alone spawns and
+//! stops entities and writes remembered ids; entity references only read
+//! the routing table.
+
+//! ## Layers
+//!
+//! A file imports only from its own floor or below (`.ci/layers.py`
+//! checks it): 0 wire: [`placement`], [`envelope`], `config.rs`,
+//! `stats.rs`; 1 store: [`ownership`] (only `ownership/jetstream.rs`
+//! names async-nats); 2 region: `shared.rs`, [`region`]; 3
+//! [`coordinator`]; 4 api: `sharding.rs` ([`ClusterSharding`],
+//! [`Sharding`], [`EntityRef`]).
+
+#![warn(missing_docs)]
+
+mod config;
+pub mod coordinator;
+pub mod envelope;
+pub mod ownership;
+pub mod placement;
+pub mod region;
+mod sharding;
+mod shared;
+mod stats;
+
+pub use config::Config;
+pub use sharding::{ClusterSharding, EntityRef, Sharding, ShardingBuilder, ShardingError};
+pub use stats::ShardingStats;
+
+/// `use troupe_sharding::prelude::*;` for the extension trait and the handles.
+pub mod prelude {
+    pub use crate::{ClusterSharding, EntityRef, Sharding};
+}

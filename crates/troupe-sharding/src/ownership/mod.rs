@@ -1,0 +1,153 @@
+//! Who owns each shard: the [`OwnershipStore`] seam, an in-memory store
+//! for tests ([`MemoryOwnership`]) and the JetStream KV one
+//! ([`jetstream::JetStreamOwnership`], the only module that names an
+//! async-nats type).
+//!
+//! The record of shard `s` of sharding type `kind` is one key whose value
+//! is the owner's node name (empty: released) and whose revision is the
+//! **fencing token**. Invariants the stores keep:
+//! - every write is revision-checked: [`claim`](OwnershipStore::claim)
+//!   creates the key (expected revision 0) or updates it from the revision
+//!   the claimer read; [`release`](OwnershipStore::release) updates it
+//!   from the owner's token. A write from a stale revision fails with
+//!   [`StoreError::Conflict`], so two nodes never both hold a successful
+//!   claim on one revision: one owner per shard at a time;
+//! - a token only grows: a new claim always has a larger one, so a node
+//!   that checks `(owner, revision) == (itself, token)` before an
+//!   activation ([`crate::region`]) cannot activate on an ownership it
+//!   has lost;
+//! - the remembered entity ids of a shard are kept apart from its owner
+//!   record, written only by the shard's owner.
+
+pub mod jetstream;
+mod memory;
+
+pub use memory::MemoryOwnership;
+
+use std::fmt;
+
+/// The owner record of one shard.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardOwner {
+    /// The owning node; `None` if released or never claimed.
+    pub node: Option<String>,
+    /// The record's revision (the fencing token); 0 if never written.
+    pub revision: u64,
+}
+
+impl ShardOwner {
+    /// A shard never claimed.
+    pub const NONE: ShardOwner = ShardOwner {
+        node: None,
+        revision: 0,
+    };
+}
+
+/// Why a store operation failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// The record changed since the revision the write expected.
+    Conflict,
+    /// The store could not be reached or answered an error.
+    Unavailable(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Conflict => f.write_str("the shard record changed since it was read"),
+            StoreError::Unavailable(e) => write!(f, "the ownership store failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Where shard ownership is recorded. Blocking calls, made from the
+/// coordinator's thread and the region actor (which runs on a thread of
+/// its own).
+pub trait OwnershipStore: Send + Sync + 'static {
+    /// The record of every shard `0..shards` of `kind`, indexed by shard.
+    fn owners(&self, kind: &str, shards: u32) -> Result<Vec<ShardOwner>, StoreError>;
+    /// The record of one shard.
+    fn owner(&self, kind: &str, shard: u32) -> Result<ShardOwner, StoreError>;
+    /// Makes `node` the owner of `shard` if the record is still at
+    /// `expected` (0: absent); returns the new revision, the token.
+    fn claim(&self, kind: &str, shard: u32, node: &str, expected: u64) -> Result<u64, StoreError>;
+    /// Releases `shard` if the record is still at `token`; returns the
+    /// new revision.
+    fn release(&self, kind: &str, shard: u32, token: u64) -> Result<u64, StoreError>;
+    /// The entity ids remembered for `shard`.
+    fn remembered(&self, kind: &str, shard: u32) -> Result<Vec<String>, StoreError>;
+    /// Replaces the ids remembered for `shard`.
+    fn remember(&self, kind: &str, shard: u32, ids: &[String]) -> Result<(), StoreError>;
+    /// The nodes that host `kind` (joined and not left), with the
+    /// record's revision (0: none yet).
+    fn members(&self, kind: &str) -> Result<(Vec<String>, u64), StoreError>;
+    /// Replaces the member list if its record is still at `expected`.
+    fn set_members(&self, kind: &str, nodes: &[String], expected: u64) -> Result<u64, StoreError>;
+}
+
+/// The most names a member list keeps; the oldest go first.
+pub const MAX_MEMBERS: usize = 1024;
+
+/// Adds (`join = true`) or removes `node` in `kind`'s member list, retrying
+/// lost revision races a few times.
+pub fn update_members(
+    store: &dyn OwnershipStore,
+    kind: &str,
+    node: &str,
+    join: bool,
+) -> Result<(), StoreError> {
+    let mut last = StoreError::Conflict;
+    for _ in 0..16 {
+        let (mut nodes, rev) = store.members(kind)?;
+        nodes.retain(|n| n != node);
+        if join {
+            nodes.push(node.to_string());
+            let extra = nodes.len().saturating_sub(MAX_MEMBERS);
+            nodes.drain(..extra);
+        }
+        match store.set_members(kind, &nodes, rev) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// The key of shard `shard`'s owner record.
+pub(crate) fn owner_key(kind: &str, shard: u32) -> String {
+    format!("{kind}.owner.{shard}")
+}
+
+/// The key of shard `shard`'s remembered entities.
+pub(crate) fn remembered_key(kind: &str, shard: u32) -> String {
+    format!("{kind}.entities.{shard}")
+}
+
+/// The key of `kind`'s member list.
+pub(crate) fn members_key(kind: &str) -> String {
+    format!("{kind}.members")
+}
+
+/// The most bytes of remembered ids one shard keeps (a JetStream KV value
+/// must fit one message).
+pub const MAX_REMEMBERED_BYTES: usize = 512 * 1024;
+
+/// Decodes remembered ids; `None` if the bytes are not a list of valid ids.
+pub(crate) fn decode_ids(bytes: &[u8]) -> Option<Vec<String>> {
+    if bytes.is_empty() {
+        return Some(Vec::new());
+    }
+    let ids: Vec<String> = postcard::from_bytes(bytes).ok()?;
+    ids.iter()
+        .all(|id| crate::envelope::check(id, 0))
+        .then_some(ids)
+}
+
+/// Encodes remembered ids; `None` if they exceed [`MAX_REMEMBERED_BYTES`].
+pub(crate) fn encode_ids(ids: &[String]) -> Option<Vec<u8>> {
+    let b = postcard::to_allocvec(ids).ok()?;
+    (b.len() <= MAX_REMEMBERED_BYTES).then_some(b)
+}

@@ -1,0 +1,519 @@
+//! The user-facing API: [`ClusterSharding::sharding`] → [`ShardingBuilder`]
+//! → [`Sharding`] → [`EntityRef`].
+//!
+//! An entity reference routes each message by the node's routing table:
+//! to the owning node's region directly when the shard is owned by a live
+//! peer, to this node's region otherwise (which delivers, or buffers until
+//! the shard has an owner). Order: messages from one sender to one entity
+//! arrive in the order sent while the entity's shard stays where it is; a
+//! move may reorder messages that were in flight across it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use troupe::{
+    Actor, ActorRef, ActorSystem, AskError, ReplyTo, SendError, SpawnOptions, SystemHandle,
+};
+use troupe_cluster::Cluster;
+use troupe_remote::{RemoteAsk, RemoteMessage};
+
+use crate::config::Config;
+use crate::coordinator::{Command, Control, Coordinator};
+use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell};
+use crate::ownership::jetstream::JetStreamOwnership;
+use crate::ownership::{update_members, OwnershipStore, StoreError};
+use crate::placement::shard_of;
+use crate::region::{Region, RegionMsg};
+use crate::shared::{AskFn, Route, Shared, TellFn};
+use crate::stats::{Counters, ShardingStats};
+
+/// Why a sharding could not start.
+#[derive(Debug)]
+pub enum ShardingError {
+    /// The type name is not 1 to 64 letters, digits, `_` or `-`.
+    BadName(String),
+    /// The ownership store could not be opened.
+    Store(StoreError),
+    /// The region could not be exposed on the node.
+    Expose(String),
+}
+
+impl fmt::Display for ShardingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShardingError::BadName(n) => write!(
+                f,
+                "sharding type name {n:?} must be 1 to 64 letters, digits, '_' or '-'"
+            ),
+            ShardingError::Store(e) => write!(f, "{e}"),
+            ShardingError::Expose(e) => write!(f, "cannot expose the region: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ShardingError {}
+
+/// Sharding on a cluster: `cluster.sharding::<Cart>("cart", factory)`.
+///
+/// Implemented for `Arc<Cluster>`: the sharding's coordinator keeps the
+/// cluster (membership) for as long as it runs.
+pub trait ClusterSharding {
+    /// Starts configuring the sharding type `kind` of entities `A`, built
+    /// by `factory` from their id.
+    fn sharding<A: Actor>(
+        &self,
+        kind: &str,
+        factory: impl Fn(&str) -> A + Send + Sync + 'static,
+    ) -> ShardingBuilder<A>;
+}
+
+impl ClusterSharding for Arc<Cluster> {
+    fn sharding<A: Actor>(
+        &self,
+        kind: &str,
+        factory: impl Fn(&str) -> A + Send + Sync + 'static,
+    ) -> ShardingBuilder<A> {
+        ShardingBuilder {
+            cluster: self.clone(),
+            kind: kind.to_string(),
+            factory: Box::new(factory),
+            config: Config::default(),
+            tells: HashMap::new(),
+            asks: HashMap::new(),
+            store: None,
+            system: None,
+        }
+    }
+}
+
+/// Settings and message types of a sharding type; finish with
+/// [`start`](Self::start). Every node of the cluster must start the same
+/// type with the same shard count and message types.
+#[must_use = "nothing runs until .start()"]
+pub struct ShardingBuilder<A: Actor> {
+    cluster: Arc<Cluster>,
+    kind: String,
+    factory: Box<dyn Fn(&str) -> A + Send + Sync>,
+    config: Config,
+    tells: HashMap<u64, TellFn<A>>,
+    asks: HashMap<u64, AskFn<A>>,
+    store: Option<Arc<dyn OwnershipStore>>,
+    system: Option<SystemHandle>,
+}
+
+impl<A: Actor> ShardingBuilder<A> {
+    /// Entities take tells of `M`, converted into their message type.
+    pub fn tell<M: RemoteMessage>(mut self) -> Self
+    where
+        A::Msg: From<M>,
+    {
+        self.tells.insert(
+            M::TYPE_ID,
+            Box::new(|b: &[u8]| postcard::from_bytes::<M>(b).ok().map(A::Msg::from)),
+        );
+        self
+    }
+
+    /// Entities answer asks of `Q`: `make` builds their message from the
+    /// request and the reply handle.
+    pub fn ask<Q: RemoteAsk>(
+        mut self,
+        make: impl Fn(Q, ReplyTo<Q::Reply>) -> A::Msg + Send + Sync + 'static,
+    ) -> Self {
+        let make = Arc::new(make);
+        self.asks.insert(
+            Q::TYPE_ID,
+            Box::new(
+                move |b, actor: &ActorRef<A>, reply: ReplyTo<ShardReply>, rt| {
+                    let Ok(q) = postcard::from_bytes::<Q>(b) else {
+                        reply.reply(ShardReply::Refused(Refusal::Undecodable));
+                        return false;
+                    };
+                    let make = make.clone();
+                    let fut = actor.ask_async(move |r| make(q, r));
+                    rt.spawn(async move {
+                        reply.reply(match fut.await {
+                            Ok(v) => match postcard::to_allocvec(&v) {
+                                Ok(b) => ShardReply::Ok(b),
+                                Err(_) => ShardReply::Refused(Refusal::NoReply),
+                            },
+                            Err(e) => ShardReply::Refused(Refusal::from_ask_error(e)),
+                        });
+                    });
+                    true
+                },
+            ),
+        );
+        self
+    }
+
+    /// Number of shards (default 64); the same on every node.
+    pub fn shards(mut self, n: u32) -> Self {
+        self.config.shards = n.max(1);
+        self
+    }
+
+    /// Passivate entities idle this long (`None`: never; default 120 s).
+    pub fn idle_timeout(mut self, idle: Option<Duration>) -> Self {
+        self.config.idle_timeout = idle;
+        self
+    }
+
+    /// Remember active entity ids and reactivate them on the shard's next
+    /// owner (after a move or a restart).
+    pub fn remember_entities(mut self, on: bool) -> Self {
+        self.config.remember_entities = on;
+        self
+    }
+
+    /// How often ownership is checked against membership (default 500 ms).
+    pub fn tick(mut self, every: Duration) -> Self {
+        self.config.tick = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// Most envelopes buffered for shards without an owner (default 10,000).
+    pub fn buffer(mut self, n: usize) -> Self {
+        self.config.buffer = n;
+        self
+    }
+
+    /// How long a buffered envelope waits for an owner (default 10 s).
+    pub fn buffer_timeout(mut self, t: Duration) -> Self {
+        self.config.buffer_timeout = t;
+        self
+    }
+
+    /// Most entities this node runs at once for this type (default
+    /// 1,000,000); an activation beyond it is refused and counted.
+    pub fn max_entities(mut self, n: usize) -> Self {
+        self.config.max_entities = n;
+        self
+    }
+
+    /// How long a starting node waits before it takes over shards of
+    /// nodes it has never seen live (default 5 s; keep it above the
+    /// cluster's heartbeat interval times its `down_after`).
+    pub fn takeover_grace(mut self, t: Duration) -> Self {
+        self.config.takeover_grace = t;
+        self
+    }
+
+    /// How long a hand-over waits for a shard's entities to stop (default 5 s).
+    pub fn handover_timeout(mut self, t: Duration) -> Self {
+        self.config.handover_timeout = t;
+        self
+    }
+
+    /// Where ownership is recorded (default: the cluster's JetStream KV
+    /// bucket, [`JetStreamOwnership`]).
+    pub fn store(mut self, store: Arc<dyn OwnershipStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Spawn entities on this system (default: one the sharding owns).
+    pub fn system(mut self, system: &ActorSystem) -> Self {
+        self.system = Some(system.handle());
+        self
+    }
+
+    /// Starts the region and the coordinator on this node.
+    pub fn start(self) -> Result<Sharding<A>, ShardingError> {
+        let ok = !self.kind.is_empty()
+            && self.kind.len() <= 64
+            && self
+                .kind
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !ok {
+            return Err(ShardingError::BadName(self.kind));
+        }
+        let store = match self.store {
+            Some(s) => s,
+            None => {
+                Arc::new(JetStreamOwnership::open(&self.cluster, 1).map_err(ShardingError::Store)?)
+            }
+        };
+        update_members(&*store, &self.kind, self.cluster.name(), true)
+            .map_err(ShardingError::Store)?;
+        let handle = troupe_remote::runtime::handle()
+            .map_err(|e| ShardingError::Store(StoreError::Unavailable(e.to_string())))?;
+        let (own_system, system) = match self.system {
+            Some(h) => (None, h),
+            None => {
+                let s = ActorSystem::new();
+                let h = s.handle();
+                (Some(s), h)
+            }
+        };
+        let shared = Arc::new(Shared {
+            kind: self.kind.clone(),
+            node: self.cluster.name().to_string(),
+            config: self.config,
+            store,
+            factory: self.factory,
+            tells: self.tells,
+            asks: self.asks,
+            routes: RwLock::new(Vec::new()),
+            stats: Counters::default(),
+            handle,
+            system: system.clone(),
+            pending: Default::default(),
+        });
+        let region = system.spawn_with(
+            Region::new(shared.clone()),
+            SpawnOptions::new().dedicated_thread(),
+        );
+        let region_name = format!("shard-region-{}", self.kind);
+        self.cluster
+            .expose(&region_name, &region)
+            .tell::<ShardTell>()
+            .ask::<ShardAsk>(RegionMsg::Ask)
+            .serve()
+            .map_err(|e| ShardingError::Expose(e.to_string()))?;
+        let control = Arc::new(Control::new());
+        {
+            let control = Arc::downgrade(&control);
+            self.cluster.on_node_down(move |_| {
+                if let Some(c) = control.upgrade() {
+                    c.set(Command::Wake);
+                }
+            });
+        }
+        let coordinator = Coordinator {
+            shared: shared.clone(),
+            region: region.clone(),
+            region_name: region_name.clone(),
+            cluster: self.cluster.clone(),
+            control: control.clone(),
+            owned: HashMap::new(),
+            refs: HashMap::new(),
+            seen: Default::default(),
+            last_live: Vec::new(),
+            started: std::time::Instant::now(),
+            leaving: false,
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("shard-coord-{}", self.kind))
+            .spawn(move || coordinator.run())
+            .map_err(|e| ShardingError::Expose(e.to_string()))?;
+        Ok(Sharding {
+            shared,
+            region,
+            region_name,
+            cluster: self.cluster,
+            control,
+            thread: Some(thread),
+            _system: own_system,
+        })
+    }
+}
+
+/// One node's part of a sharding type: hands out [`EntityRef`]s, runs this
+/// node's region and coordinator. Dropping it hands this node's shards
+/// over ([`leave`](Self::leave)).
+pub struct Sharding<A: Actor> {
+    shared: Arc<Shared<A>>,
+    region: ActorRef<Region<A>>,
+    region_name: String,
+    cluster: Arc<Cluster>,
+    control: Arc<Control>,
+    thread: Option<JoinHandle<()>>,
+    _system: Option<ActorSystem>,
+}
+
+impl<A: Actor> Sharding<A> {
+    /// A reference to entity `id`, on whichever node owns it. An id that is
+    /// empty or longer than 256 bytes gives a reference whose sends are
+    /// all refused.
+    pub fn entity(&self, id: &str) -> EntityRef<A> {
+        EntityRef {
+            shared: self.shared.clone(),
+            region: self.region.clone(),
+            id: id.into(),
+            shard: shard_of(id, self.shared.config.shards),
+            _a: PhantomData,
+        }
+    }
+
+    /// This node's counters.
+    pub fn stats(&self) -> ShardingStats {
+        self.shared.stats.snapshot()
+    }
+
+    /// Whether, at the last tick, every shard was owned by the node this
+    /// node's view of membership wants.
+    pub fn settled(&self) -> bool {
+        self.control.settled.load(Ordering::Relaxed)
+    }
+
+    /// The ids of the entities running on this node, sorted.
+    pub fn local_entities(&self) -> Vec<String> {
+        self.region
+            .ask(RegionMsg::Active, Duration::from_secs(10))
+            .unwrap_or_default()
+    }
+
+    /// The shard of `id`.
+    pub fn shard_of(&self, id: &str) -> u32 {
+        shard_of(id, self.shared.config.shards)
+    }
+
+    /// Hands every shard this node owns over (its entities stop, the
+    /// records are released) and stops this node's part. Blocks until done.
+    pub fn leave(mut self) {
+        self.stop(Command::Leave);
+    }
+
+    /// Stops this node's part at once, releasing nothing, as if the process
+    /// had died: its entities are killed and its shards wait for the
+    /// cluster to declare the node down. For tests and for shutdown paths
+    /// that must not wait.
+    pub fn halt(mut self) {
+        self.stop(Command::Halt);
+    }
+
+    fn stop(&mut self, how: Command) {
+        let Some(t) = self.thread.take() else { return };
+        self.control.set(how);
+        let _ = t.join();
+        self.cluster.node().unexpose(&self.region_name);
+        self.region.kill();
+        let _ = self.region.join_timeout(crate::coordinator::STOP_WAIT);
+    }
+}
+
+impl<A: Actor> Drop for Sharding<A> {
+    fn drop(&mut self) {
+        self.stop(Command::Leave);
+    }
+}
+
+/// A reference to one entity, wherever it runs. Cheap to clone.
+pub struct EntityRef<A: Actor> {
+    shared: Arc<Shared<A>>,
+    region: ActorRef<Region<A>>,
+    id: Arc<str>,
+    shard: u32,
+    _a: PhantomData<fn(A)>,
+}
+
+impl<A: Actor> Clone for EntityRef<A> {
+    fn clone(&self) -> Self {
+        EntityRef {
+            shared: self.shared.clone(),
+            region: self.region.clone(),
+            id: self.id.clone(),
+            shard: self.shard,
+            _a: PhantomData,
+        }
+    }
+}
+
+impl<A: Actor> fmt::Debug for EntityRef<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EntityRef({}/{})", self.shared.kind, self.id)
+    }
+}
+
+impl<A: Actor> EntityRef<A> {
+    /// The entity's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Sends `msg` to the entity. Never blocks. Hands `msg` back as
+    /// `Closed` if the sharding does not take `M` or the id is invalid,
+    /// `Full` if the shard has no owner and this node's buffer is full,
+    /// `Stopped` if this node's sharding has stopped.
+    pub fn tell<M: RemoteMessage>(&self, msg: M) -> Result<(), SendError<M>>
+    where
+        A::Msg: From<M>,
+    {
+        if !self.shared.tells.contains_key(&M::TYPE_ID) || !check(&self.id, 0) {
+            return Err(SendError::Closed(msg));
+        }
+        let Ok(payload) = postcard::to_allocvec(&msg) else {
+            return Err(SendError::Closed(msg));
+        };
+        let env = ShardTell {
+            entity: self.id.to_string(),
+            type_id: M::TYPE_ID,
+            hops: 0,
+            payload,
+        };
+        Counters::add(&self.shared.stats.tells);
+        let env = match self.shared.route(self.shard) {
+            Route::Remote { tell, .. } => match tell.tell(env) {
+                Ok(()) => return Ok(()),
+                Err(e) => e.into_inner(),
+            },
+            Route::Local => env,
+        };
+        if self.shared.pending.load(Ordering::Relaxed) >= self.shared.config.buffer {
+            Counters::add(&self.shared.stats.buffer_full);
+            return Err(SendError::Full(msg));
+        }
+        self.region
+            .tell(RegionMsg::Tell(env))
+            .map_err(|_| SendError::Stopped(msg))
+    }
+
+    fn ask_envelope<Q: RemoteAsk>(&self, q: &Q) -> Result<ShardAsk, AskError> {
+        if !self.shared.asks.contains_key(&Q::TYPE_ID) || !check(&self.id, 0) {
+            return Err(AskError::NoResponders);
+        }
+        let payload = postcard::to_allocvec(q).map_err(|_| AskError::NoReply)?;
+        Counters::add(&self.shared.stats.asks);
+        Ok(ShardAsk {
+            entity: self.id.to_string(),
+            type_id: Q::TYPE_ID,
+            hops: 0,
+            payload,
+        })
+    }
+
+    /// Asks the entity and blocks for the reply, at most `timeout`. Not
+    /// from inside a handler (use [`ask_async`](Self::ask_async) there).
+    pub fn ask<Q: RemoteAsk>(&self, q: Q, timeout: Duration) -> Result<Q::Reply, AskError> {
+        let env = self.ask_envelope(&q)?;
+        let reply = match self.shared.route(self.shard) {
+            Route::Remote { ask, .. } => ask.ask(env, timeout)?,
+            Route::Local => self.region.ask(|r| RegionMsg::Ask(env, r), timeout)?,
+        };
+        decode_reply::<Q>(reply)
+    }
+
+    /// Asks the entity; the reply as a future, at most `timeout`.
+    pub async fn ask_async<Q: RemoteAsk>(
+        &self,
+        q: Q,
+        timeout: Duration,
+    ) -> Result<Q::Reply, AskError> {
+        let env = self.ask_envelope(&q)?;
+        let reply = match self.shared.route(self.shard) {
+            Route::Remote { ask, .. } => ask.ask_async(env, timeout).await?,
+            Route::Local => {
+                self.region
+                    .ask_async(|r| RegionMsg::Ask(env, r))
+                    .with_timeout(timeout)
+                    .await?
+            }
+        };
+        decode_reply::<Q>(reply)
+    }
+}
+
+fn decode_reply<Q: RemoteAsk>(reply: ShardReply) -> Result<Q::Reply, AskError> {
+    match reply {
+        ShardReply::Ok(b) => postcard::from_bytes(&b).map_err(|_| AskError::NoReply),
+        ShardReply::Refused(r) => Err(r.to_ask_error()),
+    }
+}

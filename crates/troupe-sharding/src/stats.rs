@@ -1,0 +1,90 @@
+//! What a sharding did, counted: [`ShardingStats`] and the atomics behind it.
+//!
+//! Writers: the region actor (activations, passivations, deliveries,
+//! buffering, bad input), the coordinator (claims, hand-overs, store
+//! errors) and entity references (tells and asks sent). Every message
+//! that is not delivered lands in exactly one of `buffer_full`, `expired`,
+//! `bad_envelopes`, `unknown_types`, `undecodable` or `entity_gone`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! counters {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        /// A snapshot of one node's sharding counters.
+        #[derive(Clone, Debug, Default, PartialEq, Eq)]
+        pub struct ShardingStats {
+            $($(#[$doc])* pub $name: u64,)*
+        }
+
+        #[derive(Default)]
+        pub(crate) struct Counters {
+            $(pub(crate) $name: AtomicU64,)*
+        }
+
+        impl Counters {
+            pub(crate) fn snapshot(&self) -> ShardingStats {
+                ShardingStats {
+                    $($name: self.$name.load(Ordering::Relaxed),)*
+                }
+            }
+        }
+    };
+}
+
+counters! {
+    /// Entities started on this node.
+    activations,
+    /// Entities stopped here for idleness.
+    passivations,
+    /// Entities stopped here for a hand-over or a lost shard.
+    handover_stops,
+    /// Entities running here now.
+    entities_active,
+    /// Shards this node owns now.
+    shards_owned,
+    /// Shards claimed (free or released ones).
+    claims,
+    /// Shards claimed from a node that was down.
+    takeovers,
+    /// Shards released to another node after their entities stopped.
+    handovers,
+    /// Shards this node found owned by another (fenced out).
+    shards_lost,
+    /// Activations refused because the fencing token was no longer current.
+    fencing_refusals,
+    /// Claims or releases that lost a revision race.
+    conflicts,
+    /// Ownership store calls that failed.
+    store_errors,
+    /// Tells sent by entity references on this node.
+    tells,
+    /// Asks sent by entity references on this node.
+    asks,
+    /// Messages handed to a local entity.
+    delivered,
+    /// Envelopes forwarded to another node's region.
+    forwarded,
+    /// Envelopes buffered while their shard had no owner here.
+    buffered,
+    /// Envelopes refused because the buffer was full (asks answered
+    /// `Unavailable`, local tells handed back as `SendError::Full`).
+    buffer_full,
+    /// Buffered envelopes that outlived the buffer timeout.
+    expired,
+    /// Envelopes with a bad id or hop count.
+    bad_envelopes,
+    /// Envelopes of a message type this sharding does not take.
+    unknown_types,
+    /// Payloads that did not decode.
+    undecodable,
+    /// Tells lost because their entity stopped between the check and the send.
+    entity_gone,
+    /// Envelopes refused because the entity table was full (`max_entities`).
+    entities_refused,
+}
+
+impl Counters {
+    pub(crate) fn add(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
