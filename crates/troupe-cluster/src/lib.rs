@@ -47,14 +47,23 @@
 #![warn(missing_docs)]
 
 mod bad_input;
+mod balanced;
+mod builder;
 mod cluster;
+mod core;
+mod directory;
 mod error;
 pub mod liveness;
+mod mirror;
 pub mod monitor;
 pub mod permissions;
 pub mod registry;
+mod remote_watch;
+mod tasks;
 pub mod wire;
 
-pub use cluster::{Cluster, ClusterBuilder, ClusterStats};
+pub use builder::ClusterBuilder;
+pub use cluster::Cluster;
+pub use core::ClusterStats;
 pub use error::ClusterError;
 pub use monitor::{is_node_down, node_down_reason, RemoteMonitor};
