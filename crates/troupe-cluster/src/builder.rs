@@ -28,6 +28,14 @@ use crate::ClusterError;
 
 type NodeOptions = Box<dyn FnOnce(NodeBuilder) -> NodeBuilder + Send>;
 
+/// Where a cluster node's transport comes from.
+pub(crate) enum Via {
+    /// A NATS server's URL, with the builder's credentials.
+    Url(String),
+    /// A builder of a node over a transport given by the user.
+    Given(Box<dyn FnOnce(&str) -> NodeBuilder + Send>),
+}
+
 /// Configures and connects a [`Cluster`].
 ///
 /// ```no_run
@@ -41,7 +49,7 @@ type NodeOptions = Box<dyn FnOnce(NodeBuilder) -> NodeBuilder + Send>;
 /// ```
 #[must_use = "a builder does nothing until .connect()"]
 pub struct ClusterBuilder {
-    pub(crate) url: String,
+    pub(crate) via: Via,
     pub(crate) name: String,
     pub(crate) namespace: String,
     pub(crate) heartbeat: Duration,
@@ -57,6 +65,25 @@ pub struct ClusterBuilder {
 }
 
 impl ClusterBuilder {
+    /// The defaults, for the node `name` over `via`.
+    pub(crate) fn new(via: Via, name: &str) -> Self {
+        ClusterBuilder {
+            via,
+            name: name.to_string(),
+            namespace: "default".into(),
+            heartbeat: Duration::from_secs(1),
+            down_after: 1.75,
+            reconnect_grace: Duration::from_secs(5),
+            registry_ttl: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            user: None,
+            nkey: None,
+            node: None,
+            max_peers: crate::liveness::DEFAULT_MAX_PEERS,
+            key: None,
+        }
+    }
+
     /// The cluster namespace (default `"default"`): the subject prefix
     /// `troupe.<namespace>.` and the registry bucket `troupe-<namespace>-registry`.
     pub fn namespace(mut self, ns: impl Into<String>) -> Self {
@@ -144,9 +171,8 @@ impl ClusterBuilder {
             )));
         }
         let (user, nkey, ct) = (self.user.clone(), self.nkey.clone(), self.connect_timeout);
-        let mut nb = Node::builder(&self.url, &self.name)
-            .cluster(self.namespace.clone())
-            .nats(move |mut n| {
+        let nb = match self.via {
+            Via::Url(url) => Node::builder(&url, &self.name).nats(move |mut n| {
                 n = n.connection_timeout(ct);
                 if let Some((u, p)) = user {
                     n = n.user_password(u, p);
@@ -155,7 +181,10 @@ impl ClusterBuilder {
                     n = n.nkey(seed);
                 }
                 n
-            });
+            }),
+            Via::Given(make) => make(&self.name),
+        };
+        let mut nb = nb.cluster(self.namespace.clone());
         if let Some(key) = &self.key {
             nb = nb.cluster_key(key.clone());
         }

@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use troupe::{Actor, ActorRef};
+use troupe_remote::transport::Transport;
 use troupe_remote::{Exposure, Node};
 
-use crate::builder::ClusterBuilder;
+use crate::builder::{ClusterBuilder, Via};
 use crate::core::{encode, ClusterStats, ExposedActor, Inner};
 use crate::wire::{self, decode, RegEntry, StopEvent, WireReason};
 use crate::ClusterError;
@@ -94,21 +95,29 @@ impl Cluster {
 
     /// A builder (namespace, heartbeat, credentials, node options).
     pub fn builder(url: &str, node: &str) -> ClusterBuilder {
-        ClusterBuilder {
-            url: url.to_string(),
-            name: node.to_string(),
-            namespace: "default".into(),
-            heartbeat: Duration::from_secs(1),
-            down_after: 1.75,
-            reconnect_grace: Duration::from_secs(5),
-            registry_ttl: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(5),
-            user: None,
-            nkey: None,
-            node: None,
-            max_peers: crate::liveness::DEFAULT_MAX_PEERS,
-            key: None,
-        }
+        ClusterBuilder::new(Via::Url(url.to_string()), node)
+    }
+
+    /// A builder for a node that speaks through `transport` instead of
+    /// connecting to NATS: e.g. a connection to an in-process
+    /// [`MemoryNetwork`](troupe_remote::transport::memory::MemoryNetwork),
+    /// whose buckets hold the registry. The credential and connect-timeout
+    /// settings do not apply (the transport is connected already).
+    ///
+    /// ```
+    /// use troupe_cluster::Cluster;
+    /// use troupe_remote::transport::memory::MemoryNetwork;
+    ///
+    /// let net = MemoryNetwork::new();
+    /// let a = Cluster::builder_on(net.connect(), "a").connect()?;
+    /// let b = Cluster::builder_on(net.connect(), "b").connect()?;
+    /// assert_eq!(a.name(), "a");
+    /// # drop(b);
+    /// # Ok::<(), troupe_cluster::ClusterError>(())
+    /// ```
+    pub fn builder_on(transport: impl Transport, node: &str) -> ClusterBuilder {
+        let make = move |name: &str| Node::builder_on(transport, name);
+        ClusterBuilder::new(Via::Given(Box::new(make)), node)
     }
 
     /// The node (remote references, exposure, stats).

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use troupe_remote::envelope::{append_seal, encode_frame, Header, Kind, HEADER_LEN};
 use troupe_remote::transport::{Message, Subscription};
 
 use crate::bad_input::Inlet;
@@ -252,12 +251,8 @@ impl Inner {
         let limit = self.interval.mul_f64(self.down_after);
         let pings = silent.into_iter().map(|(node, peer)| async move {
             let subject = troupe_remote::node_subject(&self.ns, &node);
-            let mut ping = Vec::with_capacity(HEADER_LEN);
-            let _ = encode_frame(&mut ping, Header::new(Kind::Ping, 0, 0, 0), &(), 0);
-            if let Some(key) = &self.key {
-                append_seal(&mut ping, key, &subject);
-            }
-            let answer = self.transport.request(&subject, ping.into(), limit).await;
+            let ping = troupe_remote::ping_frame(self.key.as_ref(), &subject);
+            let answer = self.transport.request(&subject, ping, limit).await;
             (node, peer, answer.is_ok())
         });
         let mut dead = Vec::new();

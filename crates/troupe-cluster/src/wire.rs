@@ -92,12 +92,9 @@ pub fn balanced_group(group: &str) -> String {
     format!("={group}")
 }
 
-/// Whether `s` is a token: non-empty letters, digits, `_`, `-`.
-pub fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+/// Whether `s` is a token: non-empty letters, digits, `_`, `-` (the
+/// rule of troupe-remote's node names, shared).
+pub use troupe_remote::is_token;
 
 /// A heartbeat (and a goodbye).
 #[derive(Serialize, Deserialize, Debug, Clone)]

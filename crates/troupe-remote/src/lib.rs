@@ -106,7 +106,7 @@ pub use api::expose::Exposure;
 pub use api::node::Node;
 pub use api::remote_ref::RemoteRef;
 pub use api::runtime;
-pub use protocol::core::node_subject;
+pub use protocol::core::{is_token, node_subject, ping_frame};
 pub use protocol::error::NodeError;
 pub use protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};
 pub use protocol::schema::SchemaMismatch;

@@ -181,11 +181,25 @@ impl NatsTransport {
     }
 }
 
-fn request_error(kind: RequestErrorKind) -> RequestError {
-    match kind {
-        RequestErrorKind::TimedOut => RequestError::TimedOut,
-        RequestErrorKind::NoResponders => RequestError::NoResponders,
-        _ => RequestError::Disconnected,
+impl NatsTransport {
+    /// One request and its whole reply (`request` keeps the payload).
+    async fn send_request(
+        &self,
+        subject: &str,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> Result<async_nats::Message, RequestError> {
+        let req = async_nats::Request::new()
+            .payload(payload)
+            .timeout(Some(timeout));
+        self.client
+            .send_request(async_nats::Subject::from(subject), req)
+            .await
+            .map_err(|e| match e.kind() {
+                RequestErrorKind::TimedOut => RequestError::TimedOut,
+                RequestErrorKind::NoResponders => RequestError::NoResponders,
+                _ => RequestError::Disconnected,
+            })
     }
 }
 
@@ -230,20 +244,7 @@ impl Transport for NatsTransport {
         payload: Bytes,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Bytes, RequestError>> {
-        async move {
-            let req = async_nats::Request::new()
-                .payload(payload)
-                .timeout(Some(timeout));
-            match self
-                .client
-                .send_request(async_nats::Subject::from(subject), req)
-                .await
-            {
-                Ok(m) => Ok(m.payload),
-                Err(e) => Err(request_error(e.kind())),
-            }
-        }
-        .boxed()
+        async move { Ok(self.send_request(subject, payload, timeout).await?.payload) }.boxed()
     }
 
     fn request_message<'a>(
@@ -253,21 +254,12 @@ impl Transport for NatsTransport {
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Message, RequestError>> {
         async move {
-            let req = async_nats::Request::new()
-                .payload(payload)
-                .timeout(Some(timeout));
-            match self
-                .client
-                .send_request(async_nats::Subject::from(subject), req)
-                .await
-            {
-                Ok(m) => Ok(Message {
-                    subject: m.subject.into_string(),
-                    reply: m.reply.map(|r| r.into_string()),
-                    payload: m.payload,
-                }),
-                Err(e) => Err(request_error(e.kind())),
-            }
+            let m = self.send_request(subject, payload, timeout).await?;
+            Ok(Message {
+                subject: m.subject.into_string(),
+                reply: m.reply.map(|r| r.into_string()),
+                payload: m.payload,
+            })
         }
         .boxed()
     }
