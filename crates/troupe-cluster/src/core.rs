@@ -94,7 +94,7 @@ pub struct ClusterStats {
     /// Heartbeats of new nodes refused because the peer table was full.
     pub peers_refused: u64,
     /// Messages and registry values refused for want of a good seal (this
-    /// node has a cluster key; see [`ClusterBuilder::secret`]).
+    /// node has a cluster key; see [`ClusterBuilder::secret`](crate::ClusterBuilder::secret)).
     pub unauthenticated: u64,
     /// Peers silent by this node's clock that were not declared down:
     /// heard once this node's own heartbeat intake caught up, or answering

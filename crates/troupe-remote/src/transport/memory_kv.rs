@@ -11,6 +11,9 @@
 //!   and `create`, and dropped when met; no delete is announced for it,
 //!   as JetStream announces none.
 //! - A watcher whose stream was dropped is removed at the next write.
+//! - Made for tests: a bucket ignores its connection's state (a
+//!   connection taken down still reads and writes it), and remembers the
+//!   last revision of every key ever deleted.
 
 use std::collections::HashMap;
 use std::sync::Arc;
