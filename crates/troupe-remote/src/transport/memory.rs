@@ -316,14 +316,8 @@ impl Drop for MemoryTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::tests::rt;
     use futures::StreamExt;
-
-    fn rt() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    }
 
     #[test]
     fn messages_reach_matching_subscribers_in_order() {

@@ -201,13 +201,7 @@ impl KvBucket for MemBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rt() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    }
+    use crate::transport::tests::rt;
 
     #[test]
     fn conditional_writes_keep_the_rules_and_the_watch_sees_them_in_order() {

@@ -278,8 +278,16 @@ pub fn subject_matches(pattern: &str, subject: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::subject_matches;
+
+    /// A current-thread runtime for the transports' unit tests.
+    pub(crate) fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
 
     #[test]
     fn wildcards_match_as_in_nats() {
