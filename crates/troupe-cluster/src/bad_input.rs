@@ -2,7 +2,7 @@
 //!
 //! Every message on every subject the cluster listens to (heartbeats,
 //! goodbyes, stop events, control requests and their replies, registry
-//! values, load-balanced groups) that does not decode to its type with no
+//! values) that does not decode to its type with no
 //! byte left over, names a node other than its subject's, or fails
 //! authentication is:
 //! - counted, per subject, in [`ClusterStats`](crate::ClusterStats);
@@ -31,7 +31,6 @@ pub(crate) enum Inlet {
     Control,
     ControlReply,
     RegistryValue,
-    Group,
 }
 
 impl fmt::Display for Inlet {
@@ -43,7 +42,6 @@ impl fmt::Display for Inlet {
             Inlet::Control => "control request",
             Inlet::ControlReply => "control reply",
             Inlet::RegistryValue => "registry value",
-            Inlet::Group => "group message",
         })
     }
 }

@@ -17,6 +17,10 @@ pub enum ClusterError {
     NameTaken(String),
     /// NATS refused a subscription or a publish.
     Nats(String),
+    /// The load-balanced group has no member this node knows of.
+    NoMember(String),
+    /// The node refused to send a message (its outbox is full or closed).
+    Refused(String),
 }
 
 impl fmt::Display for ClusterError {
@@ -27,6 +31,8 @@ impl fmt::Display for ClusterError {
             ClusterError::BadName(e) => write!(f, "bad name: {e}"),
             ClusterError::NameTaken(n) => write!(f, "the name {n} is registered already"),
             ClusterError::Nats(e) => write!(f, "NATS: {e}"),
+            ClusterError::NoMember(g) => write!(f, "the load-balanced group {g} has no member"),
+            ClusterError::Refused(e) => write!(f, "not sent: {e}"),
         }
     }
 }

@@ -1,9 +1,9 @@
 //! # Troupe cluster: liveness, remote monitors and a registry over NATS
 //!
-//! Built on [`troupe_remote`] and what NATS provides: heartbeats on plain
-//! subjects, request/reply for control, queue groups for load-balanced
-//! groups, and a JetStream key-value bucket (with a watch) for the
-//! registry. No consensus of our own: the bucket is the registry's truth,
+//! Built on [`troupe_remote`] and what its transport provides: heartbeats
+//! on plain subjects, request/reply for control, and a key-value bucket
+//! (JetStream KV over NATS, with a watch) for the registry; load-balanced
+//! groups are tells on the node's links. No consensus of our own: the bucket is the registry's truth,
 //! each node's cache a mirror.
 //!
 //! - [`Cluster::monitor`] / [`Cluster::link`]: watch a remote actor like a
@@ -38,23 +38,41 @@
 //! A file imports only from its own floor or below (`.ci/layers.py`
 //! checks it): 0 `wire`: [`wire`] (subjects, keys, payloads),
 //! `bad_input.rs`, `error.rs`; 1 `state`: [`liveness`], [`registry`],
-//! [`monitor`], [`permissions`]; 2 `api`: `cluster.rs` ([`Cluster`],
-//! [`ClusterBuilder`]). The cluster speaks to peers through
-//! `troupe-remote`'s [`Node`](troupe_remote::Node) and, for JetStream and
-//! its own subjects, the NATS transport's client
-//! ([`NatsTransport::client`](troupe_remote::transport::nats::NatsTransport::client)).
+//! [`monitor`], [`permissions`], `core.rs` (the shared state and
+//! counters), `tasks.rs` (heartbeats, control, the connection check),
+//! `mirror.rs` (the registry's watch and refresh); 2 `api`: `builder.rs`
+//! ([`ClusterBuilder`]), `cluster.rs` ([`Cluster`]), `directory.rs`
+//! (registry and broadcast groups), `balanced.rs` (load-balanced groups),
+//! `remote_watch.rs` (remote monitors and links).
+//!
+//! The cluster stands on `troupe-remote`'s transport seam: it speaks to
+//! peers through the [`Node`](troupe_remote::Node) and, for its own
+//! subjects and the registry bucket, through the node's
+//! [`Transport`](troupe_remote::transport::Transport) (publish,
+//! subscribe, request, [`key_value`](troupe_remote::transport::Transport::key_value));
+//! it names no async-nats type. Its tasks run on the process's one I/O
+//! runtime, [`troupe_remote::runtime`], beside the node's.
 
 #![warn(missing_docs)]
 
 mod bad_input;
+mod balanced;
+mod builder;
 mod cluster;
+mod core;
+mod directory;
 mod error;
 pub mod liveness;
+mod mirror;
 pub mod monitor;
 pub mod permissions;
 pub mod registry;
+mod remote_watch;
+mod tasks;
 pub mod wire;
 
-pub use cluster::{Cluster, ClusterBuilder, ClusterStats};
+pub use builder::ClusterBuilder;
+pub use cluster::Cluster;
+pub use core::ClusterStats;
 pub use error::ClusterError;
 pub use monitor::{is_node_down, node_down_reason, RemoteMonitor};

@@ -20,9 +20,9 @@
 use std::future::Future;
 use std::time::Duration;
 
-use async_nats::jetstream::kv::{Config as KvConfig, Store};
-use async_nats::Client;
 use troupe_remote::permissions::Violations;
+use troupe_remote::transport::kv::{Bucket, BucketConfig};
+use troupe_remote::transport::Transport;
 use troupe_remote::NodeError;
 
 use crate::{wire, ClusterError};
@@ -74,43 +74,23 @@ pub(crate) fn none_reported(violations: &Violations) -> Result<(), ClusterError>
     }
 }
 
-/// Opens the registry bucket, creating it if it is missing (opening
-/// first, so a user whose operator created the bucket needs no
-/// `STREAM.CREATE`); bounded by 5 s, and ended by a permission violation.
+/// Opens the registry bucket through the node's transport (which creates
+/// it if it is missing; over NATS it opens first, so a user whose operator
+/// created the bucket needs no `STREAM.CREATE`); bounded by 5 s, and ended
+/// by a permission violation.
 pub(crate) async fn open_bucket(
-    client: Client,
-    ns: &str,
-    ttl: Duration,
+    transport: &dyn Transport,
+    config: &BucketConfig,
     violations: &Violations,
-) -> Result<Store, ClusterError> {
-    let js = async_nats::jetstream::new(client);
-    let open = async {
-        if let Ok(kv) = js.get_key_value(wire::bucket(ns)).await {
-            return Ok(kv);
-        }
-        let config = KvConfig {
-            bucket: wire::bucket(ns),
-            history: 1,
-            max_age: ttl,
-            ..Default::default()
-        };
-        match js.create_key_value(config).await {
-            Ok(kv) => Ok(kv),
-            // Another node may have created it meanwhile.
-            Err(_) => js
-                .get_key_value(wire::bucket(ns))
-                .await
-                .map_err(|e| ClusterError::Registry(e.to_string())),
-        }
-    };
+) -> Result<Bucket, ClusterError> {
     let bounded = async {
-        tokio::time::timeout(Duration::from_secs(5), open)
-            .await
-            .unwrap_or_else(|_| {
-                Err(ClusterError::Registry(
-                    "JetStream did not answer within 5 s (is the server started with -js?)".into(),
-                ))
-            })
+        match tokio::time::timeout(Duration::from_secs(5), transport.key_value(config)).await {
+            Ok(Ok(kv)) => Ok(kv),
+            Ok(Err(e)) => Err(ClusterError::Registry(e.to_string())),
+            Err(_) => Err(ClusterError::Registry(
+                "JetStream did not answer within 5 s (is the server started with -js?)".into(),
+            )),
+        }
     };
     guarded(violations, 0, bounded).await
 }

@@ -6,10 +6,11 @@
 //! troupe.<cluster>.bye.<node>    a node leaving on purpose (dropped Cluster)     Heartbeat
 //! troupe.<cluster>.down.<node>   an exposed actor of <node> stopped              StopEvent
 //! troupe.<cluster>.ctl.<node>    request/reply: watch or kill an exposed actor   Ctl -> CtlReply
-//! troupe.<cluster>.qg.<group>    load-balanced group, NATS queue group <group>   type id (8 B LE) + postcard body
 //! KV bucket troupe-<cluster>-registry (JetStream, history 1, max_age = registry_ttl)
 //!   n.<name>                      a registered name           -> RegEntry
 //!   g.<group>.<node>.<actor>      one member of a group       -> RegEntry
+//!   g.=<group>.<node>.<actor>     one member of a load-balanced group (its
+//!                                 tells go on the node's links) -> RegEntry
 //! ```
 //!
 //! Invariants:
@@ -19,7 +20,8 @@
 //!   bucket's JetStream subjects lie outside that prefix, so a cluster
 //!   node's permissions list them too ([`crate::permissions`]);
 //! - names, groups, actors and nodes are tokens (`[A-Za-z0-9_-]+`), so a
-//!   key splits back into its parts on `.` without ambiguity;
+//!   key splits back into its parts on `.` without ambiguity (a
+//!   load-balanced group's `=` prefix is no token character);
 //! - a node's `incarnation` is fresh per process start, so an entry or a
 //!   heartbeat of a dead incarnation is never taken for the new one's;
 //! - every payload decodes with no byte left over ([`decode`]); one that
@@ -65,10 +67,6 @@ pub fn down_subject(cluster: &str, node: &str) -> String {
 pub fn ctl_subject(cluster: &str, node: &str) -> String {
     format!("troupe.{cluster}.ctl.{node}")
 }
-/// Subject of a load-balanced group.
-pub fn group_subject(cluster: &str, group: &str) -> String {
-    format!("troupe.{cluster}.qg.{group}")
-}
 /// The registry's KV bucket.
 pub fn bucket(cluster: &str) -> String {
     format!("troupe-{cluster}-registry")
@@ -88,12 +86,15 @@ pub fn member_key(group: &str, node: &str, actor: &str) -> String {
     format!("g.{group}.{node}.{actor}")
 }
 
-/// Whether `s` is a token: non-empty letters, digits, `_`, `-`.
-pub fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+/// The registry's group name of the load-balanced group `group`: `=`
+/// and the group, never a broadcast group's name (a token).
+pub fn balanced_group(group: &str) -> String {
+    format!("={group}")
 }
+
+/// Whether `s` is a token: non-empty letters, digits, `_`, `-` (the
+/// rule of troupe-remote's node names, shared).
+pub use troupe_remote::is_token;
 
 /// A heartbeat (and a goodbye).
 #[derive(Serialize, Deserialize, Debug, Clone)]

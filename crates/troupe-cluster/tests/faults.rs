@@ -188,6 +188,49 @@ fn sigkill_one_of_three_processes_gives_down_and_registry_cleanup_within_two_hea
     }));
 }
 
+/// A balanced tell travels in the envelope on the node's link: the
+/// sender's acks account for every one, as for any remote tell.
+#[test]
+fn balanced_tells_are_accounted_like_other_remote_tells() {
+    let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
+    let system = ActorSystem::builder().threads(1).build();
+    let a = cluster(&server, "a");
+    let b = cluster(&server, "b");
+    assert_eq!(
+        b.dispatch_balanced("lb", &Job(1)),
+        Err(ClusterError::NoMember("lb".into()))
+    );
+    let (tx, jobs) = mpsc::channel();
+    let w = system.spawn(Worker(tx));
+    a.join_balanced::<Job, _>("lb", &w).unwrap();
+    assert!(wait_until(Duration::from_secs(3), || b
+        .balanced_members("lb")
+        .len()
+        == 1));
+    assert!(b.members("lb").is_empty(), "not a broadcast group");
+    let (sent, delivered) = (b.node().stats(), a.node().stats());
+    for n in 1..=50 {
+        b.dispatch_balanced("lb", &Job(n)).unwrap();
+    }
+    let got: Vec<u64> = (0..50)
+        .map(|_| jobs.recv_timeout(Duration::from_secs(2)).unwrap())
+        .collect();
+    assert_eq!(got, (1..=50).collect::<Vec<_>>(), "in order, once each");
+    assert!(b.node().settle(Duration::from_secs(5)), "every tell acked");
+    let (now_b, now_a) = (b.node().stats(), a.node().stats());
+    assert_eq!(now_b.tells_confirmed - sent.tells_confirmed, 50);
+    assert_eq!(now_b.frames_lost, 0);
+    assert_eq!(now_b.tells_unconfirmed, 0);
+    assert_eq!(now_a.delivered - delivered.delivered, 50);
+    // The member leaves with its actor.
+    w.kill();
+    assert!(wait_until(Duration::from_secs(3), || b
+        .balanced_members("lb")
+        .is_empty()));
+}
+
 #[test]
 fn remote_stop_reason_links_registry_and_groups() {
     let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
@@ -230,7 +273,10 @@ fn remote_stop_reason_links_registry_and_groups() {
     // Load-balanced: each message to one member.
     a.join_balanced::<Job, _>("lb", &w1).unwrap();
     b.join_balanced::<Job, _>("lb", &w2).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    assert!(wait_until(Duration::from_secs(3), || b
+        .balanced_members("lb")
+        .len()
+        == 2));
     for n in 100..120 {
         b.dispatch_balanced("lb", &Job(n)).unwrap();
     }

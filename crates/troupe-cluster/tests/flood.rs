@@ -17,7 +17,7 @@
 //!
 //! The subjects, one after the other (so each has its own count):
 //! the node's inbox `troupe.<ns>.node.b`, `hb.*`, `bye.*`, `down.*`,
-//! `ctl.b`, the load-balanced group `qg.<group>`, and the registry's KV
+//! `ctl.b`, and the registry's KV
 //! bucket (`$KV.troupe-<ns>-registry.<key>`, watched by every node).
 //!
 //! No frame is lost to a slow consumer: the publisher keeps at most
@@ -338,7 +338,6 @@ fn a_flood_on_every_subject_is_counted_and_silences_nothing() {
     let bye_subject = wire::bye_subject("default", "a");
     let down_subject = wire::down_subject("default", "a");
     let ctl_subject = wire::ctl_subject("default", "b");
-    let qg_subject = wire::group_subject("default", "g");
     let stop = StopEvent {
         actor: "counter".into(),
         reason: WireReason::Killed,
@@ -347,8 +346,6 @@ fn a_flood_on_every_subject_is_counted_and_silences_nothing() {
         actor: "counter".into(),
         reason: WireReason::Killed,
     };
-    let mut job = Add::TYPE_ID.to_le_bytes().to_vec();
-    job.extend(postcard::to_allocvec(&Add(1)).unwrap());
     let targets = vec![
         Target {
             label: "node inbox",
@@ -382,13 +379,6 @@ fn a_flood_on_every_subject_is_counted_and_silences_nothing() {
             label: "control",
             valid: sealed(&ctl_subject, enc(&kill)),
             subject: Some(ctl_subject),
-            counted: Counted::Cluster,
-            a_listens: false,
-        },
-        Target {
-            label: "group",
-            valid: sealed(&qg_subject, job),
-            subject: Some(qg_subject),
             counted: Counted::Cluster,
             a_listens: false,
         },

@@ -77,10 +77,12 @@
 //!
 //! 0. [`transport`]: the one place that knows how bytes travel: the
 //!    [`Transport`](transport::Transport) trait (publish, subscribe,
-//!    request/reply), [`transport::nats`] (the only module that names an
-//!    async-nats type, with [`permissions`]: a subject the server forbids
-//!    is an error at connect) and [`transport::memory`] (an in-process
-//!    router that runs the protocol in tests).
+//!    request/reply, [key-value buckets](transport::kv)),
+//!    [`transport::nats`] (the only module that names an async-nats type,
+//!    with its JetStream buckets and [`permissions`]: a subject the server
+//!    forbids is an error at connect) and [`transport::memory`] (an
+//!    in-process router and buckets that run the protocol, and the
+//!    cluster, in tests).
 //! 1. `protocol/`: what nodes say to each other: [`envelope`] (the frame
 //!    layout, byte by byte), [`auth`] (the cluster key: HMAC-SHA256 seals,
 //!    so only nodes holding it are obeyed), [`message`] (stable names, type
@@ -106,7 +108,7 @@ pub use api::expose::Exposure;
 pub use api::node::Node;
 pub use api::remote_ref::RemoteRef;
 pub use api::runtime;
-pub use protocol::core::node_subject;
+pub use protocol::core::{is_token, node_subject, ping_frame};
 pub use protocol::error::NodeError;
 pub use protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};
 pub use protocol::schema::SchemaMismatch;

@@ -99,17 +99,27 @@ impl<M: RemoteMessage> RemoteRef<M> {
     /// this node as confirmed, refused by the peer, or lost (see
     /// [`NodeStats`](crate::NodeStats) and [`Node::settle`](crate::Node::settle)).
     pub fn tell(&self, msg: M) -> Result<(), SendError<M>> {
+        match self.tell_ref(&msg) {
+            Ok(()) => Ok(()),
+            Err(SendError::Closed(())) => Err(closed(msg)),
+            Err(_) => Err(SendError::Full(msg)),
+        }
+    }
+
+    /// As [`tell`](Self::tell), for a sender that keeps the message (it is
+    /// encoded from the borrow); errors carry `()` instead of the message.
+    pub fn tell_ref(&self, msg: &M) -> Result<(), SendError<()>> {
         if !self.core.accepting() {
-            return Err(closed(msg));
+            return Err(closed(()));
         }
         let header = Header::new(Kind::Tell, M::TYPE_ID, self.target, self.schema);
-        match self.outbox.push(header, &msg, self.core.max_body()) {
+        match self.outbox.push(header, msg, self.core.max_body()) {
             Ok(()) => Ok(()),
-            Err(Refusal::Closed) => Err(closed(msg)),
-            Err(Refusal::Full) => Err(SendError::Full(msg)),
+            Err(Refusal::Closed) => Err(closed(())),
+            Err(Refusal::Full) => Err(SendError::Full(())),
             Err(Refusal::Encode(e)) => {
                 log_encode(&self.name, &e);
-                Err(SendError::Full(msg))
+                Err(SendError::Full(()))
             }
         }
     }

@@ -18,10 +18,11 @@ use tokio::runtime::{Handle, Runtime};
 
 use crate::NodeError;
 
-/// Runs `fut` on the node's runtime and waits for it on this thread (which
-/// must not be one of the runtime's own).
-/// `None` if the runtime dropped it (it is shutting down).
-pub(crate) fn block_on<F>(handle: &Handle, fut: F) -> Option<F::Output>
+/// Runs `fut` on the runtime of `handle` and waits for it on this thread
+/// (which must not be one of the runtime's own: see [`on`]). `None` if the
+/// runtime dropped it (it is shutting down). The blocking calls of
+/// [`Node`](crate::Node) and of `troupe-cluster` go through here.
+pub fn block_on<F>(handle: &Handle, fut: F) -> Option<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -95,7 +96,8 @@ fn start(threads: usize) -> Result<Handle, String> {
         .unwrap_or_else(|_| Err("the I/O thread died at start".into()))
 }
 
-/// Whether this thread is running a task of the runtime `handle` is for.
-pub(crate) fn on(handle: &Handle) -> bool {
+/// Whether this thread is running a task of the runtime `handle` is for
+/// (where [`block_on`] must not be called).
+pub fn on(handle: &Handle) -> bool {
     Handle::try_current().is_ok_and(|h| h.id() == handle.id())
 }

@@ -42,9 +42,21 @@ pub fn node_subject(cluster: &str, node: &str) -> String {
     format!("troupe.{cluster}.node.{node}")
 }
 
+/// A ping of the node whose inbox is `subject`: one ping frame, sealed
+/// under `key` when there is one. A live node answers it with an empty OK
+/// reply; a dead one has no responders.
+pub fn ping_frame(key: Option<&ClusterKey>, subject: &str) -> bytes::Bytes {
+    let mut probe = Vec::with_capacity(HEADER_LEN + SEAL_FRAME_LEN);
+    let _ = encode_frame(&mut probe, Header::new(Kind::Ping, 0, 0, 0), &(), 0);
+    if let Some(key) = key {
+        append_seal(&mut probe, key, subject);
+    }
+    probe.into()
+}
+
 /// Whether a name is a valid node or cluster name (it becomes a subject
 /// token): a non-empty run of letters, digits, `_` and `-`.
-pub(crate) fn is_token(s: &str) -> bool {
+pub fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
@@ -134,12 +146,8 @@ impl Core {
         // Is the name taken? A live node answers a ping; no node means no
         // responders. Best effort: two nodes starting at the same instant
         // under one name can both pass (subscriptions are not exclusive).
-        let mut probe = Vec::with_capacity(HEADER_LEN + SEAL_FRAME_LEN);
-        let _ = encode_frame(&mut probe, Header::new(Kind::Ping, 0, 0, 0), &(), 0);
-        if let Some(key) = &c.key {
-            append_seal(&mut probe, key, &subject);
-        }
-        let ping = transport.request(&subject, probe.into(), Duration::from_millis(500));
+        let probe = ping_frame(c.key.as_ref(), &subject);
+        let ping = transport.request(&subject, probe, Duration::from_millis(500));
         if ping.await.is_ok() {
             return Err(NodeError::NameTaken(c.name));
         }

@@ -26,11 +26,14 @@
 //! - [`MemoryNetwork::drop_when`] decides, per message, whether it is lost
 //!   (counted as published, as NATS would): the tests' way to lose tells
 //!   in transit.
+//! - Key-value buckets live in the network, shared by its connections,
+//!   and outlive them (see `memory_kv.rs`).
 //! - A connection taken down with [`MemoryTransport::set_connected`]
 //!   refuses to publish and request, and receives nothing, until it is up
 //!   again; its subscriptions survive, as NATS's do across a reconnect.
 
 use std::any::Any;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +44,7 @@ use futures::{FutureExt, StreamExt};
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
+use super::kv::{Bucket, BucketConfig, KvError};
 use super::{subject_matches, Message, RequestError, Subscription, Transport, TransportError};
 
 /// The default largest payload, as a NATS server's default (1 MiB).
@@ -61,6 +65,8 @@ struct Router {
     next: AtomicU64,
     max_payload: usize,
     fault: Mutex<Option<Fault>>,
+    /// The key-value buckets, by name (see `memory_kv.rs`).
+    buckets: Mutex<HashMap<String, Bucket>>,
 }
 
 impl Router {
@@ -120,6 +126,7 @@ impl MemoryNetwork {
                 next: AtomicU64::new(1),
                 max_payload,
                 fault: Mutex::new(None),
+                buckets: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -224,6 +231,17 @@ impl Transport for MemoryTransport {
         payload: Bytes,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Bytes, RequestError>> {
+        self.request_message(subject, payload, timeout)
+            .map(|r| r.map(|m| m.payload))
+            .boxed()
+    }
+
+    fn request_message<'a>(
+        &'a self,
+        subject: &'a str,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Message, RequestError>> {
         async move {
             if !self.is_connected() {
                 return Err(RequestError::Disconnected);
@@ -235,12 +253,25 @@ impl Transport for MemoryTransport {
                 return Err(RequestError::NoResponders);
             }
             match tokio::time::timeout(timeout, rx.recv()).await {
-                Ok(Some(m)) => Ok(m.payload),
+                Ok(Some(m)) => Ok(m),
                 Ok(None) => Err(RequestError::Disconnected),
                 Err(_) => Err(RequestError::TimedOut),
             }
         }
         .boxed()
+    }
+
+    fn key_value<'a>(&'a self, config: &'a BucketConfig) -> BoxFuture<'a, Result<Bucket, KvError>> {
+        let r = if self.is_connected() {
+            let mut buckets = self.router.buckets.lock();
+            let bucket = buckets
+                .entry(config.name.clone())
+                .or_insert_with(|| super::memory_kv::bucket(config.max_age));
+            Ok(bucket.clone())
+        } else {
+            Err(KvError::Transport(TransportError::Disconnected))
+        };
+        futures::future::ready(r).boxed()
     }
 
     fn flush(&self) -> BoxFuture<'_, Result<(), TransportError>> {
@@ -285,14 +316,8 @@ impl Drop for MemoryTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::tests::rt;
     use futures::StreamExt;
-
-    fn rt() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    }
 
     #[test]
     fn messages_reach_matching_subscribers_in_order() {

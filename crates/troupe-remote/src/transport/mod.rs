@@ -24,6 +24,9 @@
 //! - **Request/reply**: [`Transport::request`] publishes with a fresh reply
 //!   subject and waits for the first message there; no subscriber to the
 //!   subject at all is [`RequestError::NoResponders`], at once.
+//! - **Key-value buckets** ([`kv`]): revisioned keys with conditional
+//!   writes, a max age and a watch ([`Transport::key_value`]), the store
+//!   of the cluster's registry.
 //! - **Connection state** is one flag, read on every tell
 //!   ([`Transport::is_connected`]) and watched by asks in flight
 //!   ([`Transport::watch_connection`]), which end with `Disconnected` when
@@ -41,10 +44,14 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::FutureExt;
 
+pub mod kv;
 pub mod memory;
+mod memory_kv;
 pub mod nats;
+mod nats_kv;
 pub mod permissions;
 
+use kv::{Bucket, BucketConfig, KvError};
 use permissions::Forbidden;
 
 /// A message as a subscriber receives it.
@@ -140,6 +147,23 @@ pub trait Transport: Send + Sync + 'static {
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Bytes, RequestError>>;
 
+    /// As [`request`](Self::request), but the whole reply: its subject
+    /// (the request's reply inbox, over which a sealed reply is sealed)
+    /// and payload.
+    fn request_message<'a>(
+        &'a self,
+        subject: &'a str,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Message, RequestError>>;
+
+    /// Opens the key-value bucket `config.name`, creating it if it is
+    /// missing (see [`kv`]). By default the transport has none.
+    fn key_value<'a>(&'a self, config: &'a BucketConfig) -> BoxFuture<'a, Result<Bucket, KvError>> {
+        let _ = config;
+        futures::future::ready(Err(KvError::Unsupported)).boxed()
+    }
+
     /// Waits until what this connection published has left it (a server
     /// holds it).
     fn flush(&self) -> BoxFuture<'_, Result<(), TransportError>>;
@@ -199,6 +223,17 @@ impl<T: Transport> Transport for std::sync::Arc<T> {
     ) -> BoxFuture<'a, Result<Bytes, RequestError>> {
         (**self).request(subject, payload, timeout)
     }
+    fn request_message<'a>(
+        &'a self,
+        subject: &'a str,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Message, RequestError>> {
+        (**self).request_message(subject, payload, timeout)
+    }
+    fn key_value<'a>(&'a self, config: &'a BucketConfig) -> BoxFuture<'a, Result<Bucket, KvError>> {
+        (**self).key_value(config)
+    }
     fn flush(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         (**self).flush()
     }
@@ -243,8 +278,16 @@ pub fn subject_matches(pattern: &str, subject: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::subject_matches;
+
+    /// A current-thread runtime for the transports' unit tests.
+    pub(crate) fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
 
     #[test]
     fn wildcards_match_as_in_nats() {

@@ -1,8 +1,9 @@
 //! The NATS transport: a [`Transport`] over one async-nats connection.
 //!
-//! This is the only file of the crate that names an async-nats type (the
-//! cluster crate's JetStream registry reaches the client through
-//! [`NatsTransport::client`]). Invariants:
+//! With `nats_kv.rs` (its JetStream key-value buckets) and `permissions.rs`,
+//! the only place in the workspace's libraries that names an async-nats
+//! type (`.ci/layers.py` refuses it elsewhere in remote and cluster).
+//! Invariants:
 //! - The connection state flag and its watch are written only by the
 //!   client's event callback: `Connected` sets them, `Disconnected` and
 //!   `Closed` clear them, so asks in flight end at once rather than wait
@@ -26,6 +27,7 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 
+use super::kv::{Bucket, BucketConfig, KvError};
 use super::permissions::{self, Violations};
 use super::{Message, RequestError, Subscription, Transport, TransportError};
 
@@ -67,6 +69,23 @@ impl NatsOptions {
     pub fn credentials_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.credentials_file = Some(path.into());
         self
+    }
+
+    /// Authenticates with a user and password.
+    pub fn user_password(self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        let (user, password) = (user.into(), password.into());
+        self.connect_options(move |o| o.user_and_password(user, password))
+    }
+
+    /// Authenticates with an nkey seed (`SU...`).
+    pub fn nkey(self, seed: impl Into<String>) -> Self {
+        let seed = seed.into();
+        self.connect_options(move |o| o.nkey(seed))
+    }
+
+    /// Bounds each attempt to reach the server.
+    pub fn connection_timeout(self, t: Duration) -> Self {
+        self.connect_options(move |o| o.connection_timeout(t))
     }
 
     /// Any other async-nats connect option (token, user and password, TLS,
@@ -162,6 +181,28 @@ impl NatsTransport {
     }
 }
 
+impl NatsTransport {
+    /// One request and its whole reply (`request` keeps the payload).
+    async fn send_request(
+        &self,
+        subject: &str,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> Result<async_nats::Message, RequestError> {
+        let req = async_nats::Request::new()
+            .payload(payload)
+            .timeout(Some(timeout));
+        self.client
+            .send_request(async_nats::Subject::from(subject), req)
+            .await
+            .map_err(|e| match e.kind() {
+                RequestErrorKind::TimedOut => RequestError::TimedOut,
+                RequestErrorKind::NoResponders => RequestError::NoResponders,
+                _ => RequestError::Disconnected,
+            })
+    }
+}
+
 impl Transport for NatsTransport {
     fn publish<'a>(
         &'a self,
@@ -203,24 +244,28 @@ impl Transport for NatsTransport {
         payload: Bytes,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Bytes, RequestError>> {
+        async move { Ok(self.send_request(subject, payload, timeout).await?.payload) }.boxed()
+    }
+
+    fn request_message<'a>(
+        &'a self,
+        subject: &'a str,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Message, RequestError>> {
         async move {
-            let req = async_nats::Request::new()
-                .payload(payload)
-                .timeout(Some(timeout));
-            match self
-                .client
-                .send_request(async_nats::Subject::from(subject), req)
-                .await
-            {
-                Ok(m) => Ok(m.payload),
-                Err(e) => Err(match e.kind() {
-                    RequestErrorKind::TimedOut => RequestError::TimedOut,
-                    RequestErrorKind::NoResponders => RequestError::NoResponders,
-                    _ => RequestError::Disconnected,
-                }),
-            }
+            let m = self.send_request(subject, payload, timeout).await?;
+            Ok(Message {
+                subject: m.subject.into_string(),
+                reply: m.reply.map(|r| r.into_string()),
+                payload: m.payload,
+            })
         }
         .boxed()
+    }
+
+    fn key_value<'a>(&'a self, config: &'a BucketConfig) -> BoxFuture<'a, Result<Bucket, KvError>> {
+        super::nats_kv::open(self.client.clone(), config).boxed()
     }
 
     fn flush(&self) -> BoxFuture<'_, Result<(), TransportError>> {

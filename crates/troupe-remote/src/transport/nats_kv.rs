@@ -1,0 +1,140 @@
+//! JetStream key-value buckets behind [`KvBucket`]: the NATS transport's
+//! store (see [`kv`](super::kv) for what a bucket promises).
+//!
+//! Opening tries the bucket first and creates it only if that fails, so a
+//! user whose operator created the bucket needs no `STREAM.CREATE`
+//! permission; a create that fails (another node made it meanwhile) is
+//! followed by one more open. Buckets keep one value per key (history 1).
+
+use async_nats::jetstream::kv::{
+    Config, CreateErrorKind, Entry, Operation, Store, UpdateErrorKind,
+};
+use async_nats::Client;
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+
+use super::kv::{Bucket, BucketConfig, KvBucket, KvEntry, KvError, KvKeys, KvOp, KvWatch};
+
+struct NatsBucket {
+    store: Store,
+}
+
+fn other(e: impl std::fmt::Display) -> KvError {
+    KvError::Other(e.to_string())
+}
+
+/// Opens (or creates) the bucket `config.name` through `client`.
+pub(super) async fn open(client: Client, config: &BucketConfig) -> Result<Bucket, KvError> {
+    let js = async_nats::jetstream::new(client);
+    let store = match js.get_key_value(config.name.as_str()).await {
+        Ok(store) => store,
+        Err(_) => {
+            let create = Config {
+                bucket: config.name.clone(),
+                history: 1,
+                max_age: config.max_age,
+                ..Default::default()
+            };
+            match js.create_key_value(create).await {
+                Ok(store) => store,
+                Err(_) => js
+                    .get_key_value(config.name.as_str())
+                    .await
+                    .map_err(other)?,
+            }
+        }
+    };
+    Ok(std::sync::Arc::new(NatsBucket { store }))
+}
+
+fn entry_of(e: Entry) -> KvEntry {
+    KvEntry {
+        key: e.key,
+        value: e.value,
+        revision: e.revision,
+        op: match e.operation {
+            Operation::Put => KvOp::Put,
+            Operation::Delete | Operation::Purge => KvOp::Delete,
+        },
+    }
+}
+
+impl KvBucket for NatsBucket {
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KvEntry>, KvError>> {
+        async move {
+            let e = self.store.entry(key).await.map_err(other)?;
+            Ok(e.map(entry_of).filter(|e| e.op == KvOp::Put))
+        }
+        .boxed()
+    }
+
+    fn put<'a>(&'a self, key: &'a str, value: Bytes) -> BoxFuture<'a, Result<u64, KvError>> {
+        async move { self.store.put(key, value).await.map_err(other) }.boxed()
+    }
+
+    fn create<'a>(&'a self, key: &'a str, value: Bytes) -> BoxFuture<'a, Result<u64, KvError>> {
+        async move {
+            self.store.create(key, value).await.map_err(|e| {
+                if e.kind() == CreateErrorKind::AlreadyExists {
+                    KvError::Exists
+                } else {
+                    other(e)
+                }
+            })
+        }
+        .boxed()
+    }
+
+    fn update<'a>(
+        &'a self,
+        key: &'a str,
+        value: Bytes,
+        revision: u64,
+    ) -> BoxFuture<'a, Result<u64, KvError>> {
+        async move {
+            self.store.update(key, value, revision).await.map_err(|e| {
+                if e.kind() == UpdateErrorKind::WrongLastRevision {
+                    KvError::WrongRevision
+                } else {
+                    other(e)
+                }
+            })
+        }
+        .boxed()
+    }
+
+    fn delete<'a>(
+        &'a self,
+        key: &'a str,
+        expected: Option<u64>,
+    ) -> BoxFuture<'a, Result<(), KvError>> {
+        async move {
+            self.store
+                .delete_expect_revision(key, expected)
+                .await
+                .map_err(other)
+        }
+        .boxed()
+    }
+
+    fn keys(&self) -> BoxFuture<'_, Result<KvKeys, KvError>> {
+        async move {
+            let keys = self.store.keys().await.map_err(other)?;
+            Ok(keys.filter_map(|k| async move { k.ok() }).boxed())
+        }
+        .boxed()
+    }
+
+    fn watch_all(&self) -> BoxFuture<'_, Result<KvWatch, KvError>> {
+        async move {
+            let watch = self.store.watch_all().await.map_err(other)?;
+            // The first error ends the stream: the watcher starts over.
+            let entries = watch
+                .take_while(|e| futures::future::ready(e.is_ok()))
+                .filter_map(|e| async move { e.ok().map(entry_of) });
+            Ok(entries.boxed())
+        }
+        .boxed()
+    }
+}
