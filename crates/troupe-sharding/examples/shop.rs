@@ -49,7 +49,9 @@ use serde::{Deserialize, Serialize};
 use troupe::{Async, ReplyTo};
 use troupe_cluster::Cluster;
 use troupe_persistence::Persistent;
-use troupe_persistence::{Effect, JetStreamStore, PersistError, PersistenceId, PersistentActor};
+use troupe_persistence::{
+    Effect, JetStreamStore, PersistError, PersistenceConfig, PersistenceId, PersistentActor,
+};
 use troupe_remote::remote;
 use troupe_sharding::placement::fnv1a;
 use troupe_sharding::{ClusterSharding, Sharding};
@@ -164,7 +166,13 @@ fn node(url: &str, name: &str) -> Result<(), Error> {
     let store = Arc::new(JetStreamStore::builder(url).namespace("shop").connect()?);
     let carts: Carts = cluster
         .sharding("cart", move |id| {
-            Async::new(Persistent::new(Cart::new(id), store.clone()))
+            // A snapshot every 5 items: a cart that moves loads its
+            // latest snapshot, then replays the events after it.
+            let config = PersistenceConfig {
+                snapshot_every: Some(5),
+                ..Default::default()
+            };
+            Async::new(Persistent::new(Cart::new(id), store.clone()).config(config))
         })
         .ask::<AddItem>(CartCommand::Add)
         .ask::<Items>(|_, reply| CartCommand::Items(reply))
