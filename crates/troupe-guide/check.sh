@@ -43,6 +43,12 @@ timeout 180 cargo run -q -p troupe-cluster --example cluster | tee "$target/guid
 # TROUPE_REQUIRE_NATS=1, as in CI).
 grep -q "Down seen\|skipped" "$target/guide_cluster.out"
 
+say "example: shop (sharded persistent carts on 3 nodes, one SIGKILLed; nats-server -js)"
+timeout 180 cargo run -q -p troupe-sharding --example shop | tee "$target/guide_shop.out"
+# The example exits non-zero on any lost item; it skips without nats-server
+# (a failure under TROUPE_REQUIRE_NATS=1).
+grep -q "shop: ok\|shop: skipped" "$target/guide_shop.out"
+
 say "example: metrics (served, scraped, watched in troupe-top)"
 cargo build -q -p troupe --features metrics-http --example metrics
 cargo build -q -p troupe-top

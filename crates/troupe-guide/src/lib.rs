@@ -40,6 +40,7 @@ chapters! {
     cluster => "cluster.md",
     sharding => "sharding.md",
     persistence => "persistence.md",
+    from_one_node_to_many => "from-one-node-to-many.md",
     performance => "performance.md",
     coming_from => "coming-from.md",
 }
