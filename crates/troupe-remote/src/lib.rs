@@ -111,6 +111,6 @@ pub use protocol::error::NodeError;
 pub use protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};
 pub use protocol::schema::SchemaMismatch;
 pub use protocol::stats::NodeStats;
-pub use protocol::{auth, envelope, message, schema};
+pub use protocol::{auth, envelope, message, schema, trace_context};
 pub use transport::permissions;
 pub use troupe_macros::remote;
