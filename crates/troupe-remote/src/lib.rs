@@ -106,6 +106,8 @@ pub use api::expose::Exposure;
 pub use api::node::Node;
 pub use api::remote_ref::RemoteRef;
 pub use api::runtime;
+#[cfg(feature = "otel")]
+pub use api::telemetry;
 pub use protocol::core::node_subject;
 pub use protocol::error::NodeError;
 pub use protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};

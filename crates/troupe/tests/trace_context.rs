@@ -27,8 +27,20 @@ struct Rec {
     parent: Option<u64>,
 }
 
+/// Events as (message, the id of the span they were in).
+type Events = Arc<Mutex<Vec<(String, Option<u64>)>>>;
+
 #[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<HashMap<u64, Rec>>>);
+struct Recorder(Arc<Mutex<HashMap<u64, Rec>>>, Events);
+
+struct Message<'a>(&'a mut String);
+impl tracing::field::Visit for Message<'_> {
+    fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+        if f.name() == "message" {
+            *self.0 = format!("{v:?}");
+        }
+    }
+}
 
 struct Dest<'a>(&'a mut Rec);
 impl tracing::field::Visit for Dest<'_> {
@@ -57,6 +69,13 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recorder {
         attrs.record(&mut Dest(&mut rec));
         self.0.lock().unwrap().insert(id.into_u64(), rec);
     }
+
+    fn on_event(&self, event: &tracing::Event<'_>, ctx: LayerContext<'_, S>) {
+        let mut msg = String::new();
+        event.record(&mut Message(&mut msg));
+        let span = ctx.event_span(event).map(|s| s.id().into_u64());
+        self.1.lock().unwrap().push((msg, span));
+    }
 }
 
 impl Recorder {
@@ -76,6 +95,22 @@ impl Recorder {
             .collect();
         v.sort();
         v
+    }
+
+    /// The label of the span the event with message `msg` was in.
+    fn event_in(&self, msg: &str) -> Vec<String> {
+        let all = self.0.lock().unwrap();
+        self.1
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| m == msg)
+            .map(|(_, span)| match span.and_then(|i| all.get(&i)) {
+                None => "none".to_string(),
+                Some(r) if r.name == "handle" => format!("handle:{}", r.dest),
+                Some(r) => r.name.to_string(),
+            })
+            .collect()
     }
 
     /// Whether every span reaches the `request` span through its parents.
@@ -167,6 +202,15 @@ impl Actor for Side {
     }
 }
 
+/// Fails on its first message.
+struct Fuse;
+impl Actor for Fuse {
+    type Msg = ();
+    fn handle(&mut self, (): (), _: &mut Context<'_, Self>) {
+        panic!("fuse blown");
+    }
+}
+
 struct Leaf(crossbeam_channel::Sender<u8>);
 impl Actor for Leaf {
     type Msg = u8;
@@ -208,7 +252,22 @@ fn handle_spans_are_children_of_the_sending_span() {
     let mut got: Vec<u8> = (0..3).map(|_| rx.recv_timeout(t).unwrap()).collect();
     got.sort();
     assert_eq!(got, [1, 2, 3]);
+
+    // Troupe's own log of a stop a message caused is inside that message's
+    // span: the handle span of a traced actor, the sender's otherwise.
+    let fuse = system.spawn_with(Fuse, traced("fuse"));
+    let quiet_fuse = system.spawn_with(Fuse, SpawnOptions::new().name("quiet-fuse"));
+    {
+        let _blast = tracing::info_span!("blast").entered();
+        fuse.tell(()).unwrap();
+        quiet_fuse.tell(()).unwrap();
+    }
+    fuse.join_timeout(t).unwrap();
+    quiet_fuse.join_timeout(t).unwrap();
     system.shutdown();
+    let mut failed = rec.event_in("actor failed and was stopped");
+    failed.sort();
+    assert_eq!(failed, ["blast", "handle:fuse"]);
 
     // The request (from a plain thread) and the reply to `Context::ask`.
     assert_eq!(rec.parents_of("front"), ["handle:back", "request"]);
@@ -221,6 +280,10 @@ fn handle_spans_are_children_of_the_sending_span() {
         rec.parents_of("leaf"),
         ["handle:back", "handle:back", "handle:front"]
     );
+    rec.0
+        .lock()
+        .unwrap()
+        .retain(|_, r| r.dest != "fuse" && r.name != "blast");
     assert!(rec.one_tree(), "{:#?}", rec.0.lock().unwrap());
     let all = rec.0.lock().unwrap();
     assert!(all

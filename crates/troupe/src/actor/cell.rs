@@ -642,6 +642,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
             .metrics
             .get()
             .map(|(m, flags)| Metered::new(m, flags, self));
+        // With `trace-context`: the span of the message being handled, so
+        // that a stop it causes (a panic, `ctx.stop()`) is logged in it.
+        #[cfg(feature = "trace-context")]
+        let mut last = tracing::Span::none();
         loop {
             if bits & state::STOP_NOW != 0 {
                 let reason = self.requested_reason(bits);
@@ -663,11 +667,17 @@ impl<A: Actor> Runnable for ActorCell<A> {
                                 Some(mt) => mt.before(handled, self, &cx),
                             };
                             #[cfg(feature = "trace-context")]
-                            let _follow = follow(&sampled, cx);
+                            let _follow = follow(&sampled, cx, &mut last);
                             // The one call of `handle` in the crate for this
                             // actor type, so the compiler may inline it
                             // here as it would with no metrics at all.
                             actor.handle(msg, &mut ctx);
+                            // Kept only for a stop the message caused: else
+                            // the clone would hold its span open.
+                            #[cfg(feature = "trace-context")]
+                            if !ctx.interrupted() {
+                                last = tracing::Span::none();
+                            }
                             if let Some(s) = sampled {
                                 s.after(ctx.interrupted());
                             }
@@ -676,6 +686,8 @@ impl<A: Actor> Runnable for ActorCell<A> {
                     }
                 }
             });
+            #[cfg(feature = "trace-context")]
+            let _last = last.enter();
             if let Err(reason) = turn {
                 self.rt.count_panics(1);
                 return self.finalize(reason, false);
@@ -863,15 +875,25 @@ fn handle_span<A: Actor>(cell: &ActorCell<A>, cx: &envelope::Carried) -> tracing
 /// With `trace-context`, when no `handle` span was made for the message
 /// (the actor does not trace its messages), the sender's span is entered
 /// around the handler instead, so what it logs and sends joins that trace.
+/// `last` becomes the message's span (either), for the logs of a stop the
+/// message causes (the turn clears it after a handler that returned
+/// without stopping or suspending).
 #[cfg(feature = "trace-context")]
 #[inline]
-fn follow(sampled: &Option<Sampled<'_>>, cx: tracing::Span) -> Option<tracing::span::EnteredSpan> {
-    let traced = matches!(sampled, Some(s) if s.span.is_some());
-    if traced || cx.is_none() {
-        None
-    } else {
-        Some(cx.entered())
+fn follow(
+    sampled: &Option<Sampled<'_>>,
+    cx: tracing::Span,
+    last: &mut tracing::Span,
+) -> Option<tracing::span::EnteredSpan> {
+    if let Some(span) = sampled.as_ref().and_then(|s| s.span.as_ref()) {
+        *last = tracing::Span::clone(span);
+        return None;
     }
+    if cx.is_none() {
+        return None;
+    }
+    *last = cx.clone();
+    Some(cx.entered())
 }
 
 impl<A: Actor> MailboxProbe for ActorCell<A> {
