@@ -15,7 +15,10 @@ use tracing::span::{Attributes, Id};
 use tracing::Subscriber;
 use tracing_subscriber::layer::{Context as LayerContext, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
-use troupe::{timer, Actor, ActorRef, ActorSystem, AskError, Context, ReplyTo, SpawnOptions};
+use troupe::{
+    timer, Actor, ActorRef, ActorSystem, AskError, Async, AsyncActor, AsyncContext, Context,
+    ReplyTo, SpawnOptions,
+};
 
 /// A span as recorded: its name, the actor it handled for (`handle`
 /// spans), its parent's id.
@@ -202,6 +205,16 @@ impl Actor for Side {
     }
 }
 
+/// An async actor: tells `leaf` after an `.await`.
+struct Later(ActorRef<Leaf>);
+impl AsyncActor for Later {
+    type Msg = u8;
+    async fn handle(&mut self, n: u8, _: &mut AsyncContext<Self>) {
+        timer::sleep(Duration::from_millis(1)).await;
+        self.0.tell(n).unwrap();
+    }
+}
+
 /// Fails on its first message.
 struct Fuse;
 impl Actor for Fuse {
@@ -253,6 +266,14 @@ fn handle_spans_are_children_of_the_sending_span() {
     got.sort();
     assert_eq!(got, [1, 2, 3]);
 
+    // An async handler's sends after an `.await` still carry its span.
+    let later = system.spawn_with(Async::new(Later(leaf.clone())), traced("later"));
+    {
+        let _later = tracing::info_span!("request").entered();
+        later.tell(4).unwrap();
+    }
+    assert_eq!(rx.recv_timeout(t), Ok(4));
+
     // Troupe's own log of a stop a message caused is inside that message's
     // span: the handle span of a traced actor, the sender's otherwise.
     let fuse = system.spawn_with(Fuse, traced("fuse"));
@@ -278,8 +299,9 @@ fn handle_spans_are_children_of_the_sending_span() {
     // (both set up in back's handler).
     assert_eq!(
         rec.parents_of("leaf"),
-        ["handle:back", "handle:back", "handle:front"]
+        ["handle:back", "handle:back", "handle:front", "handle:later"]
     );
+    assert_eq!(rec.parents_of("later"), ["request"]);
     rec.0
         .lock()
         .unwrap()

@@ -125,11 +125,23 @@ mod on {
     }
 
     /// A context kept for a later send from another thread (a timer, the
-    /// end of a bridged future): the span current where it was made.
+    /// end of a bridged future) or a later poll (an async handler): the
+    /// span current where it was made.
     #[derive(Clone)]
     pub(crate) struct Follow(tracing::Span);
 
+    impl Default for Follow {
+        fn default() -> Follow {
+            Follow::none()
+        }
+    }
+
     impl Follow {
+        /// No span.
+        pub(crate) fn none() -> Follow {
+            Follow(tracing::Span::none())
+        }
+
         /// The caller's current span.
         pub(crate) fn here() -> Follow {
             Follow(current())
