@@ -879,7 +879,7 @@ fn handle_span<A: Actor>(cell: &ActorCell<A>, cx: &envelope::Carried) -> tracing
 /// message causes (the turn clears it after a handler that returned
 /// without stopping or suspending).
 #[cfg(feature = "trace-context")]
-#[inline]
+#[inline(always)]
 fn follow(
     sampled: &Option<Sampled<'_>>,
     cx: tracing::Span,

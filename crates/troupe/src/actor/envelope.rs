@@ -95,15 +95,19 @@ mod on {
     pub(crate) type Carried = tracing::Span;
 
     /// The envelope for `msg`, with the sender's current span.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn seal<M>(msg: M) -> Envelope<M> {
         Envelope { msg, cx: current() }
     }
 
     /// The caller's current span, or `Span::none()` outside any (or when
-    /// no subscriber is interested), without cloning a dispatcher then.
-    #[inline]
+    /// no subscriber is interested). Before any subscriber was ever set in
+    /// the process, one relaxed load: no thread-local lookup.
+    #[inline(always)]
     pub(crate) fn current() -> tracing::Span {
+        if !tracing::dispatcher::has_been_set() {
+            return tracing::Span::none();
+        }
         let s = tracing::Span::current();
         if s.is_disabled() {
             tracing::Span::none()
@@ -113,13 +117,13 @@ mod on {
     }
 
     /// The message and its context.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn open<M>(e: Envelope<M>) -> (M, Carried) {
         (e.msg, e.cx)
     }
 
     /// The message, its context dropped.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn into_msg<M>(e: Envelope<M>) -> M {
         e.msg
     }
