@@ -642,10 +642,11 @@ impl<A: Actor> Runnable for ActorCell<A> {
             .metrics
             .get()
             .map(|(m, flags)| Metered::new(m, flags, self));
-        // With `trace-context`: the span of the message being handled, so
-        // that a stop it causes (a panic, `ctx.stop()`) is logged in it.
+        // With `trace-context`: the span of the message being handled,
+        // entered; outside the guard, so that a stop the message causes (a
+        // panic, `ctx.stop()`) is logged in it before it is left.
         #[cfg(feature = "trace-context")]
-        let mut last = tracing::Span::none();
+        let mut last: Option<tracing::span::EnteredSpan> = None;
         loop {
             if bits & state::STOP_NOW != 0 {
                 let reason = self.requested_reason(bits);
@@ -662,21 +663,22 @@ impl<A: Actor> Runnable for ActorCell<A> {
                             // `cx`: the sender's span, or `()` without the
                             // `trace-context` feature (see `envelope`).
                             let (msg, cx) = envelope::open(env);
-                            let sampled = match &metered {
+                            #[cfg_attr(not(feature = "trace-context"), allow(unused_mut))]
+                            let mut sampled = match &metered {
                                 None => None,
                                 Some(mt) => mt.before(handled, self, &cx),
                             };
                             #[cfg(feature = "trace-context")]
-                            let _follow = follow(&sampled, cx, &mut last);
+                            follow(&mut sampled, cx, &mut last);
                             // The one call of `handle` in the crate for this
                             // actor type, so the compiler may inline it
                             // here as it would with no metrics at all.
                             actor.handle(msg, &mut ctx);
-                            // Kept only for a stop the message caused: else
-                            // the clone would hold its span open.
+                            // Left here unless the message stopped (or
+                            // suspended) the actor.
                             #[cfg(feature = "trace-context")]
                             if !ctx.interrupted() {
-                                last = tracing::Span::none();
+                                last = None;
                             }
                             if let Some(s) = sampled {
                                 s.after(ctx.interrupted());
@@ -686,8 +688,6 @@ impl<A: Actor> Runnable for ActorCell<A> {
                     }
                 }
             });
-            #[cfg(feature = "trace-context")]
-            let _last = last.enter();
             if let Err(reason) = turn {
                 self.rt.count_panics(1);
                 return self.finalize(reason, false);
@@ -872,28 +872,24 @@ fn handle_span<A: Actor>(cell: &ActorCell<A>, cx: &envelope::Carried) -> tracing
     span!()
 }
 
-/// With `trace-context`, when no `handle` span was made for the message
-/// (the actor does not trace its messages), the sender's span is entered
-/// around the handler instead, so what it logs and sends joins that trace.
-/// `last` becomes the message's span (either), for the logs of a stop the
-/// message causes (the turn clears it after a handler that returned
-/// without stopping or suspending).
+/// With `trace-context`: `last` becomes the message's entered span, for
+/// the handler and for the logs of a stop the message causes (the turn
+/// leaves it after a handler that returned without stopping or
+/// suspending). That is the `handle` span, moved out of `sampled`; or,
+/// when the actor does not trace its messages, the sender's span, so that
+/// what the handler logs and sends joins that trace.
 #[cfg(feature = "trace-context")]
 #[inline(always)]
 fn follow(
-    sampled: &Option<Sampled<'_>>,
+    sampled: &mut Option<Sampled<'_>>,
     cx: tracing::Span,
-    last: &mut tracing::Span,
-) -> Option<tracing::span::EnteredSpan> {
-    if let Some(span) = sampled.as_ref().and_then(|s| s.span.as_ref()) {
-        *last = tracing::Span::clone(span);
-        return None;
-    }
-    if cx.is_none() {
-        return None;
-    }
-    *last = cx.clone();
-    Some(cx.entered())
+    last: &mut Option<tracing::span::EnteredSpan>,
+) {
+    *last = match sampled.as_mut().and_then(|s| s.span.take()) {
+        Some(span) => Some(span),
+        None if cx.is_none() => None,
+        None => Some(cx.entered()),
+    };
 }
 
 impl<A: Actor> MailboxProbe for ActorCell<A> {
