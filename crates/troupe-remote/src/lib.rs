@@ -108,11 +108,13 @@ pub use api::expose::Exposure;
 pub use api::node::Node;
 pub use api::remote_ref::RemoteRef;
 pub use api::runtime;
+#[cfg(feature = "otel")]
+pub use api::telemetry;
 pub use protocol::core::{is_token, node_subject, ping_frame};
 pub use protocol::error::NodeError;
 pub use protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};
 pub use protocol::schema::SchemaMismatch;
 pub use protocol::stats::NodeStats;
-pub use protocol::{auth, envelope, message, schema};
+pub use protocol::{auth, envelope, message, schema, trace_context};
 pub use transport::permissions;
 pub use troupe_macros::remote;

@@ -8,9 +8,13 @@
 //! - `remote_ref.rs`: tells and asks to a remote actor.
 //! - `expose.rs`: making a local actor reachable.
 //! - `runtime.rs`: the process's one I/O runtime, and blocking on it.
+//! - `telemetry.rs` (feature `otel`): OpenTelemetry's crates and an OTLP
+//!   tracer provider.
 
 pub(crate) mod builder;
 pub(crate) mod expose;
 pub(crate) mod node;
 pub(crate) mod remote_ref;
 pub mod runtime;
+#[cfg(feature = "otel")]
+pub mod telemetry;

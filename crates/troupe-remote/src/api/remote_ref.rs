@@ -25,8 +25,9 @@ use std::time::Duration;
 use troupe::{AskError, SendError};
 
 use crate::protocol::core::Core;
-use crate::protocol::envelope::{encode_frame, EncodeError, Header, Kind};
+use crate::protocol::envelope::{encode_frame_traced, EncodeError, Header, Kind};
 use crate::protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
+use crate::protocol::otel;
 use crate::protocol::outbox::{Outbox, Refusal};
 use crate::protocol::schema;
 use crate::NodeError;
@@ -153,7 +154,11 @@ impl<M: RemoteAsk> RemoteRef<M> {
         let correlation = schema::ask_fingerprint::<M>();
         let header = Header::new(Kind::Ask, M::TYPE_ID, self.target, correlation);
         let mut frame = Vec::with_capacity(64);
-        if let Err(e) = encode_frame(&mut frame, header, msg, self.core.max_body()) {
+        let max_body = self.core.max_body();
+        let encoded = otel::with_outgoing(|trace| {
+            encode_frame_traced(&mut frame, header, trace, msg, max_body)
+        });
+        if let Err(e) = encoded {
             log_encode(&self.name, &e);
             return Err(AskError::MailboxFull);
         }

@@ -6,7 +6,8 @@
 //!  0      1   version      FORMAT_VERSION (2); anything else: the frame is refused
 //!  1      1   kind         1 tell, 2 ask, 3 reply, 4 ping, 5 link, 6 ack, 7 seal
 //!  2      1   status       replies: Status as u8; 0 elsewhere
-//!  3      1   reserved     0 (ignored on read, so it can carry flags later)
+//!  3      1   flags        bit 0: the body starts with a trace block (see
+//!                          `trace_context`); other bits 0, ignored on read
 //!  4      4   body length  u32 little-endian, bytes following the header
 //!  8      8   type id      u64 LE: RemoteMessage::TYPE_ID of the body;
 //!                          link and ack: the sending node's epoch
@@ -16,7 +17,8 @@
 //!                          the reply (0: not given, not checked; see
 //!                          `schema`); link: the sequence number of the
 //!                          batch's first tell; ack: `upto`
-//! 32      n   body         postcard encoding of the message (n = body length)
+//! 32      n   body         [trace block, if flagged] then the postcard
+//!                          encoding of the message (n = body length)
 //! ```
 //!
 //! # Links: sequence numbers and acknowledgements
@@ -55,6 +57,8 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+use crate::protocol::trace_context::{self, TraceContext, FLAG_TRACE};
 
 /// The format version written in every frame's first byte.
 pub const FORMAT_VERSION: u8 = 2;
@@ -154,8 +158,10 @@ pub struct Frame<'a> {
     pub target: u64,
     /// Asks and replies: the correlation id.
     pub correlation: u64,
-    /// The postcard body.
+    /// The postcard body (after the trace block, if any).
     pub body: &'a [u8],
+    /// The sender's trace context, if the frame carries one.
+    pub trace: Option<TraceContext<'a>>,
 }
 
 /// Why bytes are not a frame.
@@ -176,6 +182,9 @@ pub enum FrameError {
     },
     /// The body length is above the limit.
     Oversized(usize),
+    /// The frame is flagged as carrying a trace context, and its trace
+    /// block is malformed (see `trace_context`).
+    TraceContext,
 }
 
 impl fmt::Display for FrameError {
@@ -193,6 +202,7 @@ impl fmt::Display for FrameError {
             FrameError::Oversized(n) => {
                 write!(f, "oversized frame: body of {n} bytes is above the limit")
             }
+            FrameError::TraceContext => write!(f, "malformed trace context block"),
         }
     }
 }
@@ -228,6 +238,12 @@ pub fn decode_frame(buf: &[u8], max_body: usize) -> Result<(Frame<'_>, &[u8]), F
         });
     }
     let (body, after) = rest.split_at(len);
+    let (trace, body) = if buf[3] & FLAG_TRACE == 0 {
+        (None, body)
+    } else {
+        let (tc, body) = trace_context::decode(body).ok_or(FrameError::TraceContext)?;
+        (Some(tc), body)
+    };
     Ok((
         Frame {
             kind,
@@ -236,6 +252,7 @@ pub fn decode_frame(buf: &[u8], max_body: usize) -> Result<(Frame<'_>, &[u8]), F
             target: u64_at(buf, 16),
             correlation: u64_at(buf, 24),
             body,
+            trace,
         },
         after,
     ))
@@ -360,6 +377,19 @@ pub fn encode_frame<T: Serialize + ?Sized>(
     value: &T,
     max_body: usize,
 ) -> Result<usize, EncodeError> {
+    encode_frame_traced(out, header, None, value, max_body)
+}
+
+/// As [`encode_frame`], with the sender's trace context (if any, and if
+/// valid: an invalid one is left out) written before the postcard body
+/// and flagged in the header.
+pub fn encode_frame_traced<T: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    header: Header,
+    trace: Option<&TraceContext<'_>>,
+    value: &T,
+    max_body: usize,
+) -> Result<usize, EncodeError> {
     let start = out.len();
     out.extend_from_slice(&[
         FORMAT_VERSION,
@@ -374,6 +404,11 @@ pub fn encode_frame<T: Serialize + ?Sized>(
     out.extend_from_slice(&header.type_id.to_le_bytes());
     out.extend_from_slice(&header.target.to_le_bytes());
     out.extend_from_slice(&header.correlation.to_le_bytes());
+    if let Some(tc) = trace {
+        if tc.encode(out).is_some() {
+            out[start + 3] = FLAG_TRACE;
+        }
+    }
     if let Err(e) = postcard::serialize_with_flavor(value, Append(out)) {
         out.truncate(start);
         return Err(EncodeError::Serialize(e));

@@ -26,6 +26,7 @@ use crate::protocol::core::{is_token, Core};
 use crate::protocol::envelope::{decode_body, open_sealed, Frame, Frames, Kind, Status};
 use crate::protocol::links::LinkRun;
 use crate::protocol::message::TypeEntry;
+use crate::protocol::otel;
 use crate::protocol::schema::{self, SchemaMismatch, SchemaSide};
 use crate::protocol::serve::{Handlers, Outcome, Target};
 use crate::protocol::stats::{bump, bump_and_log};
@@ -215,6 +216,8 @@ impl Core {
             }
             return false;
         };
+        // Feature `otel`: the remote sender's trace continues here.
+        let _span = otel::receive_span(frame.trace.as_ref(), &self.name, &target.name);
         match tell(frame.body) {
             Outcome::Delivered => {
                 bump(&self.counters.delivered);

@@ -27,7 +27,9 @@
 //! # Files
 //! - [`envelope`](crate::envelope): the frame layout, byte by byte;
 //!   [`auth`](crate::auth): seals; [`message`](crate::message): type ids;
-//!   [`schema`](crate::schema): shape fingerprints.
+//!   [`schema`](crate::schema): shape fingerprints;
+//!   [`trace_context`](crate::trace_context): the W3C trace block a frame
+//!   may carry; `otel.rs` (feature `otel`): the OpenTelemetry side of it.
 //! - `core.rs`: a node's protocol state (`Core`), start and shutdown.
 //! - `inbox.rs`: the inbox loop; `serve.rs`: the ask server and the
 //!   handlers an exposed actor installs; `ask.rs`: the asking side.
@@ -41,6 +43,7 @@ pub mod auth;
 pub mod envelope;
 pub mod message;
 pub mod schema;
+pub mod trace_context;
 
 mod ask;
 pub(crate) mod core;
@@ -48,6 +51,7 @@ pub(crate) mod error;
 mod inbox;
 pub(crate) mod ledger;
 mod links;
+pub(crate) mod otel;
 pub(crate) mod outbox;
 pub(crate) mod serve;
 pub(crate) mod stats;

@@ -54,11 +54,13 @@ use tokio::sync::Notify;
 
 use crate::protocol::auth::ClusterKey;
 use crate::protocol::envelope::{
-    append_seal, encode_frame, encode_link, link_frame_len, EncodeError, Header, LinkAck,
+    append_seal, encode_frame_traced, encode_link, link_frame_len, EncodeError, Header, LinkAck,
     SEAL_FRAME_LEN,
 };
 use crate::protocol::ledger::Ledger;
+use crate::protocol::otel;
 use crate::protocol::stats::Counters;
+use crate::protocol::trace_context::TraceContext;
 use crate::transport::Transport;
 
 /// A finished batch: its bytes, the number of its first tell, how many tells.
@@ -146,10 +148,21 @@ impl Outbox {
         &self.subject
     }
 
-    /// Appends one tell frame of `value`, giving it the link's next number.
+    /// Appends one tell frame of `value`, giving it the link's next number
+    /// (and, feature `otel`, the caller's trace context: `protocol::otel`).
     pub(crate) fn push<T: Serialize>(
         &self,
         header: Header,
+        value: &T,
+        max_body: usize,
+    ) -> Result<(), Refusal> {
+        otel::with_outgoing(|trace| self.push_traced(header, trace, value, max_body))
+    }
+
+    fn push_traced<T: Serialize>(
+        &self,
+        header: Header,
+        trace: Option<&TraceContext<'_>>,
         value: &T,
         max_body: usize,
     ) -> Result<(), Refusal> {
@@ -168,7 +181,7 @@ impl Outbox {
             st.open_first = seq;
         }
         let frame_start = st.open.len();
-        let n = match encode_frame(&mut st.open, header, value, max_body) {
+        let n = match encode_frame_traced(&mut st.open, header, trace, value, max_body) {
             Ok(n) => n,
             Err(e) => {
                 st.open.truncate(start);

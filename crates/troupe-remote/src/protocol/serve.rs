@@ -22,6 +22,7 @@ use crate::protocol::core::Core;
 use crate::protocol::envelope::{decode_frame, encode_frame, Frame, Header, Kind, Status};
 use crate::protocol::envelope::{HEADER_LEN, SEAL_FRAME_LEN};
 use crate::protocol::message::TypeEntry;
+use crate::protocol::otel;
 use crate::protocol::stats::bump;
 
 /// What a local actor said to a tell.
@@ -129,7 +130,12 @@ impl Core {
                         return self.reply(reply, out);
                     }
                     Some(h) => match h.ask.as_ref() {
-                        Some(ask) => ask(&frame, self.max_frame_body),
+                        Some(ask) => {
+                            // Feature `otel`: the asker's trace continues here.
+                            let _span =
+                                otel::receive_span(frame.trace.as_ref(), &self.name, &tg.name);
+                            ask(&frame, self.max_frame_body)
+                        }
                         None => Err(Status::UnknownType),
                     },
                 },

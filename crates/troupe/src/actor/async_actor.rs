@@ -227,6 +227,12 @@ struct Inner<A: AsyncActor> {
     /// and its system's address, which names it (`enter_runtime`).
     #[cfg(feature = "async")]
     tokio: Option<(tokio::runtime::Handle, usize)>,
+    /// The span a suspended handler ran in (feature `trace-context`),
+    /// entered again around each later poll: what the handler sends after
+    /// an `.await` still carries its message's trace. Written and read by
+    /// the task holder only; the future does not borrow it.
+    #[cfg(feature = "trace-context")]
+    span: super::envelope::Follow,
 }
 
 impl<A: AsyncActor> Async<A> {
@@ -241,6 +247,8 @@ impl<A: AsyncActor> Async<A> {
             stop_reason: None,
             #[cfg(feature = "async")]
             tokio: None,
+            #[cfg(feature = "trace-context")]
+            span: super::envelope::Follow::none(),
         });
         Async {
             inner: NonNull::from(Box::leak(inner)),
@@ -381,6 +389,13 @@ impl<A: AsyncActor> Actor for Async<A> {
         if unsafe { self.begin(Phase::Handling, ctx.cell, |a, c| a.handle(msg, c)) } {
             self.pass_stop(ctx);
         } else {
+            #[cfg(feature = "trace-context")]
+            {
+                let p = self.raw();
+                // SAFETY: a field the pending future does not borrow; only
+                // the task holder (us) touches it.
+                unsafe { *ptr::addr_of_mut!((*p).span) = super::envelope::Follow::here() };
+            }
             ctx.suspend();
         }
     }
@@ -408,7 +423,19 @@ impl<A: AsyncActor> Actor for Async<A> {
         if !self.is_pending() || ctx.cell.killed.load(Ordering::Relaxed) {
             return true;
         }
+        #[cfg(feature = "trace-context")]
+        // SAFETY: a field the pending future does not borrow; only the task
+        // holder (us) touches it. Taken out: dropped when the handler ends.
+        let span = unsafe { std::mem::take(&mut *ptr::addr_of_mut!((*self.raw()).span)) };
+        #[cfg(feature = "trace-context")]
+        let entered = span.enter();
         if !self.poll(ctx.cell) {
+            #[cfg(feature = "trace-context")]
+            {
+                drop(entered);
+                // SAFETY: as above.
+                unsafe { *ptr::addr_of_mut!((*self.raw()).span) = span };
+            }
             ctx.suspend();
             return false;
         }

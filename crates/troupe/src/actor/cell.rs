@@ -29,6 +29,7 @@
 use super::ask::{while_dropping, ReplySink};
 use super::behaviour::{Actor, Sealed};
 use super::context::Context;
+use super::envelope::{self, Envelope};
 use super::error::{AskError, SendError, StopReason};
 use super::id::ActorId;
 use super::lifecycle::{
@@ -62,8 +63,10 @@ struct Slot<A> {
 /// the line the receiving worker had just written.
 #[repr(C)]
 pub(crate) struct ActorCell<A: Actor> {
-    /// Messages and the actor's state bits (see `engine::mailbox`).
-    pub(crate) mailbox: Mailbox<A::Msg>,
+    /// Messages and the actor's state bits (see `engine::mailbox`); each
+    /// slot an `envelope::Envelope` (the message itself unless the
+    /// `trace-context` feature is on).
+    pub(crate) mailbox: Mailbox<Envelope<A::Msg>>,
     /// Counters and timings (`metrics.rs`); 0 when metrics are off, so the
     /// hot path pays one predictable branch. Read by every send.
     pub(crate) metrics: MetricsRef,
@@ -294,12 +297,12 @@ impl<A: Actor> ActorCell<A> {
         let Mailbox::Unbounded(q) = &self.mailbox else {
             return self.send_bounded(msg, may_block);
         };
-        match q.push(msg) {
+        match q.push(envelope::seal(msg)) {
             Ok(schedule) => {
                 self.accepted(schedule);
                 Ok(())
             }
-            Err(m) => Err(self.refused_stopped(m)),
+            Err(m) => Err(self.refused_stopped(envelope::into_msg(m))),
         }
     }
 
@@ -339,19 +342,19 @@ impl<A: Actor> ActorCell<A> {
     /// can finish (`engine::state_word`).
     #[inline(never)]
     fn send_bounded(&self, msg: A::Msg, may_block: bool) -> Result<(), SendError<A::Msg>> {
-        let evicted = |old| self.drop_undelivered(old, AskError::MailboxFull);
-        match self.mailbox.push(msg, may_block, evicted) {
+        let evicted = |old| self.drop_undelivered(envelope::into_msg(old), AskError::MailboxFull);
+        match self.mailbox.push(envelope::seal(msg), may_block, evicted) {
             Ok(schedule) => {
                 self.accepted(schedule);
                 Ok(())
             }
             Err(PushError::Full(m)) => {
                 self.count_refused(false);
-                Err(SendError::Full(m))
+                Err(SendError::Full(envelope::into_msg(m)))
             }
             Err(PushError::Closed(m)) => {
                 self.count_refused(true);
-                Err(SendError::Stopped(m))
+                Err(SendError::Stopped(envelope::into_msg(m)))
             }
         }
     }
@@ -639,6 +642,11 @@ impl<A: Actor> Runnable for ActorCell<A> {
             .metrics
             .get()
             .map(|(m, flags)| Metered::new(m, flags, self));
+        // With `trace-context`: the span of the message being handled,
+        // entered; outside the guard, so that a stop the message causes (a
+        // panic, `ctx.stop()`) is logged in it before it is left.
+        #[cfg(feature = "trace-context")]
+        let mut last: Option<tracing::span::EnteredSpan> = None;
         loop {
             if bits & state::STOP_NOW != 0 {
                 let reason = self.requested_reason(bits);
@@ -650,16 +658,28 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 {
                     // SAFETY: task holder = sole consumer.
                     match unsafe { self.mailbox.pop() } {
-                        Some(msg) => {
+                        Some(env) => {
                             handled += 1;
-                            let sampled = match &metered {
+                            // `cx`: the sender's span, or `()` without the
+                            // `trace-context` feature (see `envelope`).
+                            let (msg, cx) = envelope::open(env);
+                            #[cfg_attr(not(feature = "trace-context"), allow(unused_mut))]
+                            let mut sampled = match &metered {
                                 None => None,
-                                Some(mt) => mt.before(handled, self),
+                                Some(mt) => mt.before(handled, self, &cx),
                             };
+                            #[cfg(feature = "trace-context")]
+                            follow(&mut sampled, cx, &mut last);
                             // The one call of `handle` in the crate for this
                             // actor type, so the compiler may inline it
                             // here as it would with no metrics at all.
                             actor.handle(msg, &mut ctx);
+                            // Left here unless the message stopped (or
+                            // suspended) the actor.
+                            #[cfg(feature = "trace-context")]
+                            if !ctx.interrupted() {
+                                last = None;
+                            }
                             if let Some(s) = sampled {
                                 s.after(ctx.interrupted());
                             }
@@ -754,13 +774,18 @@ impl<'a> Metered<'a> {
     /// The message's number is the pop count before the turn plus `n - 1`:
     /// the task holder is the only consumer.
     #[inline(always)]
-    fn before<A: Actor>(&self, n: usize, cell: &ActorCell<A>) -> Option<Sampled<'a>> {
+    fn before<A: Actor>(
+        &self,
+        n: usize,
+        cell: &ActorCell<A>,
+        cx: &envelope::Carried,
+    ) -> Option<Sampled<'a>> {
         let flags = self.word.flags();
         let periodic = self.base.wrapping_add(n as u64 - 1) & self.mask == 0;
         if !periodic && flags & (PENDING | TRACE) == 0 {
             None
         } else {
-            Some(sample_before(self.m, flags, periodic, cell))
+            Some(sample_before(self.m, flags, periodic, cell, cx))
         }
     }
 }
@@ -802,6 +827,7 @@ fn sample_before<'a, A: Actor>(
     flags: usize,
     periodic: bool,
     cell: &ActorCell<A>,
+    cx: &envelope::Carried,
 ) -> Sampled<'a> {
     let d = cell.mailbox.popped().wrapping_sub(1);
     let start = if periodic || flags & PENDING != 0 {
@@ -809,16 +835,61 @@ fn sample_before<'a, A: Actor>(
     } else {
         None
     };
-    let span = (flags & TRACE != 0).then(|| {
-        tracing::trace_span!(
-            "handle",
-            actor = %cell.id,
-            name = cell.name.as_deref().map(String::as_str),
-            msg = std::any::type_name::<A::Msg>()
-        )
-        .entered()
-    });
+    let span = (flags & TRACE != 0).then(|| handle_span(cell, cx).entered());
     Sampled { m, start, span }
+}
+
+/// The span around one handled message (`SpawnOptions::trace_messages`):
+/// level TRACE, name `handle`, Troupe's fields (`actor`, `name`, `msg`)
+/// and the OpenTelemetry messaging attributes (`messaging.system`,
+/// `messaging.operation.*`, `messaging.destination.name`, `otel.kind`;
+/// semantic conventions 1.27). With `trace-context`, its parent is the
+/// span the message was sent from, if any (see `envelope`).
+fn handle_span<A: Actor>(cell: &ActorCell<A>, cx: &envelope::Carried) -> tracing::Span {
+    let name = cell.name.as_deref().map(String::as_str);
+    let destination = name.unwrap_or(std::any::type_name::<A>());
+    macro_rules! span {
+        ($($parent:tt)*) => {
+            tracing::trace_span!(
+                $($parent)*
+                "handle",
+                actor = %cell.id,
+                name = name,
+                msg = std::any::type_name::<A::Msg>(),
+                messaging.system = "troupe",
+                messaging.operation.type = "process",
+                messaging.operation.name = "handle",
+                messaging.destination.name = destination,
+                otel.kind = "consumer",
+            )
+        };
+    }
+    #[cfg(feature = "trace-context")]
+    if !cx.is_none() {
+        return span!(parent: cx,);
+    }
+    let _ = cx;
+    span!()
+}
+
+/// With `trace-context`: `last` becomes the message's entered span, for
+/// the handler and for the logs of a stop the message causes (the turn
+/// leaves it after a handler that returned without stopping or
+/// suspending). That is the `handle` span, moved out of `sampled`; or,
+/// when the actor does not trace its messages, the sender's span, so that
+/// what the handler logs and sends joins that trace.
+#[cfg(feature = "trace-context")]
+#[inline(always)]
+fn follow(
+    sampled: &mut Option<Sampled<'_>>,
+    cx: tracing::Span,
+    last: &mut Option<tracing::span::EnteredSpan>,
+) {
+    *last = match sampled.as_mut().and_then(|s| s.span.take()) {
+        Some(span) => Some(span),
+        None if cx.is_none() => None,
+        None => Some(cx.entered()),
+    };
 }
 
 impl<A: Actor> MailboxProbe for ActorCell<A> {

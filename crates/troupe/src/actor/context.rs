@@ -116,8 +116,10 @@ impl<'a, A: Actor> Context<'a, A> {
     {
         let me = self.myself();
         let handle = self.runtime().host.tokio_handle();
+        let cx = super::envelope::Follow::here();
         super::future_handle::FutureHandle(handle.spawn(async move {
             let out = fut.await;
+            let _in = cx.enter();
             if let Err(e) = me.tell(to_msg(out)) {
                 me.drop_undelivered(e.into_inner());
             }

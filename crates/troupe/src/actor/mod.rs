@@ -15,6 +15,7 @@ pub(crate) mod async_actor;
 pub(crate) mod behaviour;
 pub(crate) mod cell;
 pub(crate) mod context;
+pub(crate) mod envelope;
 pub(crate) mod error;
 #[cfg(feature = "async")]
 pub(crate) mod future_handle;

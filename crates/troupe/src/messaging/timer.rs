@@ -25,6 +25,7 @@
 //! drop(tick); // cancels
 //! ```
 
+use crate::actor::envelope::Follow;
 use crate::engine::timer_thread::{call_after, call_at, call_periodic};
 use crate::messaging::recipient::Recipient;
 use parking_lot::Mutex;
@@ -52,7 +53,9 @@ pub fn send_delayed<M: Send + 'static>(
     msg: M,
 ) -> TimerHandle {
     let to = to.into();
+    let cx = Follow::here();
     call_after(delay, move || {
+        let _in = cx.enter();
         let _ = to.send(msg);
     })
 }
@@ -64,7 +67,9 @@ pub fn send_at<M: Send + 'static>(
     msg: M,
 ) -> TimerHandle {
     let to = to.into();
+    let cx = Follow::here();
     call_at(Some(deadline), move || {
+        let _in = cx.enter();
         let _ = to.send(msg);
     })
 }
@@ -78,9 +83,13 @@ pub fn send_periodic<M: Clone + Send + 'static>(
     msg: M,
 ) -> TimerHandle {
     let to = to.into();
-    call_periodic(initial_delay, period, move || match to.send(msg.clone()) {
-        Err(e) => !e.is_closed(),
-        Ok(()) => true,
+    let cx = Follow::here();
+    call_periodic(initial_delay, period, move || {
+        let _in = cx.enter();
+        match to.send(msg.clone()) {
+            Err(e) => !e.is_closed(),
+            Ok(()) => true,
+        }
     })
 }
 
