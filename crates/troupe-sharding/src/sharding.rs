@@ -430,7 +430,8 @@ impl<A: Actor> EntityRef<A> {
 
     /// Sends `msg` to the entity. Never blocks. Hands `msg` back as
     /// `Closed` if the sharding does not take `M` or the id is invalid,
-    /// `Full` if the shard has no owner and this node's buffer is full,
+    /// `Full` if the owner's outbox is full (as a remote tell), or the shard
+    /// has no owner and this node's buffer is full,
     /// `Stopped` if this node's sharding has stopped.
     pub fn tell<M: RemoteMessage>(&self, msg: M) -> Result<(), SendError<M>>
     where
@@ -462,6 +463,7 @@ impl<A: Actor> EntityRef<A> {
                 }
                 match r {
                     Ok(()) => Sent::Yes,
+                    Err(SendError::Full(())) => Sent::Full,
                     Err(_) => Sent::NotTried,
                 }
             }),
@@ -472,6 +474,10 @@ impl<A: Actor> EntityRef<A> {
                 Counters::add(&self.shared.stats.tells);
                 return Ok(());
             }
+            // The owner's outbox is full: the caller gets the message back
+            // (a detour through this node's region would overtake nothing
+            // but reorder what follows).
+            Sent::Full => return Err(SendError::Full(msg)),
             Sent::Unencodable => return Err(SendError::Closed(msg)),
             Sent::NotTried => {}
         }
@@ -543,7 +549,9 @@ impl<A: Actor> EntityRef<A> {
 /// What a tell to a remote owner came to.
 enum Sent {
     Yes,
-    /// No remote owner, or its outbox refused: this node's region takes it.
+    /// The owner's outbox is full.
+    Full,
+    /// No remote owner, or the connection is down: this node's region takes it.
     NotTried,
     /// serde refused the message.
     Unencodable,
