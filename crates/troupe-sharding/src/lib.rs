@@ -54,7 +54,7 @@
 //! - **One owner per shard.** An id maps to one of a fixed number of
 //!   shards ([`placement::shard_of`], a stable FNV-1a hash). A shard's
 //!   owner is recorded in the ownership store ([`ownership`]; by default a
-//!   JetStream KV bucket) and changes only by a revision-checked write, so
+//!   key-value bucket of the cluster's transport) and changes only by a revision-checked write, so
 //!   two nodes never hold one record revision.
 //! - **Fencing.** The record's revision is the shard's fencing token: a
 //!   region spawns an entity only after reading the record back as
@@ -86,8 +86,8 @@
 //!
 //! A file imports only from its own floor or below (`.ci/layers.py`
 //! checks it): 0 wire: [`placement`], [`envelope`], `config.rs`,
-//! `stats.rs`; 1 store: [`ownership`] (only `ownership/jetstream.rs`
-//! names async-nats); 2 region: `shared.rs`, [`region`]; 3
+//! `stats.rs`; 1 store: [`ownership`] (through troupe-remote's
+//! transport seam; no file names async-nats); 2 region: `shared.rs`, [`region`]; 3
 //! [`coordinator`]; 4 api: `sharding.rs` ([`ClusterSharding`],
 //! [`Sharding`], [`EntityRef`]).
 

@@ -259,8 +259,7 @@ impl<A: Actor> Region<A> {
             }) => {
                 if actor.is_alive() {
                     *last = clock;
-                    let actor = actor.clone();
-                    self.send(&actor, msg);
+                    send(&self.shared, actor, msg);
                     return;
                 }
                 (*generation, *shard)
@@ -274,7 +273,7 @@ impl<A: Actor> Region<A> {
                 }
                 let id = msg.entity().to_string();
                 if let Some(actor) = self.activate(shard, &id) {
-                    self.send(&actor, msg);
+                    send(&self.shared, &actor, msg);
                 } else {
                     self.route(msg);
                 }
@@ -291,37 +290,6 @@ impl<A: Actor> Region<A> {
                 waiting: vec![msg],
             },
         );
-    }
-
-    fn send(&self, actor: &ActorRef<A>, msg: Pending) {
-        match msg {
-            Pending::Tell(t, _) => match self.shared.tells.get(&t.type_id) {
-                None => Counters::add(&self.stat().unknown_types),
-                Some(decode) => match decode(&t.payload) {
-                    None => Counters::add(&self.stat().undecodable),
-                    Some(m) => match actor.tell(m) {
-                        Ok(()) => Counters::add(&self.stat().delivered),
-                        Err(_) => {
-                            Counters::add(&self.stat().entity_gone);
-                            tracing::warn!(entity = %t.entity, "an entity stopped as a tell reached it");
-                        }
-                    },
-                },
-            },
-            Pending::Ask(a, reply, _) => match self.shared.asks.get(&a.type_id) {
-                None => {
-                    Counters::add(&self.stat().unknown_types);
-                    reply.reply(ShardReply::Refused(Refusal::UnknownType));
-                }
-                Some(f) => {
-                    if f(&a.payload, actor, reply, &self.shared.handle) {
-                        Counters::add(&self.stat().delivered);
-                    } else {
-                        Counters::add(&self.stat().undecodable);
-                    }
-                }
-            },
-        }
     }
 
     /// Spawns entity `id` of owned `shard` after the fencing check; `None`
@@ -556,6 +524,38 @@ impl<A: Actor> Region<A> {
                 self.route(m);
             }
         }
+    }
+}
+
+/// Decodes one envelope into `actor`'s message and hands it over.
+fn send<A: Actor>(shared: &Shared<A>, actor: &ActorRef<A>, msg: Pending) {
+    match msg {
+        Pending::Tell(t, _) => match shared.tells.get(&t.type_id) {
+            None => Counters::add(&shared.stats.unknown_types),
+            Some(decode) => match decode(&t.payload) {
+                None => Counters::add(&shared.stats.undecodable),
+                Some(m) => match actor.tell(m) {
+                    Ok(()) => Counters::add(&shared.stats.delivered),
+                    Err(_) => {
+                        Counters::add(&shared.stats.entity_gone);
+                        tracing::warn!(entity = %t.entity, "an entity stopped as a tell reached it");
+                    }
+                },
+            },
+        },
+        Pending::Ask(a, reply, _) => match shared.asks.get(&a.type_id) {
+            None => {
+                Counters::add(&shared.stats.unknown_types);
+                reply.reply(ShardReply::Refused(Refusal::UnknownType));
+            }
+            Some(f) => {
+                if f(&a.payload, actor, reply, &shared.handle) {
+                    Counters::add(&shared.stats.delivered);
+                } else {
+                    Counters::add(&shared.stats.undecodable);
+                }
+            }
+        },
     }
 }
 

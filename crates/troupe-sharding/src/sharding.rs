@@ -8,6 +8,7 @@
 //! arrive in the order sent while the entity's shard stays where it is; a
 //! move may reorder messages that were in flight across it.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
@@ -26,7 +27,7 @@ use troupe_remote::{RemoteAsk, RemoteMessage};
 use crate::config::Config;
 use crate::coordinator::{Command, Control, Coordinator};
 use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell};
-use crate::ownership::jetstream::JetStreamOwnership;
+use crate::ownership::bucket::BucketOwnership;
 use crate::ownership::{update_members, OwnershipStore, StoreError};
 use crate::placement::shard_of;
 use crate::region::{Region, RegionMsg};
@@ -211,8 +212,8 @@ impl<A: Actor> ShardingBuilder<A> {
         self
     }
 
-    /// Where ownership is recorded (default: the cluster's JetStream KV
-    /// bucket, [`JetStreamOwnership`]).
+    /// Where ownership is recorded (default: a key-value bucket of the
+    /// cluster's transport, [`BucketOwnership`]).
     pub fn store(mut self, store: Arc<dyn OwnershipStore>) -> Self {
         self.store = Some(store);
         self
@@ -237,9 +238,7 @@ impl<A: Actor> ShardingBuilder<A> {
         }
         let store = match self.store {
             Some(s) => s,
-            None => {
-                Arc::new(JetStreamOwnership::open(&self.cluster, 1).map_err(ShardingError::Store)?)
-            }
+            None => Arc::new(BucketOwnership::open(&self.cluster).map_err(ShardingError::Store)?),
         };
         update_members(&*store, &self.kind, self.cluster.name(), true)
             .map_err(ShardingError::Store)?;
@@ -431,7 +430,8 @@ impl<A: Actor> EntityRef<A> {
 
     /// Sends `msg` to the entity. Never blocks. Hands `msg` back as
     /// `Closed` if the sharding does not take `M` or the id is invalid,
-    /// `Full` if the shard has no owner and this node's buffer is full,
+    /// `Full` if the owner's outbox is full (as a remote tell), or the shard
+    /// has no owner and this node's buffer is full,
     /// `Stopped` if this node's sharding has stopped.
     pub fn tell<M: RemoteMessage>(&self, msg: M) -> Result<(), SendError<M>>
     where
@@ -440,27 +440,62 @@ impl<A: Actor> EntityRef<A> {
         if !self.shared.tells.contains_key(&M::TYPE_ID) || !check(&self.id, 0) {
             return Err(SendError::Closed(msg));
         }
+        // To a live owner: encode into this thread's reused envelope, which
+        // the outbox encodes from the borrow; nothing is allocated.
+        let sent = self.shared.with_route(self.shard, |route| match route {
+            Route::Remote { tell, .. } => SCRATCH.with(|cell| {
+                let Ok(mut env) = cell.try_borrow_mut() else {
+                    return Sent::NotTried;
+                };
+                env.entity.clear();
+                env.entity.push_str(&self.id);
+                env.type_id = M::TYPE_ID;
+                env.hops = 0;
+                let mut payload = std::mem::take(&mut env.payload);
+                payload.clear();
+                match postcard::to_extend(&msg, payload) {
+                    Ok(p) => env.payload = p,
+                    Err(_) => return Sent::Unencodable,
+                }
+                let r = tell.tell_ref(&env);
+                if env.payload.capacity() > SCRATCH_KEEP {
+                    env.payload = Vec::new();
+                }
+                match r {
+                    Ok(()) => Sent::Yes,
+                    Err(SendError::Full(())) => Sent::Full,
+                    Err(_) => Sent::NotTried,
+                }
+            }),
+            Route::Local => Sent::NotTried,
+        });
+        match sent {
+            Sent::Yes => {
+                Counters::add(&self.shared.stats.tells);
+                return Ok(());
+            }
+            // The owner's outbox is full: the caller gets the message back
+            // (a detour through this node's region would overtake nothing
+            // but reorder what follows).
+            Sent::Full => return Err(SendError::Full(msg)),
+            Sent::Unencodable => return Err(SendError::Closed(msg)),
+            Sent::NotTried => {}
+        }
+        // This node's region: it delivers, forwards or buffers.
         let Ok(payload) = postcard::to_allocvec(&msg) else {
             return Err(SendError::Closed(msg));
         };
+        Counters::add(&self.shared.stats.tells);
+        if self.shared.pending.load(Ordering::Relaxed) >= self.shared.config.buffer {
+            Counters::add(&self.shared.stats.buffer_full);
+            return Err(SendError::Full(msg));
+        }
         let env = ShardTell {
             entity: self.id.to_string(),
             type_id: M::TYPE_ID,
             hops: 0,
             payload,
         };
-        Counters::add(&self.shared.stats.tells);
-        let env = match self.shared.route(self.shard) {
-            Route::Remote { tell, .. } => match tell.tell(env) {
-                Ok(()) => return Ok(()),
-                Err(e) => e.into_inner(),
-            },
-            Route::Local => env,
-        };
-        if self.shared.pending.load(Ordering::Relaxed) >= self.shared.config.buffer {
-            Counters::add(&self.shared.stats.buffer_full);
-            return Err(SendError::Full(msg));
-        }
         self.region
             .tell(RegionMsg::Tell(env))
             .map_err(|_| SendError::Stopped(msg))
@@ -509,6 +544,32 @@ impl<A: Actor> EntityRef<A> {
         };
         decode_reply::<Q>(reply)
     }
+}
+
+/// What a tell to a remote owner came to.
+enum Sent {
+    Yes,
+    /// The owner's outbox is full.
+    Full,
+    /// No remote owner, or the connection is down: this node's region takes it.
+    NotTried,
+    /// serde refused the message.
+    Unencodable,
+}
+
+/// The largest payload buffer a thread keeps between tells.
+const SCRATCH_KEEP: usize = 64 * 1024;
+
+thread_local! {
+    /// Each sending thread's reused tell envelope.
+    static SCRATCH: RefCell<ShardTell> = const {
+        RefCell::new(ShardTell {
+            entity: String::new(),
+            type_id: 0,
+            hops: 0,
+            payload: Vec::new(),
+        })
+    };
 }
 
 fn decode_reply<Q: RemoteAsk>(reply: ShardReply) -> Result<Q::Reply, AskError> {

@@ -65,4 +65,11 @@ impl<A: Actor> Shared<A> {
             .cloned()
             .unwrap_or(Route::Local)
     }
+
+    /// Calls `f` with the route of `shard`, under the table's read lock
+    /// (no reference is cloned).
+    pub fn with_route<R>(&self, shard: u32, f: impl FnOnce(&Route) -> R) -> R {
+        let routes = self.routes.read();
+        f(routes.get(shard as usize).unwrap_or(&Route::Local))
+    }
 }

@@ -174,6 +174,11 @@ fn bench(n: u64) {
             ent / base
         );
     }
+    let st = nodes[0].1.stats();
+    println!(
+        "node 1: tells {} forwarded {} buffered {}",
+        st.tells, st.forwarded, st.buffered
+    );
     let asks = 2000;
     let t = Instant::now();
     for _ in 0..asks {

@@ -1,7 +1,7 @@
 //! Who owns each shard: the [`OwnershipStore`] seam, an in-memory store
-//! for tests ([`MemoryOwnership`]) and the JetStream KV one
-//! ([`jetstream::JetStreamOwnership`], the only module that names an
-//! async-nats type).
+//! for tests ([`MemoryOwnership`]) and the one on a key-value bucket of
+//! the cluster's transport ([`bucket::BucketOwnership`]: JetStream KV over
+//! NATS, a map on the memory transport).
 //!
 //! The record of shard `s` of sharding type `kind` is one key whose value
 //! is the owner's node name (empty: released) and whose revision is the
@@ -19,7 +19,7 @@
 //! - the remembered entity ids of a shard are kept apart from its owner
 //!   record, written only by the shard's owner.
 
-pub mod jetstream;
+pub mod bucket;
 mod memory;
 
 pub use memory::MemoryOwnership;
