@@ -1,43 +1,32 @@
 //! Errors of the cluster layer.
 
-use std::fmt;
-
 /// Why a cluster operation failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClusterError {
     /// The node could not connect (wrong credentials, no server, timeout)
     /// or could not take its name.
+    #[error("{0}")]
     Node(troupe_remote::NodeError),
     /// JetStream (the registry bucket) is unavailable or refused a request.
+    #[error("cluster registry (JetStream KV): {0}")]
     Registry(String),
     /// A name, group, actor or `actor@node` is not usable.
+    #[error("bad name: {0}")]
     BadName(String),
     /// The name is registered already (by a live entry).
+    #[error("the name {0} is registered already")]
     NameTaken(String),
     /// NATS refused a subscription or a publish.
+    #[error("NATS: {0}")]
     Nats(String),
     /// The load-balanced group has no member this node knows of.
+    #[error("the load-balanced group {0} has no member")]
     NoMember(String),
     /// The node refused to send a message (its outbox is full or closed).
+    #[error("not sent: {0}")]
     Refused(String),
 }
-
-impl fmt::Display for ClusterError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ClusterError::Node(e) => write!(f, "{e}"),
-            ClusterError::Registry(e) => write!(f, "cluster registry (JetStream KV): {e}"),
-            ClusterError::BadName(e) => write!(f, "bad name: {e}"),
-            ClusterError::NameTaken(n) => write!(f, "the name {n} is registered already"),
-            ClusterError::Nats(e) => write!(f, "NATS: {e}"),
-            ClusterError::NoMember(g) => write!(f, "the load-balanced group {g} has no member"),
-            ClusterError::Refused(e) => write!(f, "not sent: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ClusterError {}
 
 impl From<troupe_remote::NodeError> for ClusterError {
     fn from(e: troupe_remote::NodeError) -> Self {
