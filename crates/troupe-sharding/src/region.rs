@@ -31,6 +31,11 @@
 //!   with it.
 //! - Every envelope is delivered, forwarded, kept in the buffer or
 //!   counted in exactly one refusal counter.
+//! - An envelope that waits (in the buffer, or for its entity's stop)
+//!   keeps the span it arrived in and is routed again inside it, so a
+//!   traced sender's trace goes on through the wait (feature `otel` of
+//!   troupe-remote carries it across nodes); a forwarded ask runs in the
+//!   span it was forwarded from.
 //! - The entity table is bounded (`max_entities`): an activation beyond
 //!   it is refused and counted, since ids come from the network.
 //!
@@ -42,6 +47,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+use tracing::Instrument;
 use troupe::{Actor, ActorRef, Context, ReplyTo};
 
 use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell, MAX_HOPS};
@@ -93,11 +99,23 @@ impl From<ShardTell> for RegionMsg {
     }
 }
 
-/// An envelope on its way; the instant is when it was first buffered
-/// (none on the direct path, which reads no clock).
+/// An envelope on its way, with what it keeps while it waits.
 pub(crate) enum Pending {
-    Tell(ShardTell, Option<Instant>),
-    Ask(ShardAsk, ReplyTo<ShardReply>, Option<Instant>),
+    Tell(ShardTell, Held),
+    Ask(ShardAsk, ReplyTo<ShardReply>, Held),
+}
+
+/// What an envelope keeps while it waits (in the buffer, or for its
+/// entity's stop): empty on the direct path, which reads no clock and
+/// clones no span.
+#[derive(Default)]
+pub(crate) struct Held {
+    /// When it was first buffered.
+    since: Option<Instant>,
+    /// The span it arrived in (the sender's, or the `receive` span of a
+    /// remote tell), entered again when it is routed later, so that the
+    /// entity's message, or the forward, continues the sender's trace.
+    span: Option<tracing::Span>,
 }
 
 impl Pending {
@@ -113,17 +131,23 @@ impl Pending {
             Pending::Ask(a, _, _) => a.hops,
         }
     }
-    fn since(&self) -> Option<Instant> {
+    fn held(&mut self) -> &mut Held {
         match self {
-            Pending::Tell(_, t) | Pending::Ask(_, _, t) => *t,
+            Pending::Tell(_, h) | Pending::Ask(_, _, h) => h,
         }
     }
-    fn stamp(&mut self) {
+    fn since(&self) -> Option<Instant> {
         match self {
-            Pending::Tell(_, t) | Pending::Ask(_, _, t) => {
-                t.get_or_insert_with(Instant::now);
-            }
+            Pending::Tell(_, h) | Pending::Ask(_, _, h) => h.since,
         }
+    }
+    /// Keeps the span it arrived in, for a later [`Region::reroute`].
+    fn keep_span(&mut self) {
+        self.held().span.get_or_insert_with(tracing::Span::current);
+    }
+    fn stamp(&mut self) {
+        self.held().since.get_or_insert_with(Instant::now);
+        self.keep_span();
     }
     fn refuse(self, why: Refusal) {
         if let Pending::Ask(_, reply, _) = self {
@@ -214,17 +238,29 @@ impl<A: Actor> Region<A> {
                     Pending::Ask(mut a, reply, _) => {
                         a.hops += 1;
                         let timeout = self.shared.config.forward_timeout;
-                        self.shared.handle.spawn(async move {
+                        // The forward runs in the span it is made in, so the
+                        // ask carries the sender's trace.
+                        let forward = async move {
                             let r = ask.ask_async(a, timeout).await;
                             reply.reply(r.unwrap_or_else(|e| {
                                 ShardReply::Refused(Refusal::from_ask_error(e))
                             }));
-                        });
+                        };
+                        self.shared
+                            .handle
+                            .spawn(forward.instrument(tracing::Span::current()));
                     }
                 }
             }
             _ => self.buffer(msg),
         }
+    }
+
+    /// Routes an envelope that waited, inside the span it arrived in.
+    fn reroute(&mut self, mut msg: Pending) {
+        let span = msg.held().span.clone();
+        let _in = span.as_ref().map(tracing::Span::enter);
+        self.route(msg);
     }
 
     fn buffer(&mut self, mut msg: Pending) {
@@ -248,6 +284,8 @@ impl<A: Actor> Region<A> {
         let clock = self.clock;
         let stopped_by_itself = match self.entities.get_mut(msg.entity()) {
             Some(Entity::Stopping { waiting, .. }) => {
+                let mut msg = msg;
+                msg.keep_span();
                 waiting.push(msg);
                 return;
             }
@@ -283,6 +321,8 @@ impl<A: Actor> Region<A> {
         };
         // It stopped by itself; its `Stopped` is on the way.
         let (generation, shard) = stopped_by_itself;
+        let mut msg = msg;
+        msg.keep_span();
         self.entities.insert(
             msg.entity().to_string(),
             Entity::Stopping {
@@ -507,7 +547,7 @@ impl<A: Actor> Region<A> {
         }
         self.finish_release(shard);
         for m in waiting {
-            self.route(m);
+            self.reroute(m);
         }
     }
 
@@ -553,7 +593,7 @@ impl<A: Actor> Region<A> {
                 tracing::warn!(entity = %m.entity(), "a buffered envelope expired: its shard had no owner");
                 m.refuse(Refusal::Unavailable);
             } else {
-                self.route(m);
+                self.reroute(m);
             }
         }
     }
@@ -568,8 +608,8 @@ impl<A: Actor> Actor for Region<A> {
 
     fn handle(&mut self, msg: RegionMsg, _ctx: &mut Context<'_, Self>) {
         match msg {
-            RegionMsg::Tell(t) => self.route(Pending::Tell(t, None)),
-            RegionMsg::Ask(a, r) => self.route(Pending::Ask(a, r, None)),
+            RegionMsg::Tell(t) => self.route(Pending::Tell(t, Held::default())),
+            RegionMsg::Ask(a, r) => self.route(Pending::Ask(a, r, Held::default())),
             RegionMsg::Owned { shard, token } => self.owned(shard, token),
             RegionMsg::Release { shard, done } => self.release(shard, done),
             RegionMsg::Lost { shard } => self.lose(shard),
