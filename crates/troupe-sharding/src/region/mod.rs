@@ -41,6 +41,8 @@
 //!
 //! The region runs on a thread of its own: the fencing check and the
 //! remembered-ids writes are blocking store calls.
+//!
+//! `pending.rs`: an envelope on its way, and what it keeps while it waits.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::Ordering;
@@ -54,6 +56,9 @@ use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell, MAX_HOPS}
 use crate::placement::shard_of;
 use crate::shared::{Route, Shared};
 use crate::stats::Counters;
+
+mod pending;
+use pending::{Held, Pending};
 
 /// What the region actor takes.
 pub enum RegionMsg {
@@ -96,63 +101,6 @@ pub enum RegionMsg {
 impl From<ShardTell> for RegionMsg {
     fn from(t: ShardTell) -> Self {
         RegionMsg::Tell(t)
-    }
-}
-
-/// An envelope on its way, with what it keeps while it waits.
-pub(crate) enum Pending {
-    Tell(ShardTell, Held),
-    Ask(ShardAsk, ReplyTo<ShardReply>, Held),
-}
-
-/// What an envelope keeps while it waits (in the buffer, or for its
-/// entity's stop): empty on the direct path, which reads no clock and
-/// clones no span.
-#[derive(Default)]
-pub(crate) struct Held {
-    /// When it was first buffered.
-    since: Option<Instant>,
-    /// The span it arrived in (the sender's, or the `receive` span of a
-    /// remote tell), entered again when it is routed later, so that the
-    /// entity's message, or the forward, continues the sender's trace.
-    span: Option<tracing::Span>,
-}
-
-impl Pending {
-    fn entity(&self) -> &str {
-        match self {
-            Pending::Tell(t, _) => &t.entity,
-            Pending::Ask(a, _, _) => &a.entity,
-        }
-    }
-    fn hops(&self) -> u8 {
-        match self {
-            Pending::Tell(t, _) => t.hops,
-            Pending::Ask(a, _, _) => a.hops,
-        }
-    }
-    fn held(&mut self) -> &mut Held {
-        match self {
-            Pending::Tell(_, h) | Pending::Ask(_, _, h) => h,
-        }
-    }
-    fn since(&self) -> Option<Instant> {
-        match self {
-            Pending::Tell(_, h) | Pending::Ask(_, _, h) => h.since,
-        }
-    }
-    /// Keeps the span it arrived in, for a later [`Region::reroute`].
-    fn keep_span(&mut self) {
-        self.held().span.get_or_insert_with(tracing::Span::current);
-    }
-    fn stamp(&mut self) {
-        self.held().since.get_or_insert_with(Instant::now);
-        self.keep_span();
-    }
-    fn refuse(self, why: Refusal) {
-        if let Pending::Ask(_, reply, _) = self {
-            reply.reply(ShardReply::Refused(why));
-        }
     }
 }
 
