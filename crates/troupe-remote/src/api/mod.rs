@@ -10,10 +10,14 @@
 //! - `runtime.rs`: the process's one I/O runtime, and blocking on it.
 //! - `telemetry.rs` (feature `otel`): OpenTelemetry's crates and an OTLP
 //!   tracer provider.
+//! - `otel_metrics.rs` (feature `otel`): Troupe's metrics as OpenTelemetry
+//!   observable instruments.
 
 pub(crate) mod builder;
 pub(crate) mod expose;
 pub(crate) mod node;
+#[cfg(feature = "otel")]
+pub(crate) mod otel_metrics;
 pub(crate) mod remote_ref;
 pub mod runtime;
 #[cfg(feature = "otel")]

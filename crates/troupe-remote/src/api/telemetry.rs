@@ -1,6 +1,7 @@
 //! OpenTelemetry for Troupe (feature `otel`): the crates it is built on,
-//! re-exported at the versions it uses, and (feature `otlp`) a tracer
-//! provider that exports spans to an OTLP/HTTP collector.
+//! re-exported at the versions it uses, Troupe's metrics as observable
+//! instruments on a meter ([`register_metrics`]), and (feature `otlp`) a
+//! tracer provider that exports spans to an OTLP/HTTP collector.
 //!
 //! What a node does with trace context is described in
 //! [`trace_context`](crate::trace_context) (the wire) and in the guide's
@@ -23,6 +24,9 @@
 //! # }
 //! ```
 
+pub use super::otel_metrics::{
+    register_metrics, register_metrics_capped, MetricsRegistration, SNAPSHOT_REUSE,
+};
 pub use opentelemetry;
 pub use opentelemetry_sdk;
 pub use tracing_opentelemetry;

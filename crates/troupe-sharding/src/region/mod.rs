@@ -31,23 +31,34 @@
 //!   with it.
 //! - Every envelope is delivered, forwarded, kept in the buffer or
 //!   counted in exactly one refusal counter.
+//! - An envelope that waits (in the buffer, or for its entity's stop)
+//!   keeps the span it arrived in and is routed again inside it, so a
+//!   traced sender's trace goes on through the wait (feature `otel` of
+//!   troupe-remote carries it across nodes); a forwarded ask runs in the
+//!   span it was forwarded from.
 //! - The entity table is bounded (`max_entities`): an activation beyond
 //!   it is refused and counted, since ids come from the network.
 //!
 //! The region runs on a thread of its own: the fencing check and the
 //! remembered-ids writes are blocking store calls.
+//!
+//! `pending.rs`: an envelope on its way, and what it keeps while it waits.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+use tracing::Instrument;
 use troupe::{Actor, ActorRef, Context, ReplyTo};
 
 use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell, MAX_HOPS};
 use crate::placement::shard_of;
 use crate::shared::{Route, Shared};
 use crate::stats::Counters;
+
+mod pending;
+use pending::{Held, Pending};
 
 /// What the region actor takes.
 pub enum RegionMsg {
@@ -90,45 +101,6 @@ pub enum RegionMsg {
 impl From<ShardTell> for RegionMsg {
     fn from(t: ShardTell) -> Self {
         RegionMsg::Tell(t)
-    }
-}
-
-/// An envelope on its way; the instant is when it was first buffered
-/// (none on the direct path, which reads no clock).
-pub(crate) enum Pending {
-    Tell(ShardTell, Option<Instant>),
-    Ask(ShardAsk, ReplyTo<ShardReply>, Option<Instant>),
-}
-
-impl Pending {
-    fn entity(&self) -> &str {
-        match self {
-            Pending::Tell(t, _) => &t.entity,
-            Pending::Ask(a, _, _) => &a.entity,
-        }
-    }
-    fn hops(&self) -> u8 {
-        match self {
-            Pending::Tell(t, _) => t.hops,
-            Pending::Ask(a, _, _) => a.hops,
-        }
-    }
-    fn since(&self) -> Option<Instant> {
-        match self {
-            Pending::Tell(_, t) | Pending::Ask(_, _, t) => *t,
-        }
-    }
-    fn stamp(&mut self) {
-        match self {
-            Pending::Tell(_, t) | Pending::Ask(_, _, t) => {
-                t.get_or_insert_with(Instant::now);
-            }
-        }
-    }
-    fn refuse(self, why: Refusal) {
-        if let Pending::Ask(_, reply, _) = self {
-            reply.reply(ShardReply::Refused(why));
-        }
     }
 }
 
@@ -214,17 +186,29 @@ impl<A: Actor> Region<A> {
                     Pending::Ask(mut a, reply, _) => {
                         a.hops += 1;
                         let timeout = self.shared.config.forward_timeout;
-                        self.shared.handle.spawn(async move {
+                        // The forward runs in the span it is made in, so the
+                        // ask carries the sender's trace.
+                        let forward = async move {
                             let r = ask.ask_async(a, timeout).await;
                             reply.reply(r.unwrap_or_else(|e| {
                                 ShardReply::Refused(Refusal::from_ask_error(e))
                             }));
-                        });
+                        };
+                        self.shared
+                            .handle
+                            .spawn(forward.instrument(tracing::Span::current()));
                     }
                 }
             }
             _ => self.buffer(msg),
         }
+    }
+
+    /// Routes an envelope that waited, inside the span it arrived in.
+    fn reroute(&mut self, mut msg: Pending) {
+        let span = msg.held().span.clone();
+        let _in = span.as_ref().map(tracing::Span::enter);
+        self.route(msg);
     }
 
     fn buffer(&mut self, mut msg: Pending) {
@@ -248,6 +232,8 @@ impl<A: Actor> Region<A> {
         let clock = self.clock;
         let stopped_by_itself = match self.entities.get_mut(msg.entity()) {
             Some(Entity::Stopping { waiting, .. }) => {
+                let mut msg = msg;
+                msg.keep_span();
                 waiting.push(msg);
                 return;
             }
@@ -282,6 +268,8 @@ impl<A: Actor> Region<A> {
         };
         // It stopped by itself; its `Stopped` is on the way.
         let (generation, shard) = stopped_by_itself;
+        let mut msg = msg;
+        msg.keep_span();
         self.entities.insert(
             msg.entity().to_string(),
             Entity::Stopping {
@@ -475,7 +463,7 @@ impl<A: Actor> Region<A> {
         }
         self.finish_release(shard);
         for m in waiting {
-            self.route(m);
+            self.reroute(m);
         }
     }
 
@@ -521,7 +509,7 @@ impl<A: Actor> Region<A> {
                 tracing::warn!(entity = %m.entity(), "a buffered envelope expired: its shard had no owner");
                 m.refuse(Refusal::Unavailable);
             } else {
-                self.route(m);
+                self.reroute(m);
             }
         }
     }
@@ -568,8 +556,8 @@ impl<A: Actor> Actor for Region<A> {
 
     fn handle(&mut self, msg: RegionMsg, _ctx: &mut Context<'_, Self>) {
         match msg {
-            RegionMsg::Tell(t) => self.route(Pending::Tell(t, None)),
-            RegionMsg::Ask(a, r) => self.route(Pending::Ask(a, r, None)),
+            RegionMsg::Tell(t) => self.route(Pending::Tell(t, Held::default())),
+            RegionMsg::Ask(a, r) => self.route(Pending::Ask(a, r, Held::default())),
             RegionMsg::Owned { shard, token } => self.owned(shard, token),
             RegionMsg::Release { shard, done } => self.release(shard, done),
             RegionMsg::Lost { shard } => self.lose(shard),

@@ -1,0 +1,66 @@
+//! An envelope on its way through the region, and what it keeps while it
+//! waits (in the buffer, or for its entity's stop): when it was first
+//! buffered, and the span it arrived in. Written by the region actor only.
+
+use std::time::Instant;
+
+use troupe::ReplyTo;
+
+use crate::envelope::{Refusal, ShardAsk, ShardReply, ShardTell};
+
+/// An envelope on its way, with what it keeps while it waits.
+pub(crate) enum Pending {
+    Tell(ShardTell, Held),
+    Ask(ShardAsk, ReplyTo<ShardReply>, Held),
+}
+
+/// What an envelope keeps while it waits (in the buffer, or for its
+/// entity's stop): empty on the direct path, which reads no clock and
+/// clones no span.
+#[derive(Default)]
+pub(crate) struct Held {
+    /// When it was first buffered.
+    pub(super) since: Option<Instant>,
+    /// The span it arrived in (the sender's, or the `receive` span of a
+    /// remote tell), entered again when it is routed later, so that the
+    /// entity's message, or the forward, continues the sender's trace.
+    pub(super) span: Option<tracing::Span>,
+}
+
+impl Pending {
+    pub(super) fn entity(&self) -> &str {
+        match self {
+            Pending::Tell(t, _) => &t.entity,
+            Pending::Ask(a, _, _) => &a.entity,
+        }
+    }
+    pub(super) fn hops(&self) -> u8 {
+        match self {
+            Pending::Tell(t, _) => t.hops,
+            Pending::Ask(a, _, _) => a.hops,
+        }
+    }
+    pub(super) fn held(&mut self) -> &mut Held {
+        match self {
+            Pending::Tell(_, h) | Pending::Ask(_, _, h) => h,
+        }
+    }
+    pub(super) fn since(&self) -> Option<Instant> {
+        match self {
+            Pending::Tell(_, h) | Pending::Ask(_, _, h) => h.since,
+        }
+    }
+    /// Keeps the span it arrived in, for a later `Region::reroute`.
+    pub(super) fn keep_span(&mut self) {
+        self.held().span.get_or_insert_with(tracing::Span::current);
+    }
+    pub(super) fn stamp(&mut self) {
+        self.held().since.get_or_insert_with(Instant::now);
+        self.keep_span();
+    }
+    pub(super) fn refuse(self, why: Refusal) {
+        if let Pending::Ask(_, reply, _) = self {
+            reply.reply(ShardReply::Refused(why));
+        }
+    }
+}
