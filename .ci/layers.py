@@ -22,7 +22,7 @@ troupe-cluster's (its lib.rs, "Layers"):
 troupe-sharding's (its lib.rs, "Layers"):
   0 wire          placement.rs, envelope.rs, config.rs, stats.rs
   1 store         ownership/   (on the transport's key_value; no async-nats)
-  2 region        shared.rs, region.rs
+  2 region        shared.rs, region/
   3 coordinator   coordinator.rs
   4 api           sharding.rs
 A file may use `crate::` paths of its own layer or below, never above. The
