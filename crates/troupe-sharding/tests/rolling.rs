@@ -49,13 +49,29 @@ fn refs(node: &Node, ids: &[String]) -> Vec<EntityRef<Counter>> {
     ids.iter().map(|id| node.1.entity(id)).collect()
 }
 
+/// Through a node that stays while another restarts.
 #[test]
 fn a_rolling_restart_under_load_loses_no_accepted_tell() {
+    rolling(false, "g");
+}
+
+/// Also through the node that leaves: its tells are refused once it has
+/// stopped, and handed back.
+#[test]
+fn tells_through_the_leaving_node_are_delivered_or_handed_back() {
+    rolling(true, "v");
+}
+
+fn all_refs(nodes: &[Option<Node>], ids: &[String]) -> Vec<EntityRef<Counter>> {
+    nodes.iter().flatten().flat_map(|n| refs(n, ids)).collect()
+}
+
+fn rolling(via_leaver: bool, prefix: &str) {
     let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
         return;
     };
     let tracker = Tracker::default();
-    let names = ["g1", "g2", "g3"];
+    let names: Vec<String> = (1..=3).map(|i| format!("{prefix}{i}")).collect();
     let mut nodes: Vec<Option<Node>> = names
         .iter()
         .map(|n| Some(start(&server, n, &tracker)))
@@ -74,6 +90,7 @@ fn a_rolling_restart_under_load_loses_no_accepted_tell() {
     let mut restarted = 0;
     let sent = std::thread::scope(|scope| {
         let stop = &stop;
+        let per_node = ids.len();
         let sender = scope.spawn(move || {
             let mut sent = Sent::default();
             let mut through = take.recv().unwrap();
@@ -83,8 +100,10 @@ fn a_rolling_restart_under_load_loses_no_accepted_tell() {
                     through = r;
                 }
                 seq += 1;
-                for e in &through {
-                    match e.tell(Add { from: 0, seq }) {
+                for (k, e) in through.iter().enumerate() {
+                    // One sender per node sent through (order is per sender).
+                    let from = (k / per_node) as u32;
+                    match e.tell(Add { from, seq }) {
                         Ok(()) => *sent.accepted.entry(e.id().to_string()).or_default() += 1,
                         // The refused message comes back whole.
                         Err(SendError::Full(m)) => {
@@ -113,9 +132,13 @@ fn a_rolling_restart_under_load_loses_no_accepted_tell() {
         });
         std::thread::sleep(Duration::from_millis(300));
         for i in 0..names.len() {
-            // Send through a node that stays while node `i` restarts.
-            let via = (i + 1) % names.len();
-            give.send(refs(nodes[via].as_ref().unwrap(), &ids)).unwrap();
+            if via_leaver {
+                give.send(all_refs(&nodes, &ids)).unwrap();
+            } else {
+                // Send through a node that stays while node `i` restarts.
+                let via = (i + 1) % names.len();
+                give.send(refs(nodes[via].as_ref().unwrap(), &ids)).unwrap();
+            }
             std::thread::sleep(Duration::from_millis(100));
             let (c, s) = nodes[i].take().unwrap();
             assert!(s.stats().shards_owned > 0, "{} owned shards", names[i]);
@@ -126,8 +149,11 @@ fn a_rolling_restart_under_load_loses_no_accepted_tell() {
                 &nodes.iter().flatten().map(|(_, s)| s).collect::<Vec<_>>(),
                 names.len() - 2,
             );
-            nodes[i] = Some(start(&server, names[i], &tracker));
+            nodes[i] = Some(start(&server, &names[i], &tracker));
             settle_all(&nodes);
+            if via_leaver {
+                give.send(all_refs(&nodes, &ids)).unwrap();
+            }
             assert!(
                 nodes[i].as_ref().unwrap().1.stats().shards_owned > 0,
                 "the new {} took shards back",
@@ -176,8 +202,11 @@ fn a_rolling_restart_under_load_loses_no_accepted_tell() {
         );
     }
     assert_eq!(takeovers, 0, "graceful leaves release: nothing taken over");
+    if via_leaver {
+        assert!(sent.stopped > 0, "tells through a stopped node: {sent:?}");
+    }
     eprintln!(
-        "rolling restart: {accepted} tells accepted, refused full {} stopped {} closed {}; \
+        "rolling restart (through the leaver: {via_leaver}): {accepted} tells accepted, refused full {} stopped {} closed {}; \
          asks ok {} failed {}; {} out of order",
         sent.full,
         sent.stopped,
