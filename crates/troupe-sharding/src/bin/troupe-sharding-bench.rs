@@ -6,6 +6,15 @@
 //! exposed on node 3 through a `RemoteRef` (the baseline), alternating
 //! twice, and 2,000 sequential asks each way. Prints rates and the ratio.
 //!
+//! `troupe-sharding-bench rebalance [N] [RUNS]`: starts a JetStream
+//! nats-server and three nodes in this process, activates `N` entities
+//! (default 10,000) from node 1, then starts a fourth node and measures
+//! the time until placement settles on all four (`Sharding::settled`)
+//! and until all `N` entities answer an ask again (8 asking threads),
+//! beside the same ask sweep timed before the join (nothing moving).
+//! Repeats `RUNS` times (default 3), each on a fresh server, and prints a
+//! table and one JSON line per run.
+//!
 //! `troupe-sharding-bench node <url> <name> <heartbeat-ms>`: a node that
 //! hosts the `tally` sharding type (64 shards) and prints `READY`; the
 //! kill tests start it as a child and SIGKILL it.
@@ -18,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use troupe::{Actor, ActorSystem, Context, ReplyTo};
 use troupe_cluster::Cluster;
 use troupe_remote::remote;
+use troupe_sharding::placement::desired_owner;
 use troupe_sharding::{ClusterSharding, Sharding};
 
 #[remote("sharding.bench.Bump")]
@@ -58,6 +68,11 @@ impl Actor for Tally {
     }
 }
 
+/// The coordinator's tick on every node.
+const TICK: Duration = Duration::from_millis(100);
+/// Shards of the `tally` type.
+const SHARDS: u32 = 64;
+
 fn node(
     url: &str,
     name: &str,
@@ -79,7 +94,8 @@ fn node(
         .tell::<Bump>()
         .ask::<Read>(|_, r| Msg::Read(r))
         .idle_timeout(None)
-        .tick(Duration::from_millis(100))
+        .shards(SHARDS)
+        .tick(TICK)
         .start()
         .expect("sharding");
     (c, s)
@@ -200,6 +216,131 @@ fn bench(n: u64) {
     );
 }
 
+/// Waits until every node sees the others, `placed` holds, and every
+/// node has reported `settled` without a break for three coordinator
+/// ticks (a node whose coordinator has not yet ticked since the join still
+/// shows the old view's flag); the time from `t` when that stable stretch
+/// began.
+fn settle(
+    nodes: &[(Arc<Cluster>, Sharding<Tally>)],
+    t: Instant,
+    limit: Duration,
+    placed: impl Fn() -> bool,
+) -> Duration {
+    let end = Instant::now() + limit;
+    let mut since: Option<Duration> = None;
+    loop {
+        let ok = nodes
+            .iter()
+            .all(|(c, s)| c.peers().len() == nodes.len() - 1 && s.settled())
+            && placed();
+        since = match (ok, since) {
+            (false, _) => None,
+            (true, None) => Some(t.elapsed()),
+            (true, s) => s,
+        };
+        if let Some(s) = since {
+            if t.elapsed() - s >= 3 * TICK {
+                return s;
+            }
+        }
+        assert!(Instant::now() < end, "the cluster did not settle");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Asks every id from `via` on `threads` threads until each has answered
+/// once (a failed ask is retried).
+fn sweep(via: &Sharding<Tally>, ids: &[String], threads: usize) -> u64 {
+    let retries = AtomicU64::new(0);
+    let chunk = ids.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for part in ids.chunks(chunk) {
+            let retries = &retries;
+            scope.spawn(move || {
+                let end = Instant::now() + Duration::from_secs(120);
+                for id in part {
+                    let e = via.entity(id);
+                    while e.ask(Read, Duration::from_millis(500)).is_err() {
+                        assert!(Instant::now() < end, "{id} never answered");
+                        retries.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    retries.into_inner()
+}
+
+fn rebalance(n: usize, runs: usize) {
+    println!(
+        "| run | entities | sweep, no move | settled | all answer | shards moved | entities moved | retried asks |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for run in 0..runs {
+        let server = troupe_test_nats::NatsServer::builder()
+            .jetstream()
+            .start()
+            .expect("nats-server (on PATH or TROUPE_NATS_SERVER)");
+        let url = server.url();
+        let hb = Duration::from_millis(250);
+        let all = Arc::new(AtomicU64::new(0));
+        let mut nodes: Vec<_> = (1..=3)
+            .map(|i| node(&url, &format!("r{i}"), hb, &all))
+            .collect();
+        settle(&nodes, Instant::now(), Duration::from_secs(30), || true);
+        // Activate: one tell each, then wait until all have been handled.
+        let ids: Vec<String> = (0..n).map(|i| format!("e{i}")).collect();
+        for (i, id) in ids.iter().enumerate() {
+            let mut m = Bump(i as u64);
+            let e = nodes[0].1.entity(id);
+            while let Err(err) = e.tell(m) {
+                m = err.into_inner();
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        wait_count(&all, n as u64);
+        let active: usize = nodes.iter().map(|(_, s)| s.local_entities().len()).sum();
+        assert_eq!(active, n, "every entity active once");
+        // The baseline: the same sweep with nothing moving.
+        let t = Instant::now();
+        sweep(&nodes[0].1, &ids, 8);
+        let base = t.elapsed();
+        // The fourth node joins; placement is done when it owns exactly
+        // the shards rendezvous hashing gives it among the four.
+        let names: Vec<String> = (1..=4).map(|i| format!("r{i}")).collect();
+        let want4 = (0..SHARDS)
+            .filter(|&s| desired_owner(&names, s) == Some("r4"))
+            .count() as u64;
+        let t0 = Instant::now();
+        nodes.push(node(&url, "r4", hb, &all));
+        let s4 = &nodes[3].1;
+        let settled = settle(&nodes, t0, Duration::from_secs(60), || {
+            s4.stats().shards_owned == want4
+        });
+        let retried = sweep(&nodes[0].1, &ids, 8);
+        let answered = t0.elapsed();
+        let st4 = nodes[3].1.stats();
+        let moved = nodes[3].1.local_entities().len();
+        println!(
+            "| {run} | {n} | {:.0} ms | {:.0} ms | {:.0} ms | {} | {moved} | {retried} |",
+            base.as_secs_f64() * 1e3,
+            settled.as_secs_f64() * 1e3,
+            answered.as_secs_f64() * 1e3,
+            st4.claims
+        );
+        println!(
+            "{{\"figure\":\"rebalance_ms\",\"run\":{run},\"entities\":{n},\"shards\":{SHARDS},\"heartbeat_ms\":{},\"sweep_no_move\":{:.1},\"settled\":{:.1},\"all_answer\":{:.1},\"shards_moved\":{},\"entities_moved\":{moved},\"retried_asks\":{retried}}}",
+            hb.as_millis(),
+            base.as_secs_f64() * 1e3,
+            settled.as_secs_f64() * 1e3,
+            answered.as_secs_f64() * 1e3,
+            st4.claims
+        );
+        drop(nodes);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
@@ -212,9 +353,13 @@ fn main() {
                 std::thread::sleep(Duration::from_secs(3600));
             }
         }
+        Some("rebalance") => rebalance(
+            args.get(2).map_or(10_000, |n| n.parse().expect("N")),
+            args.get(3).map_or(3, |n| n.parse().expect("RUNS")),
+        ),
         Some("bench") => bench(args.get(2).map_or(200_000, |n| n.parse().expect("N"))),
         _ => {
-            eprintln!("usage: troupe-sharding-bench bench [N] | node <url> <name> <heartbeat-ms>");
+            eprintln!("usage: troupe-sharding-bench bench [N] | rebalance [N] [RUNS] | node <url> <name> <heartbeat-ms>");
             std::process::exit(2);
         }
     }
