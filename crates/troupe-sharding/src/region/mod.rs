@@ -10,7 +10,11 @@
 //! - An envelope for an owned shard goes to its entity, activated on the
 //!   first message: before spawning, the region reads the shard's record
 //!   and spawns only if it is still `(this node, token)` (the fencing
-//!   check); otherwise the shard is treated as lost.
+//!   check); if the record names another owner or token the shard is
+//!   treated as lost. If the store does not answer, the shard stays owned
+//!   (the coordinator still holds it and will not send `Owned` again): the
+//!   envelope waits in the buffer and the check is retried on the next
+//!   `Tick`, at most one store read per shard and tick while it is down.
 //! - `Release { shard }`: hand-over. The region stops delivering to the
 //!   shard, asks each of its entities to stop (each first handles what is
 //!   in its mailbox), and answers once the last one has stopped; only then
@@ -104,8 +108,19 @@ impl From<ShardTell> for RegionMsg {
     }
 }
 
+/// Why an activation did not happen.
+enum Fence {
+    /// The shard is not (or no longer) owned here.
+    Lost,
+    /// The store did not answer the fencing read.
+    StoreDown,
+}
+
 struct OwnedShard {
     token: u64,
+    /// The fencing read failed since the last tick: activations wait in
+    /// the buffer without asking the store again.
+    store_down: bool,
     releasing: Option<ReplyTo<bool>>,
     /// Entities of the shard running or stopping here.
     ids: HashSet<String>,
@@ -258,10 +273,12 @@ impl<A: Actor> Region<A> {
                     return;
                 }
                 let id = msg.entity().to_string();
-                if let Some(actor) = self.activate(shard, &id) {
-                    send(&self.shared, &actor, msg);
-                } else {
-                    self.route(msg);
+                match self.activate(shard, &id) {
+                    Ok(actor) => send(&self.shared, &actor, msg),
+                    // The shard was dropped here: forward or buffer.
+                    Err(Fence::Lost) => self.route(msg),
+                    // Still owned: wait for the store.
+                    Err(Fence::StoreDown) => self.buffer(msg),
                 }
                 return;
             }
@@ -280,24 +297,34 @@ impl<A: Actor> Region<A> {
         );
     }
 
-    /// Spawns entity `id` of owned `shard` after the fencing check; `None`
-    /// if the check failed (the shard is then dropped here) or the store
-    /// did not answer.
-    fn activate(&mut self, shard: u32, id: &str) -> Option<ActorRef<A>> {
-        let token = self.shards.get(&shard)?.token;
+    /// Spawns entity `id` of owned `shard` after the fencing check.
+    /// `Fence::Lost`: the record names another owner or token (or the
+    /// shard is not owned here); the shard is dropped here.
+    /// `Fence::StoreDown`: the store did not answer; the shard stays owned
+    /// and the check is retried after the next tick.
+    fn activate(&mut self, shard: u32, id: &str) -> Result<ActorRef<A>, Fence> {
+        let (token, down) = match self.shards.get(&shard) {
+            Some(s) => (s.token, s.store_down),
+            None => return Err(Fence::Lost),
+        };
+        if down {
+            return Err(Fence::StoreDown);
+        }
         let sh = self.shared.clone();
         match sh.store.owner(&sh.kind, shard) {
             Ok(o) if o.revision == token && o.node.as_deref() == Some(sh.node.as_str()) => {}
             Ok(_) => {
                 Counters::add(&sh.stats.fencing_refusals);
                 self.lose(shard);
-                return None;
+                return Err(Fence::Lost);
             }
             Err(e) => {
                 Counters::add(&sh.stats.store_errors);
-                tracing::warn!(error = %e, "fencing check failed; the shard is given up here");
-                self.lose(shard);
-                return None;
+                tracing::warn!(error = %e, shard, "fencing check failed; activations wait for the store");
+                if let Some(s) = self.shards.get_mut(&shard) {
+                    s.store_down = true;
+                }
+                return Err(Fence::StoreDown);
             }
         }
         self.generation += 1;
@@ -328,7 +355,7 @@ impl<A: Actor> Region<A> {
         if sh.config.remember_entities && s.remembered.insert(id.to_string()) {
             self.write_remembered(shard);
         }
-        Some(actor)
+        Ok(actor)
     }
 
     fn write_remembered(&self, shard: u32) {
@@ -399,13 +426,14 @@ impl<A: Actor> Region<A> {
             shard,
             OwnedShard {
                 token,
+                store_down: false,
                 releasing: None,
                 ids: HashSet::new(),
                 remembered: remembered.iter().cloned().collect(),
             },
         );
         for id in remembered {
-            if !self.entities.contains_key(&id) && self.activate(shard, &id).is_none() {
+            if !self.entities.contains_key(&id) && self.activate(shard, &id).is_err() {
                 break;
             }
         }
@@ -494,6 +522,10 @@ impl<A: Actor> Region<A> {
             for shard in touched {
                 self.write_remembered(shard);
             }
+        }
+        // Each shard whose fencing read failed gets one more read.
+        for s in self.shards.values_mut() {
+            s.store_down = false;
         }
         self.retry_buffer(true);
     }
