@@ -24,6 +24,16 @@
 //!   the shard's entities at once.
 //! - An envelope for a shard not owned here is forwarded to the owner the
 //!   routing table names (at most [`MAX_HOPS`] times), or buffered.
+//! - `Verified { at }`: the coordinator read every record at `at` (and has
+//!   sent the `Owned` and `Lost` that followed from them). The region
+//!   delivers to an owned shard only within [`LEASE_TICKS`] ticks of the
+//!   last one (the lease); past it, envelopes wait in the buffer until the
+//!   next `Verified`. A node paused (SIGSTOP, a stalled VM) or cut off from
+//!   the store past its lease thus delivers nothing until its coordinator
+//!   has read the records again and killed the entities of shards that
+//!   moved meanwhile. The lease (3 ticks, 1.5 s by default) must be shorter
+//!   than the time the cluster takes to declare a silent node down (at
+//!   least `down_after` heartbeats, 1.75 s by default).
 //! - `Tick`: passivates idle entities and retries the buffer; an envelope
 //!   older than the buffer timeout is dropped and counted (`expired`), an
 //!   ask among them answered `Unavailable`.
@@ -89,6 +99,11 @@ pub enum RegionMsg {
         /// The shard.
         shard: u32,
     },
+    /// The coordinator read every record at this instant.
+    Verified {
+        /// When its read began.
+        at: Instant,
+    },
     /// Passivate idle entities, retry the buffer.
     Tick,
     /// An entity instance stopped.
@@ -152,7 +167,12 @@ pub struct Region<A: Actor> {
     generation: u64,
     /// The time of the last tick: entities' activity is stamped with it.
     clock: Instant,
+    /// Owned shards are delivered to until then (`Verified` plus the lease).
+    lease_until: Option<Instant>,
 }
+
+/// The lease, in coordinator ticks, that one `Verified` grants.
+pub const LEASE_TICKS: u32 = 3;
 
 impl<A: Actor> Region<A> {
     pub(crate) fn new(shared: Arc<Shared<A>>) -> Self {
@@ -164,6 +184,7 @@ impl<A: Actor> Region<A> {
             pending: VecDeque::new(),
             generation: 0,
             clock: Instant::now(),
+            lease_until: None,
         }
     }
 
@@ -184,6 +205,11 @@ impl<A: Actor> Region<A> {
             .get(&shard)
             .is_some_and(|s| s.releasing.is_none())
         {
+            // Ownership not confirmed within the lease: wait for the
+            // coordinator's next read.
+            if self.lease_until.is_none_or(|t| Instant::now() >= t) {
+                return self.buffer(msg);
+            }
             return self.deliver(shard, msg);
         }
         match self.shared.route(shard) {
@@ -242,8 +268,9 @@ impl<A: Actor> Region<A> {
     }
 
     fn deliver(&mut self, shard: u32, msg: Pending) {
-        // The common case, an active entity, reads no clock and allocates
-        // nothing: activity is stamped with the clock of the last tick.
+        // The common case, an active entity, allocates nothing and reads no
+        // clock beyond the lease check: activity is stamped with the clock
+        // of the last tick.
         let clock = self.clock;
         let stopped_by_itself = match self.entities.get_mut(msg.entity()) {
             Some(Entity::Stopping { waiting, .. }) => {
@@ -593,6 +620,9 @@ impl<A: Actor> Actor for Region<A> {
             RegionMsg::Owned { shard, token } => self.owned(shard, token),
             RegionMsg::Release { shard, done } => self.release(shard, done),
             RegionMsg::Lost { shard } => self.lose(shard),
+            RegionMsg::Verified { at } => {
+                self.lease_until = Some(at + self.shared.config.tick * LEASE_TICKS);
+            }
             RegionMsg::Tick => self.tick(),
             RegionMsg::Stopped { id, generation } => self.stopped(id, generation),
             RegionMsg::Active(r) => {
