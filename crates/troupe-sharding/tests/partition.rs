@@ -149,6 +149,20 @@ fn signal(pid: u32, sig: &str) {
     assert!(ok.success(), "kill {sig} {pid}");
 }
 
+/// Whether every thread of process `pid` is stopped (Linux `/proc`).
+fn all_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.filter_map(Result::ok).all(|t| {
+        std::fs::read_to_string(t.path().join("stat")).is_ok_and(|st| {
+            // The state follows the parenthesised command name.
+            st.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
+        })
+    })
+}
+
 /// The child: node `p3`, until it is killed.
 #[test]
 #[ignore = "the child process of paused_node_never_accepts_a_message_for_a_moved_entity"]
@@ -229,6 +243,15 @@ fn paused_node_never_accepts_a_message_for_a_moved_entity() {
     // Pause the child; keep telling every entity, from both nodes, until
     // the survivors have claimed every shard, and some more.
     signal(pid, "-STOP");
+    // SIGSTOP lands on each thread on its own: send only once all have
+    // stopped, so that nothing sent from here on reaches an entity's
+    // mailbox before the pause (what is already in one when a node stops
+    // is handled when it resumes: the lease is checked when the region
+    // hands a message to its entity).
+    assert!(
+        wait_until(Duration::from_secs(10), || all_stopped(pid)),
+        "the child did not stop"
+    );
     let mut sent = 0u64;
     let mut round = 0;
     let claimed = |nodes: &[(Arc<Cluster>, Sharding<Fenced>)]| {

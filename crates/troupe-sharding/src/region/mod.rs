@@ -34,6 +34,9 @@
 //!   moved meanwhile. The lease (3 ticks, 1.5 s by default) must be shorter
 //!   than the time the cluster takes to declare a silent node down (at
 //!   least `down_after` heartbeats, 1.75 s by default).
+//!   The lease is checked when the region hands a message to its entity:
+//!   what already sits in an entity's mailbox when its node pauses is
+//!   handled when the node resumes, before the coordinator's next read.
 //! - `Tick`: passivates idle entities and retries the buffer; an envelope
 //!   older than the buffer timeout is dropped and counted (`expired`), an
 //!   ask among them answered `Unavailable`.
