@@ -28,7 +28,9 @@
 //!      restart under the same name): adopted with the record's revision;
 //!    - known to this coordinator but owned by another in the record:
 //!      the region is told `Lost` and kills the shard's entities.
-//! 5. sends the region a `Tick` (passivation, buffer retries).
+//! 5. sends the region `Verified` (the time the reads began, which renews
+//!    its delivery lease) and a `Tick` (passivation, buffer retries). A
+//!    tick whose reads fail renews nothing.
 //!
 //! On a graceful leave ([`Sharding::leave`](crate::Sharding::leave), or a
 //! drop) it leaves the type's member list, hands over every shard it owns,
@@ -37,8 +39,9 @@
 //! killed outright releases nothing: its shards are claimed by the
 //! survivors once the cluster declares it down. Two nodes never hold one
 //! record revision; a node that is declared down but still runs (a
-//! partition, a paused process) can keep entities running until its next
-//! tick reads the record and finds it lost: that window is one tick.
+//! partition, a paused process) keeps its entities until its next tick
+//! reads the record and finds it lost, but its region delivers nothing to
+//! them once its lease has run out (see [`region`](crate::region)).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -176,6 +179,7 @@ impl<A: Actor> Coordinator<A> {
     fn tick(&mut self) {
         let sh = self.shared.clone();
         let n = sh.config.shards;
+        let began = Instant::now();
         let members = match sh.store.members(&sh.kind) {
             Ok((m, _)) => m,
             Err(e) => {
@@ -244,6 +248,9 @@ impl<A: Actor> Coordinator<A> {
         self.control
             .settled
             .store(settled && same_view, Ordering::Relaxed);
+        // After every `Owned` and `Lost` of this read: renews the region's
+        // lease.
+        let _ = self.region.tell(RegionMsg::Verified { at: began });
         let _ = self.region.tell(RegionMsg::Tick);
     }
 

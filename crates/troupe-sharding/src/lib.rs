@@ -60,6 +60,10 @@
 //!   region spawns an entity only after reading the record back as
 //!   `(itself, token)`; a coordinator that finds its shard owned by
 //!   another kills the shard's entities at once ([`region`]).
+//! - **Lease.** A region delivers to an owned shard only within three
+//!   coordinator ticks of the coordinator's last successful read of the
+//!   records; a node paused or cut off longer (and so possibly declared
+//!   down and replaced) delivers nothing until it has read them again.
 //! - **Hand-over.** When placement moves a shard (a node joins or
 //!   leaves), the old owner stops the shard's entities (each handles what
 //!   is in its mailbox first), then releases the record; the new owner

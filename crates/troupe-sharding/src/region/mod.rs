@@ -10,7 +10,11 @@
 //! - An envelope for an owned shard goes to its entity, activated on the
 //!   first message: before spawning, the region reads the shard's record
 //!   and spawns only if it is still `(this node, token)` (the fencing
-//!   check); otherwise the shard is treated as lost.
+//!   check); if the record names another owner or token the shard is
+//!   treated as lost. If the store does not answer, the shard stays owned
+//!   (the coordinator still holds it and will not send `Owned` again): the
+//!   envelope waits in the buffer and the check is retried on the next
+//!   `Tick`, at most one store read per shard and tick while it is down.
 //! - `Release { shard }`: hand-over. The region stops delivering to the
 //!   shard, asks each of its entities to stop (each first handles what is
 //!   in its mailbox), and answers once the last one has stopped; only then
@@ -20,6 +24,19 @@
 //!   the shard's entities at once.
 //! - An envelope for a shard not owned here is forwarded to the owner the
 //!   routing table names (at most [`MAX_HOPS`] times), or buffered.
+//! - `Verified { at }`: the coordinator read every record at `at` (and has
+//!   sent the `Owned` and `Lost` that followed from them). The region
+//!   delivers to an owned shard only within [`LEASE_TICKS`] ticks of the
+//!   last one (the lease); past it, envelopes wait in the buffer until the
+//!   next `Verified`. A node paused (SIGSTOP, a stalled VM) or cut off from
+//!   the store past its lease thus delivers nothing until its coordinator
+//!   has read the records again and killed the entities of shards that
+//!   moved meanwhile. The lease (3 ticks, 1.5 s by default) must be shorter
+//!   than the time the cluster takes to declare a silent node down (at
+//!   least `down_after` heartbeats, 1.75 s by default).
+//!   The lease is checked when the region hands a message to its entity:
+//!   what already sits in an entity's mailbox when its node pauses is
+//!   handled when the node resumes, before the coordinator's next read.
 //! - `Tick`: passivates idle entities and retries the buffer; an envelope
 //!   older than the buffer timeout is dropped and counted (`expired`), an
 //!   ask among them answered `Unavailable`.
@@ -85,6 +102,11 @@ pub enum RegionMsg {
         /// The shard.
         shard: u32,
     },
+    /// The coordinator read every record at this instant.
+    Verified {
+        /// When its read began.
+        at: Instant,
+    },
     /// Passivate idle entities, retry the buffer.
     Tick,
     /// An entity instance stopped.
@@ -104,8 +126,19 @@ impl From<ShardTell> for RegionMsg {
     }
 }
 
+/// Why an activation did not happen.
+enum Fence {
+    /// The shard is not (or no longer) owned here.
+    Lost,
+    /// The store did not answer the fencing read.
+    StoreDown,
+}
+
 struct OwnedShard {
     token: u64,
+    /// The fencing read failed since the last tick: activations wait in
+    /// the buffer without asking the store again.
+    store_down: bool,
     releasing: Option<ReplyTo<bool>>,
     /// Entities of the shard running or stopping here.
     ids: HashSet<String>,
@@ -137,7 +170,12 @@ pub struct Region<A: Actor> {
     generation: u64,
     /// The time of the last tick: entities' activity is stamped with it.
     clock: Instant,
+    /// Owned shards are delivered to until then (`Verified` plus the lease).
+    lease_until: Option<Instant>,
 }
+
+/// The lease, in coordinator ticks, that one `Verified` grants.
+pub const LEASE_TICKS: u32 = 3;
 
 impl<A: Actor> Region<A> {
     pub(crate) fn new(shared: Arc<Shared<A>>) -> Self {
@@ -149,6 +187,7 @@ impl<A: Actor> Region<A> {
             pending: VecDeque::new(),
             generation: 0,
             clock: Instant::now(),
+            lease_until: None,
         }
     }
 
@@ -169,6 +208,11 @@ impl<A: Actor> Region<A> {
             .get(&shard)
             .is_some_and(|s| s.releasing.is_none())
         {
+            // Ownership not confirmed within the lease: wait for the
+            // coordinator's next read.
+            if self.lease_until.is_none_or(|t| Instant::now() >= t) {
+                return self.buffer(msg);
+            }
             return self.deliver(shard, msg);
         }
         match self.shared.route(shard) {
@@ -227,8 +271,9 @@ impl<A: Actor> Region<A> {
     }
 
     fn deliver(&mut self, shard: u32, msg: Pending) {
-        // The common case, an active entity, reads no clock and allocates
-        // nothing: activity is stamped with the clock of the last tick.
+        // The common case, an active entity, allocates nothing and reads no
+        // clock beyond the lease check: activity is stamped with the clock
+        // of the last tick.
         let clock = self.clock;
         let stopped_by_itself = match self.entities.get_mut(msg.entity()) {
             Some(Entity::Stopping { waiting, .. }) => {
@@ -258,10 +303,12 @@ impl<A: Actor> Region<A> {
                     return;
                 }
                 let id = msg.entity().to_string();
-                if let Some(actor) = self.activate(shard, &id) {
-                    send(&self.shared, &actor, msg);
-                } else {
-                    self.route(msg);
+                match self.activate(shard, &id) {
+                    Ok(actor) => send(&self.shared, &actor, msg),
+                    // The shard was dropped here: forward or buffer.
+                    Err(Fence::Lost) => self.route(msg),
+                    // Still owned: wait for the store.
+                    Err(Fence::StoreDown) => self.buffer(msg),
                 }
                 return;
             }
@@ -280,24 +327,34 @@ impl<A: Actor> Region<A> {
         );
     }
 
-    /// Spawns entity `id` of owned `shard` after the fencing check; `None`
-    /// if the check failed (the shard is then dropped here) or the store
-    /// did not answer.
-    fn activate(&mut self, shard: u32, id: &str) -> Option<ActorRef<A>> {
-        let token = self.shards.get(&shard)?.token;
+    /// Spawns entity `id` of owned `shard` after the fencing check.
+    /// `Fence::Lost`: the record names another owner or token (or the
+    /// shard is not owned here); the shard is dropped here.
+    /// `Fence::StoreDown`: the store did not answer; the shard stays owned
+    /// and the check is retried after the next tick.
+    fn activate(&mut self, shard: u32, id: &str) -> Result<ActorRef<A>, Fence> {
+        let (token, down) = match self.shards.get(&shard) {
+            Some(s) => (s.token, s.store_down),
+            None => return Err(Fence::Lost),
+        };
+        if down {
+            return Err(Fence::StoreDown);
+        }
         let sh = self.shared.clone();
         match sh.store.owner(&sh.kind, shard) {
             Ok(o) if o.revision == token && o.node.as_deref() == Some(sh.node.as_str()) => {}
             Ok(_) => {
                 Counters::add(&sh.stats.fencing_refusals);
                 self.lose(shard);
-                return None;
+                return Err(Fence::Lost);
             }
             Err(e) => {
                 Counters::add(&sh.stats.store_errors);
-                tracing::warn!(error = %e, "fencing check failed; the shard is given up here");
-                self.lose(shard);
-                return None;
+                tracing::warn!(error = %e, shard, "fencing check failed; activations wait for the store");
+                if let Some(s) = self.shards.get_mut(&shard) {
+                    s.store_down = true;
+                }
+                return Err(Fence::StoreDown);
             }
         }
         self.generation += 1;
@@ -328,7 +385,7 @@ impl<A: Actor> Region<A> {
         if sh.config.remember_entities && s.remembered.insert(id.to_string()) {
             self.write_remembered(shard);
         }
-        Some(actor)
+        Ok(actor)
     }
 
     fn write_remembered(&self, shard: u32) {
@@ -399,13 +456,14 @@ impl<A: Actor> Region<A> {
             shard,
             OwnedShard {
                 token,
+                store_down: false,
                 releasing: None,
                 ids: HashSet::new(),
                 remembered: remembered.iter().cloned().collect(),
             },
         );
         for id in remembered {
-            if !self.entities.contains_key(&id) && self.activate(shard, &id).is_none() {
+            if !self.entities.contains_key(&id) && self.activate(shard, &id).is_err() {
                 break;
             }
         }
@@ -495,6 +553,10 @@ impl<A: Actor> Region<A> {
                 self.write_remembered(shard);
             }
         }
+        // Each shard whose fencing read failed gets one more read.
+        for s in self.shards.values_mut() {
+            s.store_down = false;
+        }
         self.retry_buffer(true);
     }
 
@@ -561,6 +623,9 @@ impl<A: Actor> Actor for Region<A> {
             RegionMsg::Owned { shard, token } => self.owned(shard, token),
             RegionMsg::Release { shard, done } => self.release(shard, done),
             RegionMsg::Lost { shard } => self.lose(shard),
+            RegionMsg::Verified { at } => {
+                self.lease_until = Some(at + self.shared.config.tick * LEASE_TICKS);
+            }
             RegionMsg::Tick => self.tick(),
             RegionMsg::Stopped { id, generation } => self.stopped(id, generation),
             RegionMsg::Active(r) => {
