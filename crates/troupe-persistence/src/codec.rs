@@ -24,7 +24,7 @@ pub(crate) fn encode_event<E: RemoteMessage>(
 ) -> Result<EventRecord, PersistError> {
     Ok(EventRecord {
         seq,
-        name: E::NAME.to_string(),
+        name: E::NAME.into(),
         fingerprint,
         payload: to_bytes(id, event)?,
     })
@@ -38,7 +38,7 @@ pub(crate) fn decode_event<E: RemoteMessage>(
     if record.name != E::NAME {
         return Err(PersistError::EventType {
             id: id.to_string(),
-            stored: record.name.clone(),
+            stored: record.name.to_string(),
             local: E::NAME,
         });
     }

@@ -6,6 +6,7 @@
 //! ```text
 //! troupe-persistence-bench [--quick] [--events N] [--rounds R]
 //!                          [--entities 1,16] [--url nats://...] [--json FILE|-]
+//!                          [--workers W] [--wait-each]
 //! ```
 //!
 //! Workloads (BENCHMARKS.md's JSON line format, one line per figure):
@@ -21,7 +22,17 @@
 //!   acknowledgement crosses threads as a persistent actor's does (the
 //!   floor of that design). The three alternate in each of R rounds; each
 //!   figure is the median; `ratio` and `ratio_across_threads` are the
-//!   medians of the per-round ratios of persisted to each.
+//!   medians of the per-round ratios of persisted to each. Each line also
+//!   carries the process's CPU time per event (`cpu_us_per_event`, all its
+//!   threads, the server apart) and context switches per event
+//!   (`switches_per_event`), medians of R: what a side costs, which a
+//!   loaded machine swings far less than the wall clock.
+//!
+//!   The actor system has `--workers` worker threads (default 1, as the
+//!   raw publishers' runtime has one). The replies are awaited each
+//!   entity's last first: an entity replies in order, so this thread is
+//!   woken once per entity, not once per event; `--wait-each` waits in the
+//!   order sent instead (the set-up of the runs before 2026-11-27).
 //! - `persist_recovery`: spawn one entity holding N events and get its
 //!   first reply, replaying the whole journal (`full`) or from a snapshot
 //!   taken after the last event (`snapshot`); events/s and ms, median of R.
@@ -63,6 +74,14 @@ struct Args {
     /// Write the figures as JSON lines to FILE (`-`: stdout).
     #[arg(long)]
     json: Option<String>,
+    /// Worker threads of the actor system that runs the persistent actors
+    /// (the raw publishers run on one).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    workers: u64,
+    /// Wait for the replies in the order sent (a thread woken per reply)
+    /// instead of each entity's last reply first.
+    #[arg(long)]
+    wait_each: bool,
 }
 
 #[troupe_remote::remote("bench.Added")]
@@ -100,6 +119,7 @@ fn persisted(
     run: &str,
     entities: u64,
     events: u64,
+    wait_each: bool,
 ) -> f64 {
     let actors: Vec<_> = (0..entities)
         .map(|e| {
@@ -115,8 +135,22 @@ fn persisted(
             pending.push(a.ask_async(move |r| (n, r)));
         }
     }
-    for p in pending {
-        p.wait_timeout(Duration::from_secs(60))
+    let mut replies: Vec<Option<_>> = pending.into_iter().map(Some).collect();
+    if !wait_each {
+        // An entity replies in order, so once its last reply is in, all
+        // its replies are: waiting for those first wakes this thread once
+        // per entity, not once per event (every reply is still checked).
+        for last in (1..=entities).map(|e| (e * per) as usize - 1) {
+            let reply = replies[last].take().expect("not taken yet");
+            reply
+                .wait_timeout(Duration::from_secs(60))
+                .expect("reply")
+                .expect("persisted");
+        }
+    }
+    for reply in replies.into_iter().flatten() {
+        reply
+            .wait_timeout(Duration::from_secs(60))
             .expect("reply")
             .expect("persisted");
     }
@@ -165,6 +199,49 @@ fn raw(
         }
         t0.elapsed().as_secs_f64()
     })
+}
+
+/// CPU time (ns) and context switches of this process's threads so far,
+/// from `/proc/self/task/*/{schedstat,status}` ((0, 0) where unreadable):
+/// what a side costs the process per event, apart from the wall clock
+/// that a loaded machine swings.
+fn usage() -> (u64, u64) {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return (0, 0);
+    };
+    let (mut ns, mut switches) = (0, 0);
+    for task in tasks.flatten() {
+        let path = task.path();
+        if let Ok(s) = std::fs::read_to_string(path.join("schedstat")) {
+            ns += s
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        if let Ok(s) = std::fs::read_to_string(path.join("status")) {
+            switches += s
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>();
+        }
+    }
+    (ns, switches)
+}
+
+/// Runs `f` (which returns seconds) and returns (seconds, process CPU µs
+/// per event, context switches per event).
+fn measured(events: u64, f: impl FnOnce() -> f64) -> (f64, f64, f64) {
+    let (ns0, sw0) = usage();
+    let seconds = f();
+    let (ns1, sw1) = usage();
+    let per = events as f64;
+    (
+        seconds,
+        ns1.saturating_sub(ns0) as f64 / 1e3 / per,
+        sw1.saturating_sub(sw0) as f64 / per,
+    )
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -222,7 +299,10 @@ fn main() {
         .clone()
         .unwrap_or_else(|| own.as_ref().expect("started").url());
     let io = troupe_remote::runtime::handle().expect("the I/O runtime");
-    let system = ActorSystem::builder().tokio_handle(io.clone()).build();
+    let system = ActorSystem::builder()
+        .threads(args.workers as usize)
+        .tokio_handle(io.clone())
+        .build();
     let store = Arc::new(
         JetStreamStore::builder(&url)
             .namespace("bench")
@@ -260,26 +340,53 @@ fn main() {
         let entities = entities.clamp(1, events);
         let (mut r, mut h, mut p) = (Vec::new(), Vec::new(), Vec::new());
         let (mut ratios, mut hop_ratios) = (Vec::new(), Vec::new());
+        // Per side: process CPU µs per event, context switches per event.
+        let mut cost: [(Vec<f64>, Vec<f64>); 3] = Default::default();
         for round in 0..rounds {
             let run = format!("{tag}-{entities}-{round}");
-            let rs = raw(&rt, &js, &run, entities, events);
-            let hs = raw(&rt, &js_hop, &format!("{run}-hop"), entities, events);
-            let ps = persisted(&system, &store, &run, entities, events);
+            let rm = measured(events, || raw(&rt, &js, &run, entities, events));
+            let hm = measured(events, || {
+                raw(&rt, &js_hop, &format!("{run}-hop"), entities, events)
+            });
+            let pm = measured(events, || {
+                persisted(&system, &store, &run, entities, events, args.wait_each)
+            });
+            let (rs, hs, ps) = (rm.0, hm.0, pm.0);
             eprintln!(
                 "{entities:>2} entities, round {round}: raw {:>7.0}, raw across threads {:>7.0}, \
-                 persisted {:>7.0} ev/s; persisted/raw {:.2}, persisted/across {:.2}",
+                 persisted {:>7.0} ev/s; persisted/raw {:.2}, persisted/across {:.2}; \
+                 CPU µs/event {:.1} {:.1} {:.1}, switches/event {:.2} {:.2} {:.2}",
                 events as f64 / rs,
                 events as f64 / hs,
                 events as f64 / ps,
                 rs / ps,
-                hs / ps
+                hs / ps,
+                rm.1,
+                hm.1,
+                pm.1,
+                rm.2,
+                hm.2,
+                pm.2
             );
+            for (side, m) in cost.iter_mut().zip([rm, hm, pm]) {
+                side.0.push(m.1);
+                side.1.push(m.2);
+            }
             r.push(rs);
             h.push(hs);
             p.push(ps);
             ratios.push(rs / ps);
             hop_ratios.push(hs / ps);
         }
+        let [(rc, rw), (hc, hw), (pc, pw)] = cost;
+        let cost = |c: Vec<f64>, w: Vec<f64>| {
+            format!(
+                ",\"cpu_us_per_event\":{:.2},\"switches_per_event\":{:.3}",
+                median(c),
+                median(w)
+            )
+        };
+        let (rcost, hcost, pcost) = (cost(rc, rw), cost(hc, hw), cost(pc, pw));
         let params = format!("{{\"events\":{events},\"entities\":{entities},\"rounds\":{rounds}}}");
         let (rs, hs, ps) = (median(r), median(h), median(p));
         let (ratio, hop_ratio) = (median(ratios), median(hop_ratios));
@@ -289,7 +396,7 @@ fn main() {
             &format!("{entities} entities"),
             params.clone(),
             (rs, events as f64 / rs, "events/s"),
-            String::new(),
+            rcost,
         ));
         out.push(line(
             "nats-raw",
@@ -297,7 +404,7 @@ fn main() {
             &format!("{entities} entities, across threads"),
             params.clone(),
             (hs, events as f64 / hs, "events/s"),
-            String::new(),
+            hcost,
         ));
         out.push(line(
             "troupe",
@@ -305,7 +412,7 @@ fn main() {
             &format!("{entities} entities"),
             params,
             (ps, events as f64 / ps, "events/s"),
-            format!(",\"ratio\":{ratio:.3},\"ratio_across_threads\":{hop_ratio:.3}"),
+            format!(",\"ratio\":{ratio:.3},\"ratio_across_threads\":{hop_ratio:.3}{pcost}"),
         ));
         eprintln!(
             "{entities:>2} entities: median ratios persisted/raw {ratio:.2}, persisted/across threads {hop_ratio:.2}"

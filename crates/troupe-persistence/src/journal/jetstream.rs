@@ -4,7 +4,7 @@
 //! Layout, for namespace `ns`:
 //! * events: stream `troupe-<ns>-journal`, one subject per entity,
 //!   `troupe.<ns>.journal.<kind>.<id>`. One append is one message (a
-//!   postcard `Batch` of the command's events), so the events of one
+//!   postcard `Batch` of the command's events, `batch.rs`), so the events of one
 //!   command are stored all or none.
 //! * snapshots: KV bucket `troupe-<ns>-snapshots`, key `<kind>.<id>`.
 //! * durable states: KV bucket `troupe-<ns>-state`, key `<kind>.<id>`,
@@ -16,8 +16,13 @@
 //! server refuses it if anyone else appended since (the header is checked
 //! inside the stream's leader, under replication). The store caches, per
 //! entity, the pair (last event number, its stream sequence) learned from
-//! its own appends and reads; on a miss, or when the writer's expected
-//! event number differs, it asks the server for the subject's last message.
+//! its own appends and reads, beside the entity's subject (formatted once);
+//! on a miss, or when the writer's expected event number differs, it asks
+//! the server for the subject's last message.
+//!
+//! Per append on the hot path (a cached position): the cache's lock twice
+//! (read before the publish, update after the acknowledgement), one
+//! exactly sized buffer for the message, no formatting.
 //!
 //! Replay: the entity's last message is fetched first (that is where the
 //! replay ends), then an ordered consumer filtered on the entity's subject
@@ -48,7 +53,9 @@ use super::{
 use crate::error::PersistError;
 use crate::id::{check, PersistenceId};
 use async_nats::jetstream::{self, consumer, context::Publish, kv, stream};
-use cache::cache;
+use async_nats::Subject;
+use batch::{encode_batch, Batch, Replay};
+use cache::{cache, Position};
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -58,13 +65,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod batch;
 mod cache;
-
-/// One journal message: the events of one append.
-#[derive(Serialize, Deserialize)]
-struct Batch {
-    events: Vec<EventRecord>,
-}
 
 /// A snapshot as stored in KV, with the stream sequence of its last event
 /// (0 when not known), where a replay after it may start.
@@ -88,9 +90,9 @@ struct Shared {
     states: kv::Store,
     ns: String,
     timeout: Duration,
-    /// Per entity: (last event number, its stream sequence), as last seen.
-    /// A cache: a miss asks the server; at most `cache::CACHED` entries.
-    positions: Mutex<HashMap<PersistenceId, (u64, u64)>>,
+    /// Per entity: its position and subject (see [`Position`]). A cache:
+    /// a miss asks the server; at most `cache::CACHED` entries.
+    positions: Mutex<HashMap<PersistenceId, Position>>,
     /// Per entity: (a snapshot's event number, its stream sequence). A
     /// cache: a miss replays from the stream's start; at most `cache::CACHED`.
     hints: Mutex<HashMap<PersistenceId, (u64, u64)>>,
@@ -298,6 +300,14 @@ impl Shared {
         format!("troupe.{}.journal.{}.{}", self.ns, id.kind(), id.id())
     }
 
+    /// `id`'s subject: the cached one if any, else formatted.
+    fn cached_subject(&self, id: &PersistenceId) -> Subject {
+        match self.positions.lock().get(id) {
+            Some(p) => p.subject.clone(),
+            None => self.subject(id).into(),
+        }
+    }
+
     fn unavailable(id: &PersistenceId, what: &str, e: impl std::fmt::Display) -> PersistError {
         PersistError::Unavailable {
             id: id.to_string(),
@@ -305,20 +315,30 @@ impl Shared {
         }
     }
 
-    /// Caches `id`'s (last event number, stream sequence).
-    fn remember(&self, id: &PersistenceId, position: (u64, u64)) {
-        cache(&self.positions, id, position);
+    /// Caches `id`'s (last event number, stream sequence), updating the
+    /// entry in place when there is one (no clone of the id or subject).
+    fn remember(&self, id: &PersistenceId, (seq, stream_seq): (u64, u64), subject: &Subject) {
+        if let Some(p) = self.positions.lock().get_mut(id) {
+            (p.seq, p.stream_seq) = (seq, stream_seq);
+            return;
+        }
+        let subject = subject.clone();
+        cache(
+            &self.positions,
+            id,
+            Position {
+                seq,
+                stream_seq,
+                subject,
+            },
+        );
     }
 
     /// The entity's last message: (last event number, stream sequence),
     /// (0, 0) when it has none.
-    async fn last(&self, id: &PersistenceId) -> Result<(u64, u64), PersistError> {
+    async fn last(&self, id: &PersistenceId, subject: &str) -> Result<(u64, u64), PersistError> {
         use async_nats::jetstream::stream::LastRawMessageErrorKind;
-        match self
-            .stream
-            .get_last_raw_message_by_subject(&self.subject(id))
-            .await
-        {
+        match self.stream.get_last_raw_message_by_subject(subject).await {
             Ok(msg) => {
                 let batch: Batch = from_bytes(id, &msg.payload)?;
                 let last = batch.events.last().map_or(0, |e| e.seq);
@@ -340,12 +360,20 @@ impl Shared {
         events: Vec<EventRecord>,
     ) -> Result<u64, PersistError> {
         let last = check_numbering(id, expected, &events)?;
-        let cached = self.positions.lock().get(id).copied();
-        let stream_seq = match cached {
-            Some((seq, stream_seq)) if seq == expected => stream_seq,
-            _ => {
-                let (seq, stream_seq) = self.last(id).await?;
-                self.remember(id, (seq, stream_seq));
+        let cached = self
+            .positions
+            .lock()
+            .get(id)
+            .map(|p| (p.seq, p.stream_seq, p.subject.clone()));
+        let (stream_seq, subject) = match cached {
+            Some((seq, stream_seq, subject)) if seq == expected => (stream_seq, subject),
+            cached => {
+                let subject = match cached {
+                    Some((_, _, subject)) => subject,
+                    None => self.subject(id).into(),
+                };
+                let (seq, stream_seq) = self.last(id, &subject).await?;
+                self.remember(id, (seq, stream_seq), &subject);
                 if seq != expected {
                     return Err(PersistError::Conflict {
                         id: id.to_string(),
@@ -353,23 +381,22 @@ impl Shared {
                         found: Some(seq),
                     });
                 }
-                stream_seq
+                (stream_seq, subject)
             }
         };
         if events.is_empty() {
             return Ok(expected);
         }
-        let payload = to_bytes(id, &Batch { events })?;
         let publish = Publish::build()
-            .payload(payload.into())
+            .payload(encode_batch(id, &events)?)
             .expected_last_subject_sequence(stream_seq);
-        let acked = match self.js.send_publish(self.subject(id), publish).await {
+        let acked = match self.js.send_publish(subject.clone(), publish).await {
             Ok(ack) => ack.await,
             Err(e) => Err(e),
         };
         match acked {
             Ok(ack) => {
-                self.remember(id, (last, ack.sequence));
+                self.remember(id, (last, ack.sequence), &subject);
                 Ok(last)
             }
             Err(e) => {
@@ -388,8 +415,9 @@ impl Shared {
     }
 
     async fn read(&self, id: &PersistenceId, from: u64) -> Result<Vec<EventRecord>, PersistError> {
-        let (last_seq, end) = self.last(id).await?;
-        self.remember(id, (last_seq, end));
+        let subject = self.cached_subject(id);
+        let (last_seq, end) = self.last(id, &subject).await?;
+        self.remember(id, (last_seq, end), &subject);
         if end == 0 || last_seq < from {
             return Ok(Vec::new());
         }
@@ -402,7 +430,7 @@ impl Shared {
         let consumer = self
             .stream
             .create_consumer(consumer::pull::OrderedConfig {
-                filter_subject: self.subject(id),
+                filter_subject: subject.to_string(),
                 deliver_policy: consumer::DeliverPolicy::ByStartSequence {
                     start_sequence: start,
                 },
@@ -455,7 +483,7 @@ impl Shared {
         end: u64,
     ) -> Result<Vec<EventRecord>, PersistError> {
         let id = replay.id;
-        let subject = self.subject(id);
+        let subject = self.cached_subject(id);
         while at <= end {
             let msg = self
                 .stream
@@ -472,34 +500,6 @@ impl Shared {
             at = stream_seq.saturating_add(1);
         }
         Ok(replay.out)
-    }
-}
-
-/// The events a replay has collected, and the next one it expects.
-struct Replay<'a> {
-    id: &'a PersistenceId,
-    next: u64,
-    out: Vec<EventRecord>,
-}
-
-impl Replay<'_> {
-    /// Takes one journal message's events from `next` on, refusing gaps.
-    fn take(&mut self, payload: &[u8]) -> Result<(), PersistError> {
-        let batch: Batch = from_bytes(self.id, payload)?;
-        for e in batch.events {
-            if e.seq < self.next {
-                continue;
-            }
-            if e.seq != self.next {
-                return Err(PersistError::Corrupt {
-                    id: self.id.to_string(),
-                    reason: format!("event #{} follows #{}", e.seq, self.next - 1),
-                });
-            }
-            self.next += 1;
-            self.out.push(e);
-        }
-        Ok(())
     }
 }
 
@@ -540,7 +540,7 @@ impl SnapshotStore for JetStreamStore {
         let (shared, owned) = (self.shared.clone(), id.clone());
         Box::pin(self.run(id, false, async move {
             let stream_seq = match shared.positions.lock().get(&owned) {
-                Some(&(seq, stream_seq)) if seq == snapshot.seq => stream_seq,
+                Some(p) if p.seq == snapshot.seq => p.stream_seq,
                 _ => 0,
             };
             let bytes = to_bytes(

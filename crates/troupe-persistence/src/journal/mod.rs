@@ -30,6 +30,7 @@ use crate::id::PersistenceId;
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// One stored event: its sequence number, its type's stable name and
 /// schema fingerprint, and its postcard bytes.
@@ -37,8 +38,10 @@ use serde::{Deserialize, Serialize};
 pub struct EventRecord {
     /// 1 for the first event of a persistence id, then 2, 3, … .
     pub seq: u64,
-    /// The event type's stable name (`troupe_remote::RemoteMessage::NAME`).
-    pub name: String,
+    /// The event type's stable name (`troupe_remote::RemoteMessage::NAME`):
+    /// borrowed when encoded here (no allocation per event), owned when
+    /// read back.
+    pub name: Cow<'static, str>,
     /// The event type's schema fingerprint (`troupe_remote::schema`).
     pub fingerprint: u64,
     /// The event, encoded with postcard.

@@ -1,10 +1,20 @@
-//! The JetStream store's per-entity caches (last position, snapshot
-//! hint): bounded, and only shortcuts, so emptying one costs a server
+//! The JetStream store's per-entity caches (last position and subject,
+//! snapshot hint): bounded, and only shortcuts, so emptying one costs a server
 //! round trip or a longer replay, never a wrong answer.
 
 use crate::id::PersistenceId;
+use async_nats::Subject;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+
+/// What the store knows of an entity's journal (a cache entry).
+pub(super) struct Position {
+    /// The last event number and its stream sequence, as last seen.
+    pub(super) seq: u64,
+    pub(super) stream_seq: u64,
+    /// The entity's journal subject, formatted once.
+    pub(super) subject: Subject,
+}
 
 /// The most entities each of the store's caches holds; at that size a new
 /// entity empties the cache (every entry is only a shortcut).
@@ -12,11 +22,7 @@ pub(super) const CACHED: usize = 65_536;
 
 /// Caches `value` for `id` in `cache`, cloning the id only for an entity
 /// not cached yet, and emptying a full cache first.
-pub(super) fn cache(
-    cache: &Mutex<HashMap<PersistenceId, (u64, u64)>>,
-    id: &PersistenceId,
-    value: (u64, u64),
-) {
+pub(super) fn cache<V>(cache: &Mutex<HashMap<PersistenceId, V>>, id: &PersistenceId, value: V) {
     let mut cache = cache.lock();
     if let Some(v) = cache.get_mut(id) {
         *v = value;
