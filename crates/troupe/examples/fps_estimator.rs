@@ -140,6 +140,8 @@ pub struct Estimate {
     pub frames: u64,
     /// The window's length.
     pub elapsed: Duration,
+    /// When the window closed (it began `elapsed` earlier).
+    pub at: Instant,
 }
 
 /// The estimator's states (seed 000's `st_stream_down`/`st_handling_images`).
@@ -249,6 +251,7 @@ impl FpsEstimator {
                     fps: e.rate,
                     frames: e.messages,
                     elapsed: Duration::from_secs_f64(e.seconds),
+                    at: now,
                 },
                 None => {
                     // Nothing arrived on this channel in the window: 0 fps.
@@ -258,6 +261,7 @@ impl FpsEstimator {
                         fps: 0.0,
                         frames: 0,
                         elapsed: self.window,
+                        at: now,
                     }
                 }
             };
