@@ -7,20 +7,20 @@ mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use troupe_sharding::Sharding;
 use troupe_test_nats::NatsServer;
 
 /// Sends `Add`s from sender `from` through `s` to `ids` until `stop`,
-/// pausing `pause(round)` after each round; gives how many it sent.
+/// pausing `pause()` after each round; gives how many it sent.
 fn send_until(
     s: &Sharding<Counter>,
     from: u32,
     ids: &[String],
     stop: &AtomicBool,
-    pause: impl Fn(u64) -> Duration,
+    pause: impl Fn() -> Duration,
 ) -> u64 {
     let mut sent = 0;
     let mut seq = 0;
@@ -30,7 +30,7 @@ fn send_until(
             s.entity(id).tell(Add { from, seq }).expect("accepted");
             sent += 1;
         }
-        std::thread::sleep(pause(seq));
+        std::thread::sleep(pause());
     }
     sent
 }
@@ -62,8 +62,7 @@ fn remote_tells_arrive_once_through_a_join_and_a_leave() {
             .enumerate()
             .map(|(n, s)| {
                 let (ids, stop) = (&ids, &stop);
-                scope
-                    .spawn(move || send_until(s, n as u32, ids, stop, |_| Duration::from_millis(1)))
+                scope.spawn(move || send_until(s, n as u32, ids, stop, || Duration::from_millis(1)))
             })
             .collect();
         std::thread::sleep(Duration::from_millis(500));
@@ -139,32 +138,34 @@ fn per_sender_order_holds_through_passivation_and_reactivation() {
         &cs.iter().collect::<Vec<_>>(),
         &ss.iter().collect::<Vec<_>>(),
     );
-    // A slow stop: bursts land on stopping instances, wait for the stop,
-    // and are handed to the next instance, while the same senders' newer
-    // tells keep arriving.
-    tracker.1.store(120, Ordering::Relaxed);
+    // Every sender sends in bursts of 60 ms every 300 ms: the entities
+    // passivate 100 to 150 ms after a burst, their stop takes 150 ms, so
+    // the next burst lands on stopping instances, waits for the stop and
+    // is handed to the next instance while newer tells keep arriving.
+    tracker.1.store(150, Ordering::Relaxed);
+    const CYCLE: Duration = Duration::from_millis(300);
+    const BURST: Duration = Duration::from_millis(60);
     let ids: Vec<String> = (0..6).map(|i| format!("sess-{i}")).collect();
     let stop = Arc::new(AtomicBool::new(false));
+    let t0 = Instant::now();
+    let pause = move || {
+        let into = Duration::from_nanos((t0.elapsed().as_nanos() % CYCLE.as_nanos()) as u64);
+        if into < BURST {
+            Duration::from_micros(200)
+        } else {
+            CYCLE - into
+        }
+    };
     let sent: u64 = std::thread::scope(|scope| {
-        // Two remote senders and one local one per node.
+        // Three senders on each node; each entity hears remote and local ones.
         let senders: Vec<_> = (0..6u32)
             .map(|k| {
                 let s = &ss[(k % 2) as usize];
                 let (ids, stop) = (&ids, &stop);
-                scope.spawn(move || {
-                    // Bursts of ~40 rounds, then a pause around the idle
-                    // timeout plus the stop, varied per sender.
-                    send_until(s, k, ids, stop, move |seq| {
-                        if seq % 40 == 0 {
-                            Duration::from_millis(100 + (seq * 37 + u64::from(k) * 53) % 200)
-                        } else {
-                            Duration::from_micros(500)
-                        }
-                    })
-                })
+                scope.spawn(move || send_until(s, k, ids, stop, pause))
             })
             .collect();
-        std::thread::sleep(Duration::from_secs(8));
+        std::thread::sleep(Duration::from_secs(9));
         stop.store(true, Ordering::Relaxed);
         senders.into_iter().map(|h| h.join().unwrap()).sum()
     });
@@ -185,7 +186,7 @@ fn per_sender_order_holds_through_passivation_and_reactivation() {
         tracker.fifo_violations()
     );
     assert_eq!(delivered, sent, "every tell counted once: {stats:?}");
-    assert!(passivations > 10, "too little churn: {stats:?}");
+    assert!(passivations > 50, "too little churn: {stats:?}");
     assert!(direct > 0, "no tell took the direct path: {stats:?}");
     assert_eq!(
         tracker.fifo_violations(),
