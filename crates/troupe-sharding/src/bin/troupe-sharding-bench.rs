@@ -162,6 +162,25 @@ fn bench(n: u64) {
     println!("tells: {n} per run, {} entities on node 3", refs.len());
     // One entity: the same single-actor shape as the baseline.
     let one = &refs[..1];
+    // `TROUPE_BENCH_PHASE=remote|entity|one`: only that shape, 6 rounds
+    // (for a profile of one path).
+    if let Ok(phase) = std::env::var("TROUPE_BENCH_PHASE") {
+        for round in 0..6 {
+            let r = match phase.as_str() {
+                "remote" => rate(&all, n, |i| {
+                    let mut m = Bump(i);
+                    while let Err(e) = direct.tell(m) {
+                        m = e.into_inner();
+                        std::thread::yield_now();
+                    }
+                }),
+                "entity" => rate(&all, n, |i| tell_to(&refs, i)),
+                _ => rate(&all, n, |i| tell_to(one, i)),
+            };
+            println!("phase {phase} round {round}: {r:.0}/s");
+        }
+        return;
+    }
     let mut ratios = Vec::new();
     let mut ratios_one = Vec::new();
     for round in 0..2 {
@@ -217,15 +236,23 @@ fn bench(n: u64) {
     );
 }
 
-/// Tells `n` bumps with `tell(i)` and gives the rate at which they arrived.
+/// Tells `n` bumps with `tell(i)` and gives the rate at which they
+/// arrived; prints the rate at which the sending loop ran (when it is
+/// close to the arrival rate, the sender is the bottleneck).
 fn rate(all: &AtomicU64, n: u64, tell: impl Fn(u64)) -> f64 {
     let start = all.load(Ordering::Relaxed);
     let t = Instant::now();
     for i in 0..n {
         tell(i);
     }
+    let sent = t.elapsed();
     wait_count(all, start + n);
-    n as f64 / t.elapsed().as_secs_f64()
+    let arrived = n as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "  sent at {:.0}/s, arrived at {arrived:.0}/s",
+        n as f64 / sent.as_secs_f64()
+    );
+    arrived
 }
 
 /// Tells bump `i` to the `i`-th of `refs`, round-robin, retrying while full.
