@@ -23,7 +23,7 @@
 //! - `Lost { shard }`: someone else holds the record. The region kills
 //!   the shard's entities at once.
 //! - An envelope for a shard not owned here is forwarded to the owner the
-//!   routing table names (at most [`MAX_HOPS`] times), or buffered.
+//!   routing table names (at most [`MAX_HOPS`](crate::envelope::MAX_HOPS) times), or buffered.
 //! - `Verified { at }`: the coordinator read every record at `at` (and has
 //!   sent the `Owned` and `Lost` that followed from them). The region
 //!   delivers to an owned shard only within [`LEASE_TICKS`] ticks of the
