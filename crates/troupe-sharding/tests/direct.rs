@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
+use troupe::SendError;
 use troupe_sharding::Sharding;
 use troupe_test_nats::NatsServer;
 
@@ -27,7 +28,18 @@ fn send_until(
     while !stop.load(Ordering::Relaxed) {
         seq += 1;
         for id in ids {
-            s.entity(id).tell(Add { from, seq }).expect("accepted");
+            // A full outbox hands the tell back: send it again.
+            let mut m = Add { from, seq };
+            loop {
+                match s.entity(id).tell(m) {
+                    Ok(()) => break,
+                    Err(SendError::Full(back)) => {
+                        m = back;
+                        std::thread::yield_now();
+                    }
+                    Err(e) => panic!("a tell was refused: {e:?}"),
+                }
+            }
             sent += 1;
         }
         std::thread::sleep(pause());
