@@ -147,16 +147,29 @@ impl<A: Actor> Region<A> {
         } else {
             Vec::new()
         };
-        self.shards.insert(
-            shard,
-            OwnedShard {
-                token,
-                store_down: false,
-                releasing: None,
-                ids: HashSet::new(),
-                remembered: remembered.iter().cloned().collect(),
-            },
-        );
+        match self.shards.get_mut(&shard) {
+            // Owned again under a new token (the record was rewritten while
+            // this node held it): the shard keeps its entities, so that a
+            // later release or loss still stops them (and takes them off
+            // the direct path).
+            Some(s) => {
+                s.token = token;
+                s.store_down = false;
+                s.remembered.extend(remembered.iter().cloned());
+            }
+            None => {
+                self.shards.insert(
+                    shard,
+                    OwnedShard {
+                        token,
+                        store_down: false,
+                        releasing: None,
+                        ids: HashSet::new(),
+                        remembered: remembered.iter().cloned().collect(),
+                    },
+                );
+            }
+        }
         for id in remembered {
             if !self.entities.contains_key(&id) && self.activate(shard, &id).is_err() {
                 break;
