@@ -114,6 +114,7 @@ pub use protocol::core::{is_token, node_subject, ping_frame};
 pub use protocol::error::NodeError;
 pub use protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};
 pub use protocol::schema::SchemaMismatch;
+pub use protocol::serve::TellOutcome;
 pub use protocol::stats::NodeStats;
 pub use protocol::{auth, envelope, message, schema, trace_context};
 pub use transport::permissions;

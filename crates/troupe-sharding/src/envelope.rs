@@ -37,6 +37,33 @@ pub struct ShardTell {
     pub payload: Vec<u8>,
 }
 
+/// A [`ShardTell`] read borrowed from the frame it came in: the same wire
+/// shape (postcard writes a `String` as a `&str` and a `Vec<u8>` as a
+/// `&[u8]`: a length, then the bytes), decoded without allocating.
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardTellView<'a> {
+    /// The entity id.
+    pub entity: &'a str,
+    /// The stable type id of the message in `payload`.
+    pub type_id: u64,
+    /// Forwards so far.
+    pub hops: u8,
+    /// The message, postcard-encoded.
+    pub payload: &'a [u8],
+}
+
+impl ShardTellView<'_> {
+    /// The owned envelope, for the region's path.
+    pub fn to_tell(&self) -> ShardTell {
+        ShardTell {
+            entity: self.entity.to_string(),
+            type_id: self.type_id,
+            hops: self.hops,
+            payload: self.payload.to_vec(),
+        }
+    }
+}
+
 /// One ask for entity `entity`; answered with a [`ShardReply`].
 #[remote("troupe.sharding.Ask", reply = ShardReply)]
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -114,6 +141,29 @@ mod tests {
         assert!(check(&"x".repeat(MAX_ID_BYTES), MAX_HOPS));
         assert!(!check(&"x".repeat(MAX_ID_BYTES + 1), 0));
         assert!(!check("a", MAX_HOPS + 1));
+    }
+
+    #[test]
+    fn the_borrowed_view_reads_the_owned_envelope() {
+        let env = ShardTell {
+            entity: "cart-7".into(),
+            type_id: u64::MAX - 3,
+            hops: 2,
+            payload: (0..=255).collect(),
+        };
+        let bytes = postcard::to_allocvec(&env).unwrap();
+        let view: ShardTellView<'_> = troupe_remote::envelope::decode_body(&bytes).unwrap();
+        assert_eq!(view.entity, "cart-7");
+        assert_eq!(view.payload, &env.payload[..]);
+        let back = view.to_tell();
+        assert_eq!(postcard::to_allocvec(&back).unwrap(), bytes);
+        for n in 0..bytes.len() {
+            assert!(postcard::from_bytes::<ShardTellView<'_>>(&bytes[..n]).is_err());
+        }
+        // Trailing bytes are refused.
+        let mut long = bytes.clone();
+        long.push(0);
+        assert!(troupe_remote::envelope::decode_body::<ShardTellView<'_>>(&long).is_err());
     }
 
     #[test]

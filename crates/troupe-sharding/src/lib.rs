@@ -64,6 +64,11 @@
 //!   coordinator ticks of the coordinator's last successful read of the
 //!   records; a node paused or cut off longer (and so possibly declared
 //!   down and replaced) delivers nothing until it has read them again.
+//!   The direct path (below) checks the same lease, ended a little earlier.
+//! - **Direct path.** A remote tell to an entity active on its owner is
+//!   handed to the entity by the node's inbox loop, without the region
+//!   actor's thread, when nothing for that node waits in the region; the
+//!   region publishes which entities qualify (`region/direct.rs`).
 //! - **Hand-over.** When placement moves a shard (a node joins or
 //!   leaves), the old owner stops the shard's entities (each handles what
 //!   is in its mailbox first), then releases the record; the new owner
@@ -83,8 +88,9 @@
 //!
 //! The coordinator thread ([`coordinator`]) alone writes owner records and
 //! the routing table; the region actor ([`region`]) alone spawns and
-//! stops entities and writes remembered ids; entity references only read
-//! the routing table.
+//! stops entities, writes remembered ids and publishes the direct path's
+//! table; entity references only read the routing table; the inbox loop
+//! only reads the direct path's table.
 
 //! ## Layers
 //!

@@ -30,6 +30,7 @@ use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell};
 use crate::ownership::bucket::BucketOwnership;
 use crate::ownership::{update_members, OwnershipStore, StoreError};
 use crate::placement::shard_of;
+use crate::region::direct::{self, Direct};
 use crate::region::{Region, RegionMsg};
 use crate::shared::{AskFn, Route, Shared, TellFn};
 use crate::stats::{Counters, ShardingStats};
@@ -252,6 +253,7 @@ impl<A: Actor> ShardingBuilder<A> {
                 (Some(s), h)
             }
         };
+        let shards = self.config.shards;
         let shared = Arc::new(Shared {
             kind: self.kind.clone(),
             node: self.cluster.name().to_string(),
@@ -265,6 +267,7 @@ impl<A: Actor> ShardingBuilder<A> {
             handle,
             system: system.clone(),
             pending: Default::default(),
+            direct: Direct::new(shards),
         });
         let region = system.spawn_with(
             Region::new(shared.clone()),
@@ -273,7 +276,10 @@ impl<A: Actor> ShardingBuilder<A> {
         let region_name = format!("shard-region-{}", self.kind);
         self.cluster
             .expose(&region_name, &region)
-            .tell::<ShardTell>()
+            .tell_with::<ShardTell>({
+                let (shared, region) = (shared.clone(), region.clone());
+                move |body: &[u8]| direct::inbound(&shared, &region, body)
+            })
             .ask::<ShardAsk>(RegionMsg::Ask)
             .serve()
             .map_err(|e| ShardingError::Expose(e.to_string()))?;

@@ -4,7 +4,8 @@
 //!
 //! Writers: the routing table is written only by the coordinator (once a
 //! tick, whole) and read by entity references and the region; the decoder
-//! tables are fixed at start; `pending` is written by the region.
+//! tables are fixed at start; `pending` is written by the region; the
+//! direct table by the region (its module says who writes what).
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
@@ -18,6 +19,7 @@ use troupe_remote::RemoteRef;
 use crate::config::Config;
 use crate::envelope::{ShardAsk, ShardReply, ShardTell};
 use crate::ownership::OwnershipStore;
+use crate::region::direct::Direct;
 use crate::stats::Counters;
 
 /// Decodes a tell's payload into the entity's message.
@@ -55,6 +57,8 @@ pub(crate) struct Shared<A: Actor> {
     pub system: SystemHandle,
     /// Envelopes the region holds in its buffer now.
     pub pending: AtomicUsize,
+    /// The entities the inbox may tell directly (region/direct.rs).
+    pub direct: Direct<A>,
 }
 
 impl<A: Actor> Shared<A> {

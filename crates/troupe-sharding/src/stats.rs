@@ -62,6 +62,9 @@ counters! {
     asks,
     /// Messages handed to a local entity.
     delivered,
+    /// Of `delivered`, remote tells the node's inbox handed to their
+    /// entity directly, without the region's thread.
+    delivered_direct,
     /// Envelopes forwarded to another node's region.
     forwarded,
     /// Envelopes buffered while their shard had no owner here.

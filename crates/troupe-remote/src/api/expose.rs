@@ -2,7 +2,8 @@
 //!
 //! [`Node::expose`](crate::Node::expose) returns an [`Exposure`]: say which
 //! remote types the actor takes (`tell::<M>()` where the actor's message
-//! type converts `From<M>`; `ask::<Q>(make)` where `make` wraps the request
+//! type converts `From<M>`, or `tell_with::<M>(handler)` where `handler`
+//! takes the tell's body and routes it itself; `ask::<Q>(make)` where `make` wraps the request
 //! and its [`troupe::ReplyTo`]) and finish with [`Exposure::serve`].
 //!
 //! Invariants:
@@ -28,7 +29,7 @@ use crate::protocol::envelope::{decode_body, encode_frame, Frame, Header, Kind, 
 use crate::protocol::error::status_of;
 use crate::protocol::message::{RemoteAsk, RemoteMessage, TypeEntry};
 use crate::protocol::schema;
-use crate::protocol::serve::{status_frame, AskFn, Handlers, Outcome, Target, TellFn};
+use crate::protocol::serve::{status_frame, AskFn, Handlers, Target, TellFn, TellOutcome};
 use crate::NodeError;
 
 /// Which remote types an exposed actor takes; finish with [`serve`](Self::serve).
@@ -67,11 +68,61 @@ impl<'n, A: Actor> Exposure<'n, A> {
             schema::tell_fingerprint::<M>(),
             Box::new(move |body: &[u8]| match decode_body::<M>(body) {
                 Ok(m) => match actor.try_tell(A::Msg::from(m)) {
-                    Ok(()) => Outcome::Delivered,
-                    Err(_) => Outcome::Refused,
+                    Ok(()) => TellOutcome::Delivered,
+                    Err(_) => TellOutcome::Refused,
                 },
-                Err(_) => Outcome::Undecodable,
+                Err(_) => TellOutcome::Undecodable,
             }),
+        ));
+        self
+    }
+
+    /// The actor takes remote tells of `M`, handed to `handler` as the
+    /// frame's body (`M`'s postcard bytes) instead of being decoded and
+    /// told by the node.
+    ///
+    /// The node checks the sender's schema fingerprint for `M` before
+    /// calling `handler`, exactly as for [`tell`](Self::tell), and counts
+    /// what `handler` answers. `handler` runs on the node's inbox loop: it
+    /// must not block (use `try_tell`), and it may decode the body borrowed
+    /// (with [`decode_body`](crate::envelope::decode_body) into a type
+    /// holding `&str` and `&[u8]` fields of the same wire shape as `M`)
+    /// and route it itself — to the exposed actor or to an actor it
+    /// chooses.
+    ///
+    /// ```no_run
+    /// # use troupe::{Actor, Context, ActorSystem};
+    /// # use troupe_remote::{remote, Node, TellOutcome, envelope::decode_body};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[remote("example.Greet")]
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Greet { name: String }
+    /// # struct Greeter;
+    /// # impl Actor for Greeter { type Msg = String; fn handle(&mut self, _: String, _: &mut Context<'_, Self>) {} }
+    /// # fn demo(node: &Node, system: &ActorSystem) -> Result<(), troupe_remote::NodeError> {
+    /// let greeter = system.spawn(Greeter);
+    /// let to = greeter.clone();
+    /// node.expose("greeter", &greeter)
+    ///     .tell_with::<Greet>(move |body| match decode_body::<&str>(body) {
+    ///         // `Greet`'s one field, read without copying it off the frame.
+    ///         Ok(name) => match to.try_tell(format!("hello {name}")) {
+    ///             Ok(()) => TellOutcome::Delivered,
+    ///             Err(_) => TellOutcome::Refused,
+    ///         },
+    ///         Err(_) => TellOutcome::Undecodable,
+    ///     })
+    ///     .serve()
+    /// # }
+    /// ```
+    pub fn tell_with<M: RemoteMessage>(
+        mut self,
+        handler: impl Fn(&[u8]) -> TellOutcome + Send + Sync + 'static,
+    ) -> Self {
+        self.types.push(TypeEntry::of::<M>());
+        self.tells.push((
+            TypeEntry::of::<M>(),
+            schema::tell_fingerprint::<M>(),
+            Box::new(handler),
         ));
         self
     }

@@ -28,7 +28,7 @@ use crate::protocol::links::LinkRun;
 use crate::protocol::message::TypeEntry;
 use crate::protocol::otel;
 use crate::protocol::schema::{self, SchemaMismatch, SchemaSide};
-use crate::protocol::serve::{Handlers, Outcome, Target};
+use crate::protocol::serve::{Handlers, Target, TellOutcome};
 use crate::protocol::stats::{bump, bump_and_log};
 use crate::transport::{Message, Subscription};
 
@@ -219,16 +219,16 @@ impl Core {
         // Feature `otel`: the remote sender's trace continues here.
         let _span = otel::receive_span(frame.trace.as_ref(), &self.name, &target.name);
         match tell(frame.body) {
-            Outcome::Delivered => {
+            TellOutcome::Delivered => {
                 bump(&self.counters.delivered);
                 true
             }
-            Outcome::Refused => {
+            TellOutcome::Refused => {
                 bump(&self.counters.refused);
                 tracing::debug!(node = %self.name, actor = %target.name, "the actor refused a remote tell (full or stopped)");
                 false
             }
-            Outcome::Undecodable => {
+            TellOutcome::Undecodable => {
                 if bump_and_log(&self.counters.undecodable) {
                     tracing::warn!(node = %self.name, actor = %target.name, "a remote tell's body did not decode to its type");
                 }

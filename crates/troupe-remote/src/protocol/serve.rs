@@ -25,15 +25,21 @@ use crate::protocol::message::TypeEntry;
 use crate::protocol::otel;
 use crate::protocol::stats::bump;
 
-/// What a local actor said to a tell.
-pub(crate) enum Outcome {
+/// What became of one remote tell: the answer of a tell handler
+/// ([`Exposure::tell_with`](crate::Exposure::tell_with)), counted by the
+/// node in [`NodeStats`](crate::NodeStats).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TellOutcome {
+    /// Handed to the actor (counted `delivered`).
     Delivered,
+    /// The body did not decode (counted `undecodable`, logged at a limited rate).
     Undecodable,
+    /// The actor did not take it: full or stopped (counted `refused`).
     Refused,
 }
 
 /// Decodes a tell's body and hands it to the actor.
-pub(crate) type TellFn = Box<dyn Fn(&[u8]) -> Outcome + Send + Sync>;
+pub(crate) type TellFn = Box<dyn Fn(&[u8]) -> TellOutcome + Send + Sync>;
 /// Decodes an ask, sends it to the actor; the future gives the reply frame.
 pub(crate) type AskFn =
     Box<dyn Fn(&Frame<'_>, usize) -> Result<BoxFuture<'static, Vec<u8>>, Status> + Send + Sync>;

@@ -3,8 +3,9 @@
 //! `troupe-sharding-bench bench [N]`: starts a JetStream nats-server and
 //! three nodes in this process; from node 1 it sends `N` tells (default
 //! 200,000) to entities owned by node 3, then the same to a plain actor
-//! exposed on node 3 through a `RemoteRef` (the baseline), alternating
-//! twice, and 2,000 sequential asks each way. Prints rates and the ratio.
+//! exposed on node 3 through a `RemoteRef` (the baseline), then to one of
+//! those entities alone (the baseline's single-actor shape); two rounds,
+//! and 2,000 sequential asks each way. Prints rates and the ratios.
 //!
 //! `troupe-sharding-bench rebalance [N] [RUNS]`: starts a JetStream
 //! nats-server and three nodes in this process, activates `N` entities
@@ -159,41 +160,57 @@ fn bench(n: u64) {
     let direct = nodes[0].0.node().lookup::<Bump>("sink@b3").expect("lookup");
     let direct_ask = direct.retype::<Read>().expect("retype");
     println!("tells: {n} per run, {} entities on node 3", refs.len());
+    // One entity: the same single-actor shape as the baseline.
+    let one = &refs[..1];
+    // `TROUPE_BENCH_PHASE=remote|entity|one`: only that shape, 6 rounds
+    // (for a profile of one path).
+    if let Ok(phase) = std::env::var("TROUPE_BENCH_PHASE") {
+        for round in 0..6 {
+            let r = match phase.as_str() {
+                "remote" => rate(&all, n, |i| {
+                    let mut m = Bump(i);
+                    while let Err(e) = direct.tell(m) {
+                        m = e.into_inner();
+                        std::thread::yield_now();
+                    }
+                }),
+                "entity" => rate(&all, n, |i| tell_to(&refs, i)),
+                _ => rate(&all, n, |i| tell_to(one, i)),
+            };
+            println!("phase {phase} round {round}: {r:.0}/s");
+        }
+        return;
+    }
     let mut ratios = Vec::new();
+    let mut ratios_one = Vec::new();
     for round in 0..2 {
-        let start = all.load(Ordering::Relaxed);
-        let t = Instant::now();
-        for i in 0..n {
+        let base = rate(&all, n, |i| {
             let mut m = Bump(i);
             while let Err(e) = direct.tell(m) {
                 m = e.into_inner();
                 std::thread::yield_now();
             }
-        }
-        wait_count(&all, start + n);
-        let base = n as f64 / t.elapsed().as_secs_f64();
-        let start = all.load(Ordering::Relaxed);
-        let t = Instant::now();
-        for i in 0..n {
-            let mut m = Bump(i);
-            let r = &refs[i as usize % refs.len()];
-            while let Err(e) = r.tell(m) {
-                m = e.into_inner();
-                std::thread::yield_now();
-            }
-        }
-        wait_count(&all, start + n);
-        let ent = n as f64 / t.elapsed().as_secs_f64();
+        });
+        let ent = rate(&all, n, |i| tell_to(&refs, i));
+        let ent_one = rate(&all, n, |i| tell_to(one, i));
         ratios.push(ent / base);
+        ratios_one.push(ent_one / base);
         println!(
-            "round {round}: remote tell {base:.0}/s, entity tell {ent:.0}/s, ratio {:.2}",
-            ent / base
+            "round {round}: remote tell {base:.0}/s, entity tell ({} entities) {ent:.0}/s, ratio {:.2}; entity tell (1 entity) {ent_one:.0}/s, ratio {:.2}",
+            refs.len(),
+            ent / base,
+            ent_one / base
         );
     }
     let st = nodes[0].1.stats();
     println!(
         "node 1: tells {} forwarded {} buffered {}",
         st.tells, st.forwarded, st.buffered
+    );
+    let st3 = nodes[2].1.stats();
+    println!(
+        "node 3: delivered {} directly {}",
+        st3.delivered, st3.delivered_direct
     );
     let asks = 2000;
     let t = Instant::now();
@@ -209,11 +226,43 @@ fn bench(n: u64) {
     }
     let ent = t.elapsed() / asks;
     println!("ask round trip: remote {base:?}, entity {ent:?}");
+    let mean = |r: &[f64]| r.iter().sum::<f64>() / r.len() as f64;
     println!(
-        "entity tell / remote tell: {:.2} (mean of {} rounds)",
-        ratios.iter().sum::<f64>() / ratios.len() as f64,
+        "entity tell / remote tell: {:.2} with {} entities, {:.2} with 1 (mean of {} rounds)",
+        mean(&ratios),
+        refs.len(),
+        mean(&ratios_one),
         ratios.len()
     );
+}
+
+/// Tells `n` bumps with `tell(i)` and gives the rate at which they
+/// arrived; prints the rate at which the sending loop ran (when it is
+/// close to the arrival rate, the sender is the bottleneck).
+fn rate(all: &AtomicU64, n: u64, tell: impl Fn(u64)) -> f64 {
+    let start = all.load(Ordering::Relaxed);
+    let t = Instant::now();
+    for i in 0..n {
+        tell(i);
+    }
+    let sent = t.elapsed();
+    wait_count(all, start + n);
+    let arrived = n as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "  sent at {:.0}/s, arrived at {arrived:.0}/s",
+        n as f64 / sent.as_secs_f64()
+    );
+    arrived
+}
+
+/// Tells bump `i` to the `i`-th of `refs`, round-robin, retrying while full.
+fn tell_to(refs: &[troupe_sharding::EntityRef<Tally>], i: u64) {
+    let mut m = Bump(i);
+    let r = &refs[i as usize % refs.len()];
+    while let Err(e) = r.tell(m) {
+        m = e.into_inner();
+        std::thread::yield_now();
+    }
 }
 
 /// Waits until every node sees the others, `placed` holds, and every

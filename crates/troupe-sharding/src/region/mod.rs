@@ -23,7 +23,7 @@
 //! - `Lost { shard }`: someone else holds the record. The region kills
 //!   the shard's entities at once.
 //! - An envelope for a shard not owned here is forwarded to the owner the
-//!   routing table names (at most [`MAX_HOPS`] times), or buffered.
+//!   routing table names (at most [`MAX_HOPS`](crate::envelope::MAX_HOPS) times), or buffered.
 //! - `Verified { at }`: the coordinator read every record at `at` (and has
 //!   sent the `Owned` and `Lost` that followed from them). The region
 //!   delivers to an owned shard only within [`LEASE_TICKS`] ticks of the
@@ -56,31 +56,44 @@
 //! - The entity table is bounded (`max_entities`): an activation beyond
 //!   it is refused and counted, since ids come from the network.
 //!
-//! The region runs on a thread of its own: the fencing check and the
-//! remembered-ids writes are blocking store calls.
+//! - Per-sender FIFO to an entity while its shard stays put: the region
+//!   handles envelopes in mailbox order and hands an entity what waited
+//!   for it before anything newer; the direct path (direct.rs) keeps it
+//!   with the region's path.
 //!
-//! `pending.rs`: an envelope on its way, and what it keeps while it waits.
+//! The region runs on a thread of its own: the fencing check and the
+//! remembered-ids writes are blocking store calls. A remote tell to an
+//! entity active here usually skips it: the node's inbox loop tells the
+//! entity directly (direct.rs), within the same lease.
+//!
+//! Files: `route.rs`, where one envelope goes; `lifecycle.rs`, the
+//! ownership messages and the entities' lives; `direct.rs`, the direct
+//! path and the table of entities it may tell; `pending.rs`, an envelope
+//! on its way and what it keeps while it waits.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tracing::Instrument;
 use troupe::{Actor, ActorRef, Context, ReplyTo};
 
-use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell, MAX_HOPS};
-use crate::placement::shard_of;
-use crate::shared::{Route, Shared};
+use crate::envelope::{Refusal, ShardAsk, ShardReply, ShardTell};
+use crate::shared::Shared;
 use crate::stats::Counters;
 
+pub(crate) mod direct;
+mod lifecycle;
 mod pending;
+mod route;
 use pending::{Held, Pending};
 
 /// What the region actor takes.
 pub enum RegionMsg {
-    /// A tell for an entity (local or from another node).
+    /// A tell for an entity from this node.
     Tell(ShardTell),
+    /// A tell from another node that did not take the direct path.
+    Inbound(ShardTell),
     /// An ask for an entity.
     Ask(ShardAsk, ReplyTo<ShardReply>),
     /// The coordinator claimed the shard with this token.
@@ -150,6 +163,9 @@ enum Entity<A: Actor> {
     Active {
         actor: ActorRef<A>,
         last: Instant,
+        /// Set by the direct path when it tells the entity; read and
+        /// cleared by the region on `Tick` as activity.
+        touched: Arc<AtomicBool>,
         generation: u64,
         shard: u32,
     },
@@ -172,6 +188,9 @@ pub struct Region<A: Actor> {
     clock: Instant,
     /// Owned shards are delivered to until then (`Verified` plus the lease).
     lease_until: Option<Instant>,
+    /// Entities activated in the message being handled: published to the
+    /// direct path once it is handled.
+    activated: Vec<String>,
 }
 
 /// The lease, in coordinator ticks, that one `Verified` grants.
@@ -188,424 +207,12 @@ impl<A: Actor> Region<A> {
             generation: 0,
             clock: Instant::now(),
             lease_until: None,
+            activated: Vec::new(),
         }
     }
 
     fn stat(&self) -> &Counters {
         &self.shared.stats
-    }
-
-    /// Delivers, forwards or buffers one envelope.
-    fn route(&mut self, msg: Pending) {
-        if !check(msg.entity(), msg.hops()) {
-            Counters::add(&self.stat().bad_envelopes);
-            msg.refuse(Refusal::BadEnvelope);
-            return;
-        }
-        let shard = shard_of(msg.entity(), self.shared.config.shards);
-        if self
-            .shards
-            .get(&shard)
-            .is_some_and(|s| s.releasing.is_none())
-        {
-            // Ownership not confirmed within the lease: wait for the
-            // coordinator's next read.
-            if self.lease_until.is_none_or(|t| Instant::now() >= t) {
-                return self.buffer(msg);
-            }
-            return self.deliver(shard, msg);
-        }
-        match self.shared.route(shard) {
-            Route::Remote { tell, ask } if msg.hops() < MAX_HOPS => {
-                Counters::add(&self.stat().forwarded);
-                match msg {
-                    Pending::Tell(mut t, at) => {
-                        t.hops += 1;
-                        if let Err(e) = tell.tell(t) {
-                            let mut t = e.into_inner();
-                            t.hops -= 1;
-                            self.buffer(Pending::Tell(t, at));
-                        }
-                    }
-                    Pending::Ask(mut a, reply, _) => {
-                        a.hops += 1;
-                        let timeout = self.shared.config.forward_timeout;
-                        // The forward runs in the span it is made in, so the
-                        // ask carries the sender's trace.
-                        let forward = async move {
-                            let r = ask.ask_async(a, timeout).await;
-                            reply.reply(r.unwrap_or_else(|e| {
-                                ShardReply::Refused(Refusal::from_ask_error(e))
-                            }));
-                        };
-                        self.shared
-                            .handle
-                            .spawn(forward.instrument(tracing::Span::current()));
-                    }
-                }
-            }
-            _ => self.buffer(msg),
-        }
-    }
-
-    /// Routes an envelope that waited, inside the span it arrived in.
-    fn reroute(&mut self, mut msg: Pending) {
-        let span = msg.held().span.clone();
-        let _in = span.as_ref().map(tracing::Span::enter);
-        self.route(msg);
-    }
-
-    fn buffer(&mut self, mut msg: Pending) {
-        if self.pending.len() >= self.shared.config.buffer {
-            Counters::add(&self.stat().buffer_full);
-            tracing::warn!(kind = %self.shared.kind, "sharding buffer full: an envelope was refused");
-            msg.refuse(Refusal::Unavailable);
-            return;
-        }
-        Counters::add(&self.stat().buffered);
-        msg.stamp();
-        self.pending.push_back(msg);
-        self.shared
-            .pending
-            .store(self.pending.len(), Ordering::Relaxed);
-    }
-
-    fn deliver(&mut self, shard: u32, msg: Pending) {
-        // The common case, an active entity, allocates nothing and reads no
-        // clock beyond the lease check: activity is stamped with the clock
-        // of the last tick.
-        let clock = self.clock;
-        let stopped_by_itself = match self.entities.get_mut(msg.entity()) {
-            Some(Entity::Stopping { waiting, .. }) => {
-                let mut msg = msg;
-                msg.keep_span();
-                waiting.push(msg);
-                return;
-            }
-            Some(Entity::Active {
-                actor,
-                last,
-                generation,
-                shard,
-            }) => {
-                if actor.is_alive() {
-                    *last = clock;
-                    send(&self.shared, actor, msg);
-                    return;
-                }
-                (*generation, *shard)
-            }
-            None => {
-                if self.entities.len() >= self.shared.config.max_entities {
-                    Counters::add(&self.stat().entities_refused);
-                    tracing::warn!(kind = %self.shared.kind, "entity table full: an activation was refused");
-                    msg.refuse(Refusal::Unavailable);
-                    return;
-                }
-                let id = msg.entity().to_string();
-                match self.activate(shard, &id) {
-                    Ok(actor) => send(&self.shared, &actor, msg),
-                    // The shard was dropped here: forward or buffer.
-                    Err(Fence::Lost) => self.route(msg),
-                    // Still owned: wait for the store.
-                    Err(Fence::StoreDown) => self.buffer(msg),
-                }
-                return;
-            }
-        };
-        // It stopped by itself; its `Stopped` is on the way.
-        let (generation, shard) = stopped_by_itself;
-        let mut msg = msg;
-        msg.keep_span();
-        self.entities.insert(
-            msg.entity().to_string(),
-            Entity::Stopping {
-                generation,
-                shard,
-                waiting: vec![msg],
-            },
-        );
-    }
-
-    /// Spawns entity `id` of owned `shard` after the fencing check.
-    /// `Fence::Lost`: the record names another owner or token (or the
-    /// shard is not owned here); the shard is dropped here.
-    /// `Fence::StoreDown`: the store did not answer; the shard stays owned
-    /// and the check is retried after the next tick.
-    fn activate(&mut self, shard: u32, id: &str) -> Result<ActorRef<A>, Fence> {
-        let (token, down) = match self.shards.get(&shard) {
-            Some(s) => (s.token, s.store_down),
-            None => return Err(Fence::Lost),
-        };
-        if down {
-            return Err(Fence::StoreDown);
-        }
-        let sh = self.shared.clone();
-        match sh.store.owner(&sh.kind, shard) {
-            Ok(o) if o.revision == token && o.node.as_deref() == Some(sh.node.as_str()) => {}
-            Ok(_) => {
-                Counters::add(&sh.stats.fencing_refusals);
-                self.lose(shard);
-                return Err(Fence::Lost);
-            }
-            Err(e) => {
-                Counters::add(&sh.stats.store_errors);
-                tracing::warn!(error = %e, shard, "fencing check failed; activations wait for the store");
-                if let Some(s) = self.shards.get_mut(&shard) {
-                    s.store_down = true;
-                }
-                return Err(Fence::StoreDown);
-            }
-        }
-        self.generation += 1;
-        let generation = self.generation;
-        let actor = sh.system.spawn((sh.factory)(id));
-        if let Some(me) = &self.myself {
-            let me = me.downgrade();
-            let id = id.to_string();
-            actor.on_stop(move |_, _| {
-                if let Some(me) = me.upgrade() {
-                    let _ = me.tell(RegionMsg::Stopped { id, generation });
-                }
-            });
-        }
-        self.entities.insert(
-            id.to_string(),
-            Entity::Active {
-                actor: actor.clone(),
-                last: Instant::now(),
-                generation,
-                shard,
-            },
-        );
-        Counters::add(&sh.stats.activations);
-        sh.stats.entities_active.fetch_add(1, Ordering::Relaxed);
-        let s = self.shards.get_mut(&shard).expect("owned above");
-        s.ids.insert(id.to_string());
-        if sh.config.remember_entities && s.remembered.insert(id.to_string()) {
-            self.write_remembered(shard);
-        }
-        Ok(actor)
-    }
-
-    fn write_remembered(&self, shard: u32) {
-        let Some(s) = self.shards.get(&shard) else {
-            return;
-        };
-        let mut ids: Vec<String> = s.remembered.iter().cloned().collect();
-        ids.sort();
-        if let Err(e) = self.shared.store.remember(&self.shared.kind, shard, &ids) {
-            Counters::add(&self.stat().store_errors);
-            tracing::warn!(error = %e, shard, "remembered entities not written");
-        }
-    }
-
-    /// Asks entity `id` to stop (drain) or kills it; it becomes `Stopping`.
-    fn stop_entity(&mut self, id: &str, kill: bool) {
-        if let Some(Entity::Active {
-            actor,
-            generation,
-            shard,
-            ..
-        }) = self.entities.remove(id)
-        {
-            if kill {
-                actor.kill();
-            } else {
-                actor.stop();
-            }
-            self.entities.insert(
-                id.to_string(),
-                Entity::Stopping {
-                    generation,
-                    shard,
-                    waiting: Vec::new(),
-                },
-            );
-        }
-    }
-
-    fn lose(&mut self, shard: u32) {
-        let Some(s) = self.shards.remove(&shard) else {
-            return;
-        };
-        Counters::add(&self.stat().shards_lost);
-        for id in &s.ids {
-            Counters::add(&self.stat().handover_stops);
-            self.stop_entity(id, true);
-        }
-        if let Some(done) = s.releasing {
-            done.reply(false);
-        }
-    }
-
-    fn owned(&mut self, shard: u32, token: u64) {
-        let remembered = if self.shared.config.remember_entities {
-            match self.shared.store.remembered(&self.shared.kind, shard) {
-                Ok(ids) => ids,
-                Err(e) => {
-                    Counters::add(&self.stat().store_errors);
-                    tracing::warn!(error = %e, shard, "remembered entities not read");
-                    Vec::new()
-                }
-            }
-        } else {
-            Vec::new()
-        };
-        self.shards.insert(
-            shard,
-            OwnedShard {
-                token,
-                store_down: false,
-                releasing: None,
-                ids: HashSet::new(),
-                remembered: remembered.iter().cloned().collect(),
-            },
-        );
-        for id in remembered {
-            if !self.entities.contains_key(&id) && self.activate(shard, &id).is_err() {
-                break;
-            }
-        }
-        self.retry_buffer(false);
-    }
-
-    fn release(&mut self, shard: u32, done: ReplyTo<bool>) {
-        let Some(s) = self.shards.get_mut(&shard) else {
-            done.reply(true);
-            return;
-        };
-        s.releasing = Some(done);
-        let ids: Vec<String> = s.ids.iter().cloned().collect();
-        for id in &ids {
-            Counters::add(&self.stat().handover_stops);
-            self.stop_entity(id, false);
-        }
-        self.finish_release(shard);
-    }
-
-    fn finish_release(&mut self, shard: u32) {
-        let done = self
-            .shards
-            .get(&shard)
-            .is_some_and(|s| s.releasing.is_some() && s.ids.is_empty());
-        if done {
-            if let Some(s) = self.shards.remove(&shard) {
-                if let Some(r) = s.releasing {
-                    r.reply(true);
-                }
-            }
-        }
-    }
-
-    fn stopped(&mut self, id: String, generation: u64) {
-        let ours = match self.entities.get(&id) {
-            Some(Entity::Active { generation: g, .. })
-            | Some(Entity::Stopping { generation: g, .. }) => *g == generation,
-            None => false,
-        };
-        if !ours {
-            return;
-        }
-        self.shared
-            .stats
-            .entities_active
-            .fetch_sub(1, Ordering::Relaxed);
-        let (shard, waiting) = match self.entities.remove(&id) {
-            Some(Entity::Active { shard, .. }) => (shard, Vec::new()),
-            Some(Entity::Stopping { shard, waiting, .. }) => (shard, waiting),
-            None => return,
-        };
-        if let Some(s) = self.shards.get_mut(&shard) {
-            s.ids.remove(&id);
-        }
-        self.finish_release(shard);
-        for m in waiting {
-            self.reroute(m);
-        }
-    }
-
-    fn tick(&mut self) {
-        self.clock = Instant::now();
-        if let Some(idle) = self.shared.config.idle_timeout {
-            let now = self.clock;
-            let idle_ids: Vec<(String, u32)> = self
-                .entities
-                .iter()
-                .filter_map(|(id, e)| match e {
-                    Entity::Active { last, shard, .. } if now.duration_since(*last) >= idle => {
-                        Some((id.clone(), *shard))
-                    }
-                    _ => None,
-                })
-                .collect();
-            let mut touched = HashSet::new();
-            for (id, shard) in idle_ids {
-                Counters::add(&self.stat().passivations);
-                self.stop_entity(&id, false);
-                if let Some(s) = self.shards.get_mut(&shard) {
-                    if s.remembered.remove(&id) {
-                        touched.insert(shard);
-                    }
-                }
-            }
-            for shard in touched {
-                self.write_remembered(shard);
-            }
-        }
-        // Each shard whose fencing read failed gets one more read.
-        for s in self.shards.values_mut() {
-            s.store_down = false;
-        }
-        self.retry_buffer(true);
-    }
-
-    fn retry_buffer(&mut self, expire: bool) {
-        let timeout = self.shared.config.buffer_timeout;
-        let now = Instant::now();
-        let all: Vec<Pending> = self.pending.drain(..).collect();
-        self.shared.pending.store(0, Ordering::Relaxed);
-        for m in all {
-            if expire && m.since().is_some_and(|t| now.duration_since(t) >= timeout) {
-                Counters::add(&self.stat().expired);
-                tracing::warn!(entity = %m.entity(), "a buffered envelope expired: its shard had no owner");
-                m.refuse(Refusal::Unavailable);
-            } else {
-                self.reroute(m);
-            }
-        }
-    }
-}
-
-/// Decodes one envelope into `actor`'s message and hands it over.
-fn send<A: Actor>(shared: &Shared<A>, actor: &ActorRef<A>, msg: Pending) {
-    match msg {
-        Pending::Tell(t, _) => match shared.tells.get(&t.type_id) {
-            None => Counters::add(&shared.stats.unknown_types),
-            Some(decode) => match decode(&t.payload) {
-                None => Counters::add(&shared.stats.undecodable),
-                Some(m) => match actor.tell(m) {
-                    Ok(()) => Counters::add(&shared.stats.delivered),
-                    Err(_) => {
-                        Counters::add(&shared.stats.entity_gone);
-                        tracing::warn!(entity = %t.entity, "an entity stopped as a tell reached it");
-                    }
-                },
-            },
-        },
-        Pending::Ask(a, reply, _) => match shared.asks.get(&a.type_id) {
-            None => {
-                Counters::add(&shared.stats.unknown_types);
-                reply.reply(ShardReply::Refused(Refusal::UnknownType));
-            }
-            Some(f) => {
-                if f(&a.payload, actor, reply, &shared.handle) {
-                    Counters::add(&shared.stats.delivered);
-                } else {
-                    Counters::add(&shared.stats.undecodable);
-                }
-            }
-        },
     }
 }
 
@@ -619,12 +226,18 @@ impl<A: Actor> Actor for Region<A> {
     fn handle(&mut self, msg: RegionMsg, _ctx: &mut Context<'_, Self>) {
         match msg {
             RegionMsg::Tell(t) => self.route(Pending::Tell(t, Held::default())),
+            RegionMsg::Inbound(t) => {
+                self.route(Pending::Tell(t, Held::default()));
+                self.shared.direct.routed();
+            }
             RegionMsg::Ask(a, r) => self.route(Pending::Ask(a, r, Held::default())),
             RegionMsg::Owned { shard, token } => self.owned(shard, token),
             RegionMsg::Release { shard, done } => self.release(shard, done),
             RegionMsg::Lost { shard } => self.lose(shard),
             RegionMsg::Verified { at } => {
-                self.lease_until = Some(at + self.shared.config.tick * LEASE_TICKS);
+                let until = at + self.shared.config.tick * LEASE_TICKS;
+                self.lease_until = Some(until);
+                self.shared.direct.set_lease(until);
             }
             RegionMsg::Tick => self.tick(),
             RegionMsg::Stopped { id, generation } => self.stopped(id, generation),
@@ -639,9 +252,12 @@ impl<A: Actor> Actor for Region<A> {
                 r.reply(ids);
             }
         }
+        // Everything this message released has been handed over.
+        self.publish();
     }
 
     fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
+        self.shared.direct.clear();
         for e in self.entities.values() {
             if let Entity::Active { actor, .. } = e {
                 actor.kill();

@@ -1,0 +1,75 @@
+//! `Exposure::tell_with`: a handler that takes a tell's body and routes it
+//! itself, counted by the node exactly as `tell::<M>()` is. Real
+//! nats-server; skips without it unless `TROUPE_REQUIRE_NATS=1`.
+
+mod common;
+
+use common::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use troupe::ActorSystem;
+use troupe_remote::envelope::decode_body;
+use troupe_remote::{Node, TellOutcome};
+use troupe_test_nats::NatsServer;
+
+const T: Duration = Duration::from_secs(5);
+
+#[test]
+fn a_handler_delivers_refuses_and_fails_to_decode_and_each_is_counted() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let system = ActorSystem::builder().threads(2).build();
+    let seen = Arc::new(AtomicU64::new(0));
+    let counter = system.spawn(Counter::new(seen.clone()));
+    let b = Node::connect(&server.url(), "b").unwrap();
+    let (to_add, to_blob) = (counter.clone(), counter.clone());
+    b.expose("counter", &counter)
+        // Every tenth `Add` refused by the handler, the others told.
+        .tell_with::<Add>(move |body| match decode_body::<u64>(body) {
+            Ok(n) if n % 10 == 0 => TellOutcome::Refused,
+            Ok(n) => match to_add.try_tell(CounterMsg::Add(Add(n))) {
+                Ok(()) => TellOutcome::Delivered,
+                Err(_) => TellOutcome::Refused,
+            },
+            Err(_) => TellOutcome::Undecodable,
+        })
+        // A `Blob` read borrowed as text: bytes that are not UTF-8 do not decode.
+        .tell_with::<Blob>(move |body| match decode_body::<&str>(body) {
+            Ok(text) => match to_blob.try_tell(CounterMsg::Blob(Blob(text.as_bytes().to_vec()))) {
+                Ok(()) => TellOutcome::Delivered,
+                Err(_) => TellOutcome::Refused,
+            },
+            Err(_) => TellOutcome::Undecodable,
+        })
+        .ask::<Sum>(CounterMsg::Sum)
+        .serve()
+        .unwrap();
+
+    let a = Node::connect(&server.url(), "a").unwrap();
+    let add = a.lookup::<Add>("counter@b").unwrap();
+    for i in 1..=100u64 {
+        add.tell(Add(i)).unwrap();
+    }
+    let blob = a.lookup::<Blob>("counter@b").unwrap();
+    blob.tell(Blob(b"four".to_vec())).unwrap();
+    blob.tell(Blob(vec![0xff, 0xfe])).unwrap();
+
+    // 90 adds and one blob delivered; 10 refused; one undecodable.
+    assert!(wait_until(T, || {
+        let s = b.stats();
+        s.delivered + s.refused + s.undecodable == 102
+    }));
+    let s = b.stats();
+    assert_eq!(
+        (s.delivered, s.refused, s.undecodable),
+        (91, 10, 1),
+        "{s:?}"
+    );
+    assert!(wait_until(T, || seen.load(Ordering::Relaxed) == 91));
+    let sum = add.retype::<Sum>().unwrap();
+    let tens: u64 = (1..=10).map(|k| 10 * k).sum();
+    assert_eq!(sum.ask(Sum, T), Ok(100 * 101 / 2 - tens + 4));
+    system.shutdown();
+}

@@ -1,0 +1,315 @@
+//! The direct path: a remote tell to an entity that is active here is
+//! handed to the entity by the node's inbox loop, without the hop to the
+//! region's thread.
+//!
+//! The region publishes a table of its active entities ([`Direct`]), one
+//! map per shard. The inbox's tell handler ([`inbound`]) reads the
+//! envelope borrowed from the frame ([`ShardTellView`]) and delivers it
+//! directly when all of these hold, else hands the owned envelope to the
+//! region as before (`RegionMsg::Inbound`):
+//! - no envelope the inbox handed to the region is still unhandled there
+//!   (`inflight == 0`) and the region's buffer is empty (`pending == 0`);
+//! - the delivery lease the region holds is valid now (`lease_until`,
+//!   written by the region on each `Verified`: the region's deadline,
+//!   moved earlier by the coarse clock's margin, so the direct path never
+//!   delivers later than the region would);
+//! - the entity has an entry in its shard's map, the payload's type is
+//!   known and decodes, and the entity's mailbox takes it (`try_tell`).
+//!
+//! Writers: the region alone inserts and removes entries and writes the
+//! lease; the inbox sets an entry's `touched` flag (activity, read and
+//! cleared by the region on `Tick` for passivation); the inbox loop alone increments `inflight` (the region
+//! decrements it once it has routed the envelope).
+//!
+//! Invariants (with region/mod.rs's, which stay true):
+//! - An entry exists only for an `Active` instance of an owned shard that
+//!   is not being released. The region inserts it at the end of the
+//!   handler that activated the instance, after it has handed the
+//!   instance everything it held for it (the envelopes that waited for the
+//!   previous instance's stop, the buffer). It removes it, under the
+//!   map's write lock, *before* it stops, kills or forgets the instance
+//!   (release, loss, passivation, an instance that stopped by itself) and
+//!   before it drops the shard.
+//! - The inbox tells the entity under the map's read lock, so once the
+//!   region's removal returns no direct tell follows, and every one before
+//!   it is in the mailbox ahead of the stop (a stop drains the mailbox).
+//! - Per-sender FIFO: a sender's envelopes reach this node through one
+//!   inbox loop, in order. Once one of them went to the region
+//!   (`inflight > 0`), every later one follows it there until the region
+//!   has routed them all; envelopes the region keeps (buffer, waiting for
+//!   a stop) keep the direct path shut (`pending > 0`, or no entry) until
+//!   the region has delivered them. The region stores `pending` before it
+//!   decrements `inflight` (release), and the inbox reads `inflight`
+//!   (acquire) before `pending`.
+//! - Every envelope is counted once: `delivered` (and `delivered_direct`)
+//!   on this path, or by the region on its path. The direct path never
+//!   refuses: anything it does not deliver goes to the region.
+//! - It never activates: at most one instance and the fencing check stay
+//!   the region's.
+//!
+//! Cost per message on this path: a borrowed decode, the shard hash, two
+//! atomic loads, one coarse clock read (`Clock`), a read lock, a hash lookup, the
+//! payload's decode and the entity's `try_tell`. Nothing is allocated
+//! here beyond what the user's message decode allocates.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::RwLock;
+use troupe::{Actor, ActorRef};
+use troupe_remote::envelope::decode_body;
+use troupe_remote::TellOutcome;
+
+use super::{Region, RegionMsg};
+use crate::envelope::{check, ShardTellView};
+use crate::placement::shard_of;
+use crate::shared::Shared;
+use crate::stats::Counters;
+
+/// One entity the inbox may tell directly.
+struct Entry<A: Actor> {
+    actor: ActorRef<A>,
+    /// Set on each direct tell (if not set already); the region reads it
+    /// as activity on `Tick` (passivation).
+    touched: Arc<AtomicBool>,
+}
+
+/// One shard's entities the inbox may tell directly, by id.
+type Shard<A> = RwLock<HashMap<String, Entry<A>>>;
+
+/// The entities the inbox may tell directly, per shard, with the lease.
+pub(crate) struct Direct<A: Actor> {
+    shards: Box<[Shard<A>]>,
+    /// The lease's end on `clock`, less its margin; 0: no lease.
+    lease_until: AtomicU64,
+    clock: Clock,
+    /// Envelopes the inbox handed to the region, not yet routed there.
+    inflight: AtomicUsize,
+}
+
+impl<A: Actor> Direct<A> {
+    pub(crate) fn new(shards: u32) -> Self {
+        Direct {
+            shards: (0..shards).map(|_| RwLock::new(HashMap::new())).collect(),
+            lease_until: AtomicU64::new(0),
+            clock: Clock::new(),
+            inflight: AtomicUsize::new(0),
+        }
+    }
+
+    /// Region: `actor` (entity `id` of `shard`) may be told directly.
+    pub(super) fn insert(
+        &self,
+        shard: u32,
+        id: &str,
+        actor: &ActorRef<A>,
+        touched: &Arc<AtomicBool>,
+    ) {
+        if let Some(map) = self.shards.get(shard as usize) {
+            let entry = Entry {
+                actor: actor.clone(),
+                touched: touched.clone(),
+            };
+            map.write().insert(id.to_string(), entry);
+        }
+    }
+
+    /// Region: entity `id` of `shard` is no longer told directly; once
+    /// this returns, no direct tell to it is under way.
+    pub(super) fn remove(&self, shard: u32, id: &str) {
+        if let Some(map) = self.shards.get(shard as usize) {
+            map.write().remove(id);
+        }
+    }
+
+    /// Region: nothing is told directly any more (the region stopped).
+    pub(super) fn clear(&self) {
+        for map in self.shards.iter() {
+            map.write().clear();
+        }
+        self.lease_until.store(0, Ordering::Release);
+    }
+
+    /// Region: the lease now ends at `until`.
+    pub(super) fn set_lease(&self, until: Instant) {
+        self.lease_until
+            .store(self.clock.deadline(until).max(1), Ordering::Release);
+    }
+
+    /// Region: one envelope the inbox handed over has been routed.
+    pub(super) fn routed(&self) {
+        self.inflight.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Whether the direct path is open: nothing of the inbox's waits in
+    /// the region, the buffer is empty, the lease holds.
+    fn open(&self, pending: &AtomicUsize) -> bool {
+        if self.inflight.load(Ordering::Acquire) != 0 || pending.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        let until = self.lease_until.load(Ordering::Acquire);
+        until != 0 && self.clock.now() < until
+    }
+}
+
+/// The inbox's handler for a remote [`ShardTell`](crate::envelope::ShardTell)
+/// to `region`: the direct path when it may, else the region's.
+pub(crate) fn inbound<A: Actor>(
+    shared: &Shared<A>,
+    region: &ActorRef<Region<A>>,
+    body: &[u8],
+) -> TellOutcome {
+    let Ok(env) = decode_body::<ShardTellView<'_>>(body) else {
+        return TellOutcome::Undecodable;
+    };
+    let direct = &shared.direct;
+    if check(env.entity, env.hops) && direct.open(&shared.pending) {
+        let shard = shard_of(env.entity, shared.config.shards);
+        if let Some(map) = direct.shards.get(shard as usize) {
+            let map = map.read();
+            if let (Some(entry), Some(decode)) =
+                (map.get(env.entity), shared.tells.get(&env.type_id))
+            {
+                // Unknown types and undecodable payloads go on to the
+                // region, which counts them.
+                if let Some(m) = decode(env.payload) {
+                    if entry.actor.try_tell(m).is_ok() {
+                        // Written only when the region has cleared it: the
+                        // line is not bounced on every message.
+                        if !entry.touched.load(Ordering::Relaxed) {
+                            entry.touched.store(true, Ordering::Relaxed);
+                        }
+                        Counters::add(&shared.stats.delivered);
+                        Counters::add(&shared.stats.delivered_direct);
+                        return TellOutcome::Delivered;
+                    }
+                }
+            }
+        }
+    }
+    direct.inflight.fetch_add(1, Ordering::AcqRel);
+    match region.try_tell(RegionMsg::Inbound(env.to_tell())) {
+        Ok(()) => TellOutcome::Delivered,
+        Err(_) => {
+            direct.routed();
+            TellOutcome::Refused
+        }
+    }
+}
+
+/// The direct path's clock, in nanoseconds. On Linux the kernel's coarse
+/// monotonic clock (`CLOCK_MONOTONIC_COARSE`: the same time base as
+/// `Instant`, updated once a jiffy, read without touching the hardware
+/// clock; a precise read costs 8% of the inbox thread at two million
+/// tells a second on a VM). It lags the precise clock by less than its
+/// resolution, so a deadline is moved earlier by twice the resolution:
+/// `now() < deadline(t)` implies the precise time is before `t`.
+/// Elsewhere, or if the coarse clock is missing or coarser than 20 ms,
+/// `Instant` with no margin.
+struct Clock {
+    #[cfg(target_os = "linux")]
+    margin: Option<u64>,
+    base: Instant,
+}
+
+impl Clock {
+    fn new() -> Self {
+        Clock {
+            #[cfg(target_os = "linux")]
+            margin: coarse::resolution()
+                .filter(|&r| r <= 20_000_000)
+                .map(|r| 2 * r.max(1)),
+            base: Instant::now(),
+        }
+    }
+
+    /// `until` on this clock, less the margin.
+    fn deadline(&self, until: Instant) -> u64 {
+        let ahead = until.saturating_duration_since(Instant::now()).as_nanos();
+        let ahead = u64::try_from(ahead).unwrap_or(u64::MAX);
+        #[cfg(target_os = "linux")]
+        if let Some(margin) = self.margin {
+            return coarse::precise_now()
+                .saturating_add(ahead)
+                .saturating_sub(margin);
+        }
+        let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        now.saturating_add(ahead)
+    }
+
+    fn now(&self) -> u64 {
+        #[cfg(target_os = "linux")]
+        if self.margin.is_some() {
+            return coarse::now();
+        }
+        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod coarse {
+    fn read(clock: libc::clockid_t) -> Option<u64> {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec owned by this frame;
+        // clock_gettime writes only it.
+        let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+        let secs = u64::try_from(ts.tv_sec).ok()?;
+        let nanos = u64::try_from(ts.tv_nsec).ok()?;
+        (rc == 0).then(|| secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+    }
+
+    /// The coarse clock's resolution in nanoseconds.
+    pub(super) fn resolution() -> Option<u64> {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: as in `read`; clock_getres writes only `ts`.
+        let rc = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+        let secs = u64::try_from(ts.tv_sec).ok()?;
+        let nanos = u64::try_from(ts.tv_nsec).ok()?;
+        (rc == 0).then(|| secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+    }
+
+    pub(super) fn now() -> u64 {
+        // 0 reads as expired.
+        read(libc::CLOCK_MONOTONIC_COARSE).unwrap_or(u64::MAX)
+    }
+
+    pub(super) fn precise_now() -> u64 {
+        read(libc::CLOCK_MONOTONIC).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_clock_never_says_valid_past_the_deadline() {
+        let clock = Clock::new();
+        let until = Instant::now() + Duration::from_millis(200);
+        let deadline = clock.deadline(until);
+        assert!(clock.now() < deadline, "valid at first");
+        loop {
+            // The precise time first: a delay before the coarse read only
+            // makes that read later.
+            let precise = Instant::now();
+            if clock.now() >= deadline {
+                break;
+            }
+            assert!(precise < until, "valid after the deadline");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(
+            clock.now() >= clock.deadline(Instant::now()),
+            "a lease ending now is over"
+        );
+    }
+}
