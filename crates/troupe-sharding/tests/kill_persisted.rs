@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ledger::{ledgers, percentile, Activations, Deposit, Entity, Read, Totals};
+use parking_lot::Mutex;
 use troupe_cluster::Cluster;
 use troupe_persistence::JetStreamStore;
 use troupe_sharding::Sharding;
@@ -186,11 +187,32 @@ fn kill_and_recover(on_victim: usize, deposits: u64) -> Option<Vec<Duration>> {
         ids.len()
     );
 
+    // The phases of the bound: when the first survivor declares the
+    // victim down, and when the survivors own every shard again.
+    let down_at = Arc::new(Mutex::new(None::<Instant>));
+    {
+        let down_at = down_at.clone();
+        survivors[0].0.on_node_down(move |_| {
+            down_at.lock().get_or_insert_with(Instant::now);
+        });
+    }
     let killed = Instant::now();
     victim.0.kill().expect("SIGKILL");
     let _ = victim.0.wait();
     let want = Totals::after(deposits);
+    let mut claimed = None;
     let mut times: Vec<Duration> = std::thread::scope(|scope| {
+        let claims = scope.spawn(|| {
+            let end = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < end {
+                let owned: u64 = survivors.iter().map(|(_, s)| s.stats().shards_owned).sum();
+                if owned == u64::from(SHARDS) {
+                    return Some(killed.elapsed());
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            None
+        });
         let threads: Vec<_> = ids
             .chunks(ids.len().div_ceil(16))
             .map(|part| {
@@ -217,10 +239,12 @@ fn kill_and_recover(on_victim: usize, deposits: u64) -> Option<Vec<Duration>> {
                 })
             })
             .collect();
-        threads
+        let times = threads
             .into_iter()
             .flat_map(|t| t.join().expect("asking thread"))
-            .collect()
+            .collect();
+        claimed = claims.join().expect("claims thread");
+        times
     });
     times.sort();
     assert_eq!(times.len(), ids.len());
@@ -235,12 +259,15 @@ fn kill_and_recover(on_victim: usize, deposits: u64) -> Option<Vec<Duration>> {
     );
     let takeovers: u64 = survivors.iter().map(|(_, s)| s.stats().takeovers).sum();
     assert!(takeovers > 0, "no shard was taken over");
+    let down = down_at.lock().map(|t| t - killed);
     eprintln!(
-        "time to recovered after SIGKILL: p50 {:?}, p99 {:?}, max {:?} \
-         (heartbeat {HB:?}, {} ledgers, {deposits} events each, {takeovers} shards taken over)",
+        "time to recovered after SIGKILL: p50 {:?}, p99 {:?}, max {:?}, first {:?} \
+         (heartbeat {HB:?}, {} ledgers, {deposits} events each, {takeovers} shards taken over); \
+         declared down after {down:?}, every shard owned after {claimed:?}",
         percentile(&times, 0.5),
         percentile(&times, 0.99),
         times.last().expect("one at least"),
+        times[0],
         times.len()
     );
     Some(times)
