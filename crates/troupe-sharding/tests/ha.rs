@@ -29,13 +29,10 @@ const LEDGERS: usize = 60;
 const BEFORE: u64 = 4;
 const ASK: Duration = Duration::from_secs(2);
 
-/// The name of the server that leads the ownership bucket's stream, from
-/// JetStream's stream info (a raw request through the node's transport).
-fn bucket_leader(cluster: &Cluster) -> Option<String> {
-    let subject = format!(
-        "$JS.API.STREAM.INFO.KV_troupe-shards-{}",
-        cluster.node().cluster()
-    );
+/// JetStream's info on stream `stream` (JSON), from a raw request
+/// through the node's transport.
+fn stream_info(cluster: &Cluster, stream: &str) -> Option<String> {
+    let subject = format!("$JS.API.STREAM.INFO.{stream}");
     let transport = cluster.node().transport().clone();
     let io = troupe_remote::runtime::handle().ok()?;
     let reply = io
@@ -45,10 +42,14 @@ fn bucket_leader(cluster: &Cluster) -> Option<String> {
                 .await
         })
         .ok()?;
-    let text = String::from_utf8_lossy(&reply);
-    let at = text.find("\"leader\":\"")? + "\"leader\":\"".len();
-    let len = text[at..].find('"')?;
-    Some(text[at..at + len].to_string())
+    Some(String::from_utf8_lossy(&reply).into_owned())
+}
+
+/// The value of the first string field `field` in `json`.
+fn field<'a>(json: &'a str, field: &str) -> Option<&'a str> {
+    let key = format!("\"{field}\":\"");
+    let at = json.find(&key)? + key.len();
+    Some(&json[at..at + json[at..].find('"')?])
 }
 
 /// Every owner record, read through `store` (retried while the bucket's
@@ -154,8 +155,19 @@ fn kill_a_server(journal_after: bool) {
         "a shard without an owner before the kill: {before:?}"
     );
 
+    // The buckets were created with 3 replicas.
+    let shards = format!("KV_troupe-shards-{}", nodes[0].0.node().cluster());
+    let registry = format!("KV_troupe-{}-registry", nodes[0].0.node().cluster());
+    for stream in [&shards, &registry] {
+        let info = stream_info(&nodes[0].0, stream).unwrap_or_default();
+        assert!(
+            info.contains("\"num_replicas\":3"),
+            "{stream} is not on 3 replicas: {info}"
+        );
+    }
     // Kill the server that leads the ownership bucket's stream.
-    let leader = bucket_leader(&nodes[0].0);
+    let info = stream_info(&nodes[0].0, &shards).unwrap_or_default();
+    let leader = field(&info, "leader").map(str::to_string);
     let victim = leader
         .as_deref()
         .and_then(|l| l.strip_prefix("troupe-test-"))
