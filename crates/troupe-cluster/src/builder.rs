@@ -62,6 +62,7 @@ pub struct ClusterBuilder {
     pub(crate) node: Option<NodeOptions>,
     pub(crate) max_peers: usize,
     pub(crate) key: Option<ClusterKey>,
+    pub(crate) registry_replicas: usize,
 }
 
 impl ClusterBuilder {
@@ -81,6 +82,7 @@ impl ClusterBuilder {
             node: None,
             max_peers: crate::liveness::DEFAULT_MAX_PEERS,
             key: None,
+            registry_replicas: 1,
         }
     }
 
@@ -112,6 +114,13 @@ impl ClusterBuilder {
     /// nobody saw die (default 30 s; owners re-put every third of it).
     pub fn registry_ttl(mut self, ttl: Duration) -> Self {
         self.registry_ttl = ttl.max(Duration::from_secs(1));
+        self
+    }
+    /// JetStream replicas of the registry bucket when this node creates it
+    /// (default 1; 3 on a 3-server NATS cluster, so the registry outlives
+    /// one server). A bucket that exists keeps its count.
+    pub fn registry_replicas(mut self, n: usize) -> Self {
+        self.registry_replicas = n.clamp(1, 5);
         self
     }
     /// Bound on the initial connection (default 5 s).
@@ -207,6 +216,7 @@ impl ClusterBuilder {
         let config = BucketConfig {
             name: wire::bucket(&self.namespace),
             max_age: ttl,
+            replicas: self.registry_replicas,
         };
         let kv = block_on(&handle, {
             let (transport, violations) = (transport.clone(), violations.clone());

@@ -29,6 +29,10 @@ pub struct Config {
     pub handover_timeout: Duration,
     /// Timeout of an ask a region forwards to another node (default 10 s).
     pub forward_timeout: Duration,
+    /// JetStream replicas of the ownership bucket, when this node creates
+    /// it (default 1; 3 on a 3-server NATS cluster, so that no shard's
+    /// record is lost with one server). A bucket that exists keeps its count.
+    pub replicas: usize,
 }
 
 impl Default for Config {
@@ -44,6 +48,7 @@ impl Default for Config {
             takeover_grace: Duration::from_secs(5),
             handover_timeout: Duration::from_secs(5),
             forward_timeout: Duration::from_secs(10),
+            replicas: 1,
         }
     }
 }

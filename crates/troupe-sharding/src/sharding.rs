@@ -213,6 +213,14 @@ impl<A: Actor> ShardingBuilder<A> {
         self
     }
 
+    /// JetStream replicas of the ownership bucket if this node creates it
+    /// (default 1; 3 on a 3-server NATS cluster). Ignored with
+    /// [`store`](Self::store).
+    pub fn replicas(mut self, n: usize) -> Self {
+        self.config.replicas = n.clamp(1, 5);
+        self
+    }
+
     /// Where ownership is recorded (default: a key-value bucket of the
     /// cluster's transport, [`BucketOwnership`]).
     pub fn store(mut self, store: Arc<dyn OwnershipStore>) -> Self {
@@ -239,7 +247,10 @@ impl<A: Actor> ShardingBuilder<A> {
         }
         let store = match self.store {
             Some(s) => s,
-            None => Arc::new(BucketOwnership::open(&self.cluster).map_err(ShardingError::Store)?),
+            None => Arc::new(
+                BucketOwnership::open_with_replicas(&self.cluster, self.config.replicas)
+                    .map_err(ShardingError::Store)?,
+            ),
         };
         update_members(&*store, &self.kind, self.cluster.name(), true)
             .map_err(ShardingError::Store)?;

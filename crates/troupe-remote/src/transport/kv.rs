@@ -36,6 +36,12 @@ pub struct BucketConfig {
     pub name: String,
     /// How long a value lives (zero: for ever).
     pub max_age: Duration,
+    /// Copies the server keeps of the bucket (over NATS: the JetStream
+    /// replicas of its stream, 1 to 5; 3 on a 3-server cluster survives
+    /// one server's death). Used only when the bucket is created: an
+    /// existing bucket keeps the count it was made with. The memory
+    /// transport ignores it.
+    pub replicas: usize,
 }
 
 /// What a watched write did.

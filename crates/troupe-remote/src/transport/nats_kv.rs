@@ -4,7 +4,8 @@
 //! Opening tries the bucket first and creates it only if that fails, so a
 //! user whose operator created the bucket needs no `STREAM.CREATE`
 //! permission; a create that fails (another node made it meanwhile) is
-//! followed by one more open. Buckets keep one value per key (history 1).
+//! followed by one more open. Buckets keep one value per key (history 1),
+//! on `config.replicas` JetStream replicas (clamped to 1..=5) when created.
 
 use async_nats::jetstream::kv::{
     Config, CreateErrorKind, Entry, Operation, Store, UpdateErrorKind,
@@ -34,6 +35,7 @@ pub(super) async fn open(client: Client, config: &BucketConfig) -> Result<Bucket
                 bucket: config.name.clone(),
                 history: 1,
                 max_age: config.max_age,
+                num_replicas: config.replicas.clamp(1, 5),
                 ..Default::default()
             };
             match js.create_key_value(create).await {

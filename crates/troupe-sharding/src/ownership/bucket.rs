@@ -4,7 +4,9 @@
 //! transport.
 //!
 //! One bucket per cluster, `troupe-shards-<cluster>`, values kept for
-//! ever. Owner records are `<kind>.owner.<shard>`, written only by a
+//! ever, on as many JetStream replicas as the node that created it asked
+//! for ([`BucketOwnership::open_with_replicas`]; 3 on a 3-server cluster
+//! keeps every record through one server's death). Owner records are `<kind>.owner.<shard>`, written only by a
 //! conditional write: `create` when the claimer expects no record
 //! (revision 0), `update(key, value, expected)` otherwise; the bucket
 //! refuses either unless the key is as expected, which is the
@@ -45,12 +47,19 @@ impl BucketOwnership {
     /// transport. Fails if the transport has no key-value store (over
     /// NATS: JetStream is off, `nats-server -js`).
     pub fn open(cluster: &Cluster) -> Result<Self, StoreError> {
+        Self::open_with_replicas(cluster, 1)
+    }
+
+    /// As [`open`](Self::open), creating a missing bucket with `replicas`
+    /// JetStream replicas (1 to 5); an existing bucket keeps its count.
+    pub fn open_with_replicas(cluster: &Cluster, replicas: usize) -> Result<Self, StoreError> {
         let transport = cluster.node().transport().clone();
         let handle = troupe_remote::runtime::handle().map_err(unavailable)?;
         let timeout = Duration::from_secs(5);
         let config = BucketConfig {
             name: format!("troupe-shards-{}", cluster.node().cluster()),
             max_age: Duration::ZERO,
+            replicas,
         };
         let bucket = block(&handle, timeout, async move {
             transport.key_value(&config).await.map_err(|e| {
