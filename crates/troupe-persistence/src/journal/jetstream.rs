@@ -98,6 +98,9 @@ struct Shared {
     /// Per entity: (a snapshot's event number, its stream sequence). A
     /// cache: a miss replays from the stream's start; at most `cache::CACHED`.
     hints: Mutex<HashMap<PersistenceId, (u64, u64)>>,
+    /// Until when replays skip the ordered consumer, whose creation
+    /// failed last (written by replays, `replay.rs`).
+    direct_until: Mutex<Option<tokio::time::Instant>>,
 }
 
 /// Configures a [`JetStreamStore`].
@@ -190,6 +193,7 @@ impl JetStreamBuilder {
                 timeout,
                 positions: Mutex::new(HashMap::new()),
                 hints: Mutex::new(HashMap::new()),
+                direct_until: Mutex::new(None),
             }),
         })
     }

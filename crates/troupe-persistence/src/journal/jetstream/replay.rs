@@ -10,7 +10,9 @@
 //! 3. Where the consumer cannot be created, or stalls or fails before
 //!    `end`, the replay goes on from the next stream sequence it has not
 //!    read, one direct get (`next_by_subj`) per message; any replica
-//!    answers those, so they work while the stream has no leader.
+//!    answers those, so they work while the stream has no leader. After
+//!    a failed creation, replays skip the consumer for [`CONSUMER_PAUSE`]
+//!    (a stream without a leader fails every creation after a timeout).
 //!
 //! Invariants: a replay returns every event from `from` through the one
 //! stored at `end`, in order, or an error; never a shorter history. A
@@ -39,6 +41,10 @@ use tokio::time::Instant;
 /// The first back-off between two tries; doubled up to [`BACKOFF_MAX`].
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// How long replays read by direct gets after a consumer's creation
+/// failed.
+const CONSUMER_PAUSE: Duration = Duration::from_secs(5);
 
 /// How long one replay retries failed requests: four request timeouts,
 /// at least 10 s (a replicated stream elects a leader within seconds).
@@ -141,6 +147,9 @@ impl Shared {
         end: u64,
     ) -> Result<Option<u64>, PersistError> {
         let id = replay.id;
+        if self.direct_until.lock().is_some_and(|t| Instant::now() < t) {
+            return Ok(Some(start));
+        }
         let created = tokio::time::timeout(
             self.timeout,
             self.stream.create_consumer(consumer::pull::OrderedConfig {
@@ -154,12 +163,13 @@ impl Shared {
         .await;
         let consumer = match created {
             Ok(Ok(consumer)) => consumer,
-            Ok(Err(e)) => {
-                tracing::debug!(%id, error = %e, "no replay consumer; reading by direct gets");
-                return Ok(Some(start));
-            }
-            Err(_) => {
-                tracing::debug!(%id, "no replay consumer in time; reading by direct gets");
+            failed => {
+                let why = match failed {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => format!("no answer within {:?}", self.timeout),
+                };
+                tracing::info!(%id, reason = %why, "no replay consumer; replays read by direct gets for {CONSUMER_PAUSE:?}");
+                *self.direct_until.lock() = Some(Instant::now() + CONSUMER_PAUSE);
                 return Ok(Some(start));
             }
         };
