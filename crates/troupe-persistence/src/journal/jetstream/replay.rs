@@ -106,7 +106,7 @@ impl Shared {
                 Ok(last) => break last,
                 Err(PersistError::Unavailable { reason, .. }) => {
                     retries
-                        .again(id, "cannot read the journal's last message", reason)
+                        .again(id, "the replay could not start", reason)
                         .await?
                 }
                 Err(e) => return Err(e),
@@ -127,10 +127,11 @@ impl Shared {
             next: from,
             out: Vec::new(),
         };
-        let at = match self.read_consumer(&mut replay, &subject, start, end).await {
-            Ok(None) => return Ok(replay.out),
-            Ok(Some(at)) => at,
-            Err(e) => return Err(e),
+        let Some(at) = self
+            .read_consumer(&mut replay, &subject, start, end)
+            .await?
+        else {
+            return Ok(replay.out);
         };
         self.read_direct(replay, &subject, at, end, retries).await
     }
