@@ -2,20 +2,22 @@
 //! troupe-test-nats; skipped with one line where nats-server is missing,
 //! a failure with TROUPE_REQUIRE_NATS=1): persist and recover in a new
 //! system and connection, snapshots, two writers, durable state, a
-//! server restart under load that loses no acknowledged event, and a
-//! three-server cluster (replicas = 3) losing one server under load.
+//! server restart under load that loses no acknowledged event, a
+//! three-server cluster (replicas = 3) losing one server under load, and
+//! replays through the journal's leader election.
 
 mod common;
 
 use common::*;
+use futures::executor::block_on;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use troupe::{ActorSystem, Async};
 use troupe_persistence::{
-    spawn_durable, spawn_persistent, JetStreamStore, PersistError, PersistenceConfig,
-    PersistenceId, Persistent, PersistentRef,
+    spawn_durable, spawn_persistent, EventRecord, JetStreamStore, Journal, PersistError,
+    PersistenceConfig, PersistenceId, Persistent, PersistentRef,
 };
 use troupe_test_nats::NatsServer;
 
@@ -298,6 +300,110 @@ fn a_three_server_cluster_loses_no_acknowledged_event_when_one_dies() {
         .collect();
     assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
     system.shutdown();
+}
+
+/// The leader of JetStream stream `stream`, from `$JS.API.STREAM.INFO`
+/// through a plain connection to `url`.
+fn stream_leader(url: &str, stream: &str) -> Option<String> {
+    let (url, subject) = (url.to_string(), format!("$JS.API.STREAM.INFO.{stream}"));
+    let io = troupe_remote::runtime::handle().ok()?;
+    let reply = io.block_on(async move {
+        let client = async_nats::connect(url).await.ok()?;
+        let fut = client.request(subject, Vec::new().into());
+        tokio::time::timeout(Duration::from_secs(2), fut)
+            .await
+            .ok()?
+            .ok()
+    })?;
+    let json = String::from_utf8_lossy(&reply.payload).into_owned();
+    let key = "\"leader\":\"";
+    let at = json.find(key)? + key.len();
+    Some(json[at..at + json[at..].find('"')?].to_string())
+}
+
+/// Three clustered servers, the journal with 3 replicas: right after the
+/// server leading the journal's stream is killed, a store on a survivor
+/// replays every entity's journal exactly (whole, and from the middle),
+/// through the leader's election: the ordered consumer cannot be
+/// created then, so the replay reads by direct gets
+/// (`journal/jetstream/replay.rs`).
+#[test]
+fn a_replay_through_a_journal_electing_its_leader_is_whole() {
+    let Some(mut cluster) = troupe_test_nats::NatsCluster::start_or_skip(3) else {
+        return;
+    };
+    const ENTITIES: usize = 20;
+    const APPENDS: u64 = 3;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let connect = |url: &str| loop {
+        match JetStreamStore::builder(url)
+            .namespace("replay")
+            .replicas(3)
+            .timeout(Duration::from_millis(500))
+            .connect()
+        {
+            Ok(store) => break store,
+            Err(e) => {
+                assert!(Instant::now() < deadline, "no JetStream: {e}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    };
+    let event = |seq: u64| EventRecord {
+        seq,
+        name: "test.Event".into(),
+        fingerprint: 7,
+        payload: seq.to_le_bytes().to_vec(),
+    };
+    let ids: Vec<PersistenceId> = (0..ENTITIES)
+        .map(|i| PersistenceId::new("acct", format!("e{i}")).unwrap())
+        .collect();
+    let st = connect(&cluster.urls());
+    for id in &ids {
+        for k in 0..APPENDS {
+            let events = vec![event(2 * k + 1), event(2 * k + 2)];
+            loop {
+                match block_on(st.append(id, 2 * k, events.clone())) {
+                    Ok(last) => break assert_eq!(last, 2 * k + 2),
+                    Err(e) => assert!(Instant::now() < deadline, "{id}: {e}"),
+                }
+            }
+        }
+    }
+    let leader = (0..3)
+        .find_map(|i| stream_leader(&cluster.url(i), &st.stream_name()))
+        .expect("the journal's leader");
+    let victim = leader
+        .strip_prefix("troupe-test-")
+        .and_then(|i| i.parse::<usize>().ok())
+        .filter(|&i| i < 3)
+        .expect("a leader of this cluster");
+    drop(st);
+    let killed = Instant::now();
+    cluster.server(victim).kill();
+    let survivor = connect(&cluster.url((victim + 1) % 3));
+    let all: Vec<EventRecord> = (1..=2 * APPENDS).map(event).collect();
+    // The store's connect waited for the stream's new leader; the
+    // consumer may still be placed on the dead server, so replays from
+    // here on must succeed at once, by direct gets where need be.
+    let mut took = Vec::new();
+    for id in &ids {
+        for from in [1, 4] {
+            let t = Instant::now();
+            let got = block_on(survivor.read(id, from))
+                .unwrap_or_else(|e| panic!("{id} from {from}: {e}"));
+            took.push(t.elapsed());
+            assert_eq!(got, all[from as usize - 1..], "{id} from {from}");
+        }
+    }
+    eprintln!(
+        "replay: {} replays done {:?} after killing the journal's leader; \
+         the first took {:?}, the slowest of the others {:?}",
+        took.len(),
+        killed.elapsed(),
+        took[0],
+        took[1..].iter().max()
+    );
 }
 
 /// `connect` blocks; on the runtime the store runs on it would wait on

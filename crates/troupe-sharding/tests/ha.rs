@@ -3,7 +3,8 @@
 //! replicas, three nodes each connected to a different server. Killing
 //! the server that leads the ownership bucket's stream (the node on it
 //! reconnects to another) changes no shard's owner, activates no ledger a
-//! second time and loses no acknowledged deposit.
+//! second time and loses no acknowledged deposit; every ledger then takes
+//! new deposits and replays its whole journal through a survivor.
 //!
 //! Skips without nats-server (fails under `TROUPE_REQUIRE_NATS=1`).
 
@@ -60,28 +61,12 @@ fn owners(store: &BucketOwnership) -> Vec<ShardOwner> {
     })
 }
 
+/// Kills one of three servers (see the module docs); then every ledger
+/// takes one more deposit and is replayed from the journal by a fresh actor, through a surviving server: where the
+/// journal's stream lost its leader, the replay reads by direct gets
+/// (troupe-persistence `journal/jetstream/replay.rs`).
 #[test]
 fn killing_one_of_three_nats_servers_keeps_owners_and_acknowledged_events() {
-    kill_a_server(false);
-}
-
-/// As above, then every ledger takes one more deposit and is replayed
-/// from the journal by a fresh actor. Ignored: where the journal's
-/// stream lost its leader, the deposits take up to 30 s and the replays
-/// through the two surviving servers take seconds per ledger or fail
-/// (troupe-persistence's recovery; see
-/// bench/results/2026-11-26-sharding/README.md):
-///
-/// ```text
-/// cargo test -p troupe-sharding --test ha -- --ignored --nocapture
-/// ```
-#[test]
-#[ignore = "troupe-persistence: recovery after a server kill stalls or fails"]
-fn after_a_server_kill_every_ledger_takes_deposits_and_replays() {
-    kill_a_server(true);
-}
-
-fn kill_a_server(journal_after: bool) {
     let Some(mut nats) = NatsCluster::start_or_skip(3) else {
         return;
     };
@@ -174,7 +159,11 @@ fn kill_a_server(journal_after: bool) {
         .and_then(|i| i.parse::<usize>().ok())
         .filter(|&i| i < 3)
         .unwrap_or(0);
-    eprintln!("ha: the bucket's stream leader is {leader:?}; killing server {victim}");
+    let journal = stream_info(&nodes[0].0, &nodes[0].1.stream_name()).unwrap_or_default();
+    eprintln!(
+        "ha: the bucket's stream leader is {leader:?}, the journal's {:?}; killing server {victim}",
+        field(&journal, "leader")
+    );
     let killed = Instant::now();
     nats.server(victim).kill();
 
@@ -230,9 +219,6 @@ fn kill_a_server(journal_after: bool) {
         assert_eq!(c.peers().len(), 2, "{} lost a peer", c.name());
     }
 
-    if !journal_after {
-        return;
-    }
     // The journal still takes deposits, from every node. A deposit whose
     // ask failed may have been stored all the same (its acknowledgement
     // was lost with the server, or arrived after the ask's timeout), so
@@ -292,6 +278,7 @@ fn kill_a_server(journal_after: bool) {
         },
     );
     let system = ActorSystem::new();
+    let mut took = Vec::new();
     for (id, want) in ids.iter().zip(&held) {
         let replay = system.spawn(Async::new(Persistent::new(Ledger::new(id), store.clone())));
         let t = Instant::now();
@@ -304,8 +291,16 @@ fn kill_a_server(journal_after: bool) {
             );
         }
         assert_eq!(totals, Ok(Ok(*want)), "{id} replayed from the journal");
-        eprintln!("ha: {id} replayed in {:?}", t.elapsed());
+        took.push(t.elapsed());
         replay.stop();
     }
+    took.sort();
+    eprintln!(
+        "ha: {} ledgers replayed {:?} after the kill: p50 {:?}, max {:?}",
+        took.len(),
+        killed.elapsed(),
+        took[took.len() / 2],
+        took[took.len() - 1]
+    );
     system.shutdown();
 }

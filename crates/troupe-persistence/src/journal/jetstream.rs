@@ -24,13 +24,15 @@
 //! (read before the publish, update after the acknowledgement), one
 //! exactly sized buffer for the message, no formatting.
 //!
-//! Replay: the entity's last message is fetched first (that is where the
-//! replay ends), then an ordered consumer filtered on the entity's subject
-//! delivers from the start, or from just after the stream sequence stored
-//! with the latest snapshot, so a snapshot spares reading older messages.
-//! Where the consumer cannot be created (a replicated stream electing its
-//! leader), the replay reads message by message with direct gets instead,
-//! which any replica answers (the stream allows direct gets).
+//! Replay (`replay.rs`): the entity's last message, asked of the stream's
+//! leader, is where the replay ends; an ordered consumer filtered on the
+//! entity's subject delivers from the start, or from just after the stream
+//! sequence stored with the latest snapshot, so a snapshot spares reading
+//! older messages. Where the consumer cannot be created or stalls (a
+//! replicated stream electing its leader), the replay goes on with direct
+//! gets, which any replica answers; failed requests are retried with
+//! back-off within a bounded time, and a replay returns every event through
+//! the last message or an error.
 //!
 //! Runtime: the connection's tasks run on the process's one I/O runtime,
 //! [`troupe_remote::runtime::handle`] (the one nodes and the cluster use),
@@ -52,12 +54,11 @@ use super::{
 };
 use crate::error::PersistError;
 use crate::id::{check, PersistenceId};
-use async_nats::jetstream::{self, consumer, context::Publish, kv, stream};
+use async_nats::jetstream::{self, context::Publish, kv, stream};
 use async_nats::Subject;
 use batch::{encode_batch, Batch, Replay};
 use cache::{cache, Position};
 use futures::future::BoxFuture;
-use futures::StreamExt;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -67,6 +68,7 @@ use std::time::Duration;
 
 mod batch;
 mod cache;
+mod replay;
 
 /// A snapshot as stored in KV, with the stream sequence of its last event
 /// (0 when not known), where a replay after it may start.
@@ -96,6 +98,9 @@ struct Shared {
     /// Per entity: (a snapshot's event number, its stream sequence). A
     /// cache: a miss replays from the stream's start; at most `cache::CACHED`.
     hints: Mutex<HashMap<PersistenceId, (u64, u64)>>,
+    /// Until when replays skip the ordered consumer, whose creation
+    /// failed last (written by replays, `replay.rs`).
+    direct_until: Mutex<Option<tokio::time::Instant>>,
 }
 
 /// Configures a [`JetStreamStore`].
@@ -188,6 +193,7 @@ impl JetStreamBuilder {
                 timeout,
                 positions: Mutex::new(HashMap::new()),
                 hints: Mutex::new(HashMap::new()),
+                direct_until: Mutex::new(None),
             }),
         })
     }
@@ -412,94 +418,6 @@ impl Shared {
                 }
             }
         }
-    }
-
-    async fn read(&self, id: &PersistenceId, from: u64) -> Result<Vec<EventRecord>, PersistError> {
-        let subject = self.cached_subject(id);
-        let (last_seq, end) = self.last(id, &subject).await?;
-        self.remember(id, (last_seq, end), &subject);
-        if end == 0 || last_seq < from {
-            return Ok(Vec::new());
-        }
-        let start = match self.hints.lock().get(id) {
-            Some(&(seq, stream_seq)) if stream_seq > 0 && seq.checked_add(1) == Some(from) => {
-                stream_seq + 1
-            }
-            _ => 1,
-        };
-        let consumer = self
-            .stream
-            .create_consumer(consumer::pull::OrderedConfig {
-                filter_subject: subject.to_string(),
-                deliver_policy: consumer::DeliverPolicy::ByStartSequence {
-                    start_sequence: start,
-                },
-                ..Default::default()
-            })
-            .await;
-        let messages = match consumer {
-            Ok(consumer) => consumer.messages().await.ok(),
-            Err(_) => None,
-        };
-        let mut replay = Replay {
-            id,
-            next: from,
-            out: Vec::new(),
-        };
-        let Some(mut messages) = messages else {
-            // No consumer (a stream whose leader is being elected): read
-            // message by message with direct gets, which any replica answers.
-            return self.read_direct(replay, start, end).await;
-        };
-        loop {
-            let msg = match tokio::time::timeout(self.timeout, messages.next()).await {
-                Ok(Some(Ok(msg))) => msg,
-                Ok(Some(Err(e))) => return Err(Self::unavailable(id, "the replay failed", e)),
-                Ok(None) => return Err(Self::unavailable(id, "the replay ended early", "")),
-                Err(_) => {
-                    return Err(Self::unavailable(
-                        id,
-                        "the replay stalled",
-                        format!("no message within {:?}", self.timeout),
-                    ))
-                }
-            };
-            let stream_seq = msg
-                .info()
-                .map_err(|e| Self::unavailable(id, "a replayed message has no metadata", e))?
-                .stream_sequence;
-            replay.take(&msg.payload)?;
-            if stream_seq >= end {
-                return Ok(replay.out);
-            }
-        }
-    }
-
-    /// The replay's slow path: one direct get per message.
-    async fn read_direct(
-        &self,
-        mut replay: Replay<'_>,
-        mut at: u64,
-        end: u64,
-    ) -> Result<Vec<EventRecord>, PersistError> {
-        let id = replay.id;
-        let subject = self.cached_subject(id);
-        while at <= end {
-            let msg = self
-                .stream
-                .direct_get_next_for_subject(&subject, Some(at))
-                .await
-                .map_err(|e| Self::unavailable(id, "the replay failed", e))?;
-            let stream_seq = msg
-                .headers
-                .as_ref()
-                .and_then(|h| h.get("Nats-Sequence"))
-                .and_then(|v| v.as_str().parse::<u64>().ok())
-                .ok_or_else(|| Self::unavailable(id, "a replayed message has no sequence", ""))?;
-            replay.take(&msg.payload)?;
-            at = stream_seq.saturating_add(1);
-        }
-        Ok(replay.out)
     }
 }
 
