@@ -53,17 +53,7 @@ fn remote_tells_arrive_once_through_a_join_and_a_leave() {
         return;
     };
     let tracker = Tracker::default();
-    let cs: Vec<_> = (1..=3)
-        .map(|i| cluster(&server, &format!("x{i}")))
-        .collect();
-    let ss: Vec<_> = cs
-        .iter()
-        .map(|c| counters(c, &tracker).start().expect("start"))
-        .collect();
-    settle(
-        &cs.iter().collect::<Vec<_>>(),
-        &ss.iter().collect::<Vec<_>>(),
-    );
+    let (cs, ss) = three_counters(&server, "x", &tracker);
     let ids: Vec<String> = (0..40).map(|i| format!("item-{i}")).collect();
     // A slow stop widens the hand-over.
     tracker.1.store(50, Ordering::Relaxed);
@@ -101,14 +91,7 @@ fn remote_tells_arrive_once_through_a_join_and_a_leave() {
         sent
     });
     // Count exactly: every accepted tell is handled once.
-    assert!(
-        wait_until(Duration::from_secs(20), || tracker.delivered() == sent),
-        "delivered {} of {sent}",
-        tracker.delivered()
-    );
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(tracker.delivered(), sent, "a tell was handled twice");
-    assert_eq!(tracker.max_live(), 1, "never two live activations");
+    assert_handled_once(&tracker, sent);
     let stats: Vec<_> = ss.iter().map(|s| s.stats()).collect();
     for st in &stats {
         assert_eq!(
@@ -181,14 +164,7 @@ fn per_sender_order_holds_through_passivation_and_reactivation() {
         stop.store(true, Ordering::Relaxed);
         senders.into_iter().map(|h| h.join().unwrap()).sum()
     });
-    assert!(
-        wait_until(Duration::from_secs(20), || tracker.delivered() == sent),
-        "delivered {} of {sent}",
-        tracker.delivered()
-    );
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(tracker.delivered(), sent, "a tell was handled twice");
-    assert_eq!(tracker.max_live(), 1, "never two live activations");
+    assert_handled_once(&tracker, sent);
     let stats: Vec<_> = ss.iter().map(|s| s.stats()).collect();
     let passivations: u64 = stats.iter().map(|s| s.passivations).sum();
     let direct: u64 = stats.iter().map(|s| s.delivered_direct).sum();

@@ -19,17 +19,7 @@ fn every_node_reaches_every_entity_and_each_activates_once() {
         return;
     };
     let tracker = Tracker::default();
-    let cs: Vec<_> = (1..=3)
-        .map(|i| cluster(&server, &format!("n{i}")))
-        .collect();
-    let ss: Vec<_> = cs
-        .iter()
-        .map(|c| counters(c, &tracker).start().expect("start"))
-        .collect();
-    settle(
-        &cs.iter().collect::<Vec<_>>(),
-        &ss.iter().collect::<Vec<_>>(),
-    );
+    let (_cs, ss) = three_counters(&server, "n", &tracker);
 
     let ids: Vec<String> = (0..30).map(|i| format!("user-{i}")).collect();
     const PER: u64 = 20;

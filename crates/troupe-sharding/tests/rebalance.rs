@@ -36,17 +36,7 @@ fn a_fourth_node_takes_shards_and_no_message_is_lost() {
         return;
     };
     let tracker = Tracker::default();
-    let cs: Vec<_> = (1..=3)
-        .map(|i| cluster(&server, &format!("r{i}")))
-        .collect();
-    let ss: Vec<_> = cs
-        .iter()
-        .map(|c| counters(c, &tracker).start().expect("start"))
-        .collect();
-    settle(
-        &cs.iter().collect::<Vec<_>>(),
-        &ss.iter().collect::<Vec<_>>(),
-    );
+    let (cs, ss) = three_counters(&server, "r", &tracker);
     let ids: Vec<String> = (0..50).map(|i| format!("cart-{i}")).collect();
     // A slow stop: a hand-over that did not wait for it would overlap.
     tracker.1.store(200, Ordering::Relaxed);

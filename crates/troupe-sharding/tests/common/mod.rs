@@ -159,6 +159,40 @@ pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     f()
 }
 
+/// Nodes `{prefix}1`..`{prefix}3` of the counter sharding type, started
+/// and settled.
+pub fn three_counters(
+    server: &NatsServer,
+    prefix: &str,
+    tracker: &Tracker,
+) -> (Vec<Arc<Cluster>>, Vec<Sharding<Counter>>) {
+    let cs: Vec<_> = (1..=3)
+        .map(|i| cluster(server, &format!("{prefix}{i}")))
+        .collect();
+    let ss: Vec<_> = cs
+        .iter()
+        .map(|c| counters(c, tracker).start().expect("start"))
+        .collect();
+    settle(
+        &cs.iter().collect::<Vec<_>>(),
+        &ss.iter().collect::<Vec<_>>(),
+    );
+    (cs, ss)
+}
+
+/// Counts exactly: every one of the `sent` accepted tells is handled once,
+/// and no entity ever ran twice at a time.
+pub fn assert_handled_once(tracker: &Tracker, sent: u64) {
+    assert!(
+        wait_until(Duration::from_secs(20), || tracker.delivered() == sent),
+        "delivered {} of {sent}",
+        tracker.delivered()
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(tracker.delivered(), sent, "a tell was handled twice");
+    assert_eq!(tracker.max_live(), 1, "never two live activations");
+}
+
 /// Waits until every node sees the others and every sharding has settled.
 pub fn settle(clusters: &[&Arc<Cluster>], shardings: &[&Sharding<Counter>]) {
     settle_peers(clusters, shardings, clusters.len() - 1)
