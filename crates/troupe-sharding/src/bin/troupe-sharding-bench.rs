@@ -102,14 +102,16 @@ fn node(
     (c, s)
 }
 
-fn wait_count(all: &AtomicU64, want: u64) {
+/// Waits until `want` bumps were handled; a run that stalls calls `report`
+/// (every node's transport and sharding counters, where the missing tells
+/// can be looked for) before it gives up.
+fn wait_count(all: &AtomicU64, want: u64, report: &dyn Fn()) {
     let end = Instant::now() + Duration::from_secs(120);
     while all.load(Ordering::Relaxed) < want {
-        assert!(
-            Instant::now() < end,
-            "only {} of {want} arrived",
-            all.load(Ordering::Relaxed)
-        );
+        if Instant::now() >= end {
+            report();
+            panic!("only {} of {want} arrived", all.load(Ordering::Relaxed));
+        }
         std::thread::sleep(Duration::from_micros(200));
     }
 }
@@ -158,6 +160,12 @@ fn bench(n: u64) {
         .serve()
         .expect("expose");
     let direct = nodes[0].0.node().lookup::<Bump>("sink@b3").expect("lookup");
+    let report = || {
+        for (c, s) in &nodes {
+            eprintln!("{}: {:?}", c.node().name(), c.node().stats());
+            eprintln!("{}: {:?}", c.node().name(), s.stats());
+        }
+    };
     let direct_ask = direct.retype::<Read>().expect("retype");
     println!("tells: {n} per run, {} entities on node 3", refs.len());
     // One entity: the same single-actor shape as the baseline.
@@ -167,15 +175,20 @@ fn bench(n: u64) {
     if let Ok(phase) = std::env::var("TROUPE_BENCH_PHASE") {
         for round in 0..6 {
             let r = match phase.as_str() {
-                "remote" => rate(&all, n, |i| {
-                    let mut m = Bump(i);
-                    while let Err(e) = direct.tell(m) {
-                        m = e.into_inner();
-                        std::thread::yield_now();
-                    }
-                }),
-                "entity" => rate(&all, n, |i| tell_to(&refs, i)),
-                _ => rate(&all, n, |i| tell_to(one, i)),
+                "remote" => rate(
+                    &all,
+                    n,
+                    |i| {
+                        let mut m = Bump(i);
+                        while let Err(e) = direct.tell(m) {
+                            m = e.into_inner();
+                            std::thread::yield_now();
+                        }
+                    },
+                    &report,
+                ),
+                "entity" => rate(&all, n, |i| tell_to(&refs, i), &report),
+                _ => rate(&all, n, |i| tell_to(one, i), &report),
             };
             println!("phase {phase} round {round}: {r:.0}/s");
         }
@@ -184,15 +197,20 @@ fn bench(n: u64) {
     let mut ratios = Vec::new();
     let mut ratios_one = Vec::new();
     for round in 0..2 {
-        let base = rate(&all, n, |i| {
-            let mut m = Bump(i);
-            while let Err(e) = direct.tell(m) {
-                m = e.into_inner();
-                std::thread::yield_now();
-            }
-        });
-        let ent = rate(&all, n, |i| tell_to(&refs, i));
-        let ent_one = rate(&all, n, |i| tell_to(one, i));
+        let base = rate(
+            &all,
+            n,
+            |i| {
+                let mut m = Bump(i);
+                while let Err(e) = direct.tell(m) {
+                    m = e.into_inner();
+                    std::thread::yield_now();
+                }
+            },
+            &report,
+        );
+        let ent = rate(&all, n, |i| tell_to(&refs, i), &report);
+        let ent_one = rate(&all, n, |i| tell_to(one, i), &report);
         ratios.push(ent / base);
         ratios_one.push(ent_one / base);
         println!(
@@ -239,14 +257,14 @@ fn bench(n: u64) {
 /// Tells `n` bumps with `tell(i)` and gives the rate at which they
 /// arrived; prints the rate at which the sending loop ran (when it is
 /// close to the arrival rate, the sender is the bottleneck).
-fn rate(all: &AtomicU64, n: u64, tell: impl Fn(u64)) -> f64 {
+fn rate(all: &AtomicU64, n: u64, tell: impl Fn(u64), report: &dyn Fn()) -> f64 {
     let start = all.load(Ordering::Relaxed);
     let t = Instant::now();
     for i in 0..n {
         tell(i);
     }
     let sent = t.elapsed();
-    wait_count(all, start + n);
+    wait_count(all, start + n, report);
     let arrived = n as f64 / t.elapsed().as_secs_f64();
     println!(
         "  sent at {:.0}/s, arrived at {arrived:.0}/s",
@@ -348,7 +366,7 @@ fn rebalance(n: usize, runs: usize) {
                 std::thread::sleep(Duration::from_micros(100));
             }
         }
-        wait_count(&all, n as u64);
+        wait_count(&all, n as u64, &|| {});
         let active: usize = nodes.iter().map(|(_, s)| s.local_entities().len()).sum();
         assert_eq!(active, n, "every entity active once");
         // The baseline: the same sweep with nothing moving.
