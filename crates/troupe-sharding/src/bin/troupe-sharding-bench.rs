@@ -175,18 +175,7 @@ fn bench(n: u64) {
     if let Ok(phase) = std::env::var("TROUPE_BENCH_PHASE") {
         for round in 0..6 {
             let r = match phase.as_str() {
-                "remote" => rate(
-                    &all,
-                    n,
-                    |i| {
-                        let mut m = Bump(i);
-                        while let Err(e) = direct.tell(m) {
-                            m = e.into_inner();
-                            std::thread::yield_now();
-                        }
-                    },
-                    &report,
-                ),
+                "remote" => rate(&all, n, |i| tell_remote(&direct, i), &report),
                 "entity" => rate(&all, n, |i| tell_to(&refs, i), &report),
                 _ => rate(&all, n, |i| tell_to(one, i), &report),
             };
@@ -197,18 +186,7 @@ fn bench(n: u64) {
     let mut ratios = Vec::new();
     let mut ratios_one = Vec::new();
     for round in 0..2 {
-        let base = rate(
-            &all,
-            n,
-            |i| {
-                let mut m = Bump(i);
-                while let Err(e) = direct.tell(m) {
-                    m = e.into_inner();
-                    std::thread::yield_now();
-                }
-            },
-            &report,
-        );
+        let base = rate(&all, n, |i| tell_remote(&direct, i), &report);
         let ent = rate(&all, n, |i| tell_to(&refs, i), &report);
         let ent_one = rate(&all, n, |i| tell_to(one, i), &report);
         ratios.push(ent / base);
@@ -271,6 +249,16 @@ fn rate(all: &AtomicU64, n: u64, tell: impl Fn(u64), report: &dyn Fn()) -> f64 {
         n as f64 / sent.as_secs_f64()
     );
     arrived
+}
+
+/// Tells bump `i` to the plain actor behind `r` (the baseline), retrying
+/// while full.
+fn tell_remote(r: &troupe_remote::RemoteRef<Bump>, i: u64) {
+    let mut m = Bump(i);
+    while let Err(e) = r.tell(m) {
+        m = e.into_inner();
+        std::thread::yield_now();
+    }
 }
 
 /// Tells bump `i` to the `i`-th of `refs`, round-robin, retrying while full.
