@@ -499,3 +499,40 @@ fn one_at_a_time_round_trips_are_each_woken() {
     let report = system.shutdown();
     assert_eq!((report.messages_dropped, report.panics), (0, 0));
 }
+
+/// Suspended on the runtime's timer when the runtime goes.
+struct Napper;
+
+impl AsyncActor for Napper {
+    type Msg = ReplyTo<()>;
+    async fn handle(&mut self, r: ReplyTo<()>, _ctx: &mut AsyncContext<Self>) {
+        r.reply(());
+        tokio::time::sleep(Duration::from_secs(3_600)).await;
+    }
+}
+
+/// An async actor suspended on the runtime's timer when the runtime shuts
+/// down: the system's shutdown still ends within its deadline, and says
+/// what happened to the actor.
+#[test]
+fn an_actor_suspended_on_a_runtime_that_goes_does_not_hang_shutdown() {
+    let rt = runtime(1);
+    let system = ActorSystem::builder().threads(1).build();
+    let io = system.tokio_dispatcher("io", rt.handle().clone());
+    let napper = system.spawn_with(Async::new(Napper), SpawnOptions::new().dispatcher(&io));
+    napper.ask(|r| r, T).expect("started its nap");
+    rt.shutdown_timeout(T);
+    let report = system.shutdown_timeout(Duration::from_secs(2));
+    assert!(!report.deadline_passed, "{report}");
+    assert_eq!(report.actors_unresponsive, 0, "{report}");
+    // Its timer fired at the runtime's shutdown; polled again (on the
+    // shutdown's thread), it panics: tokio's timers are gone.
+    assert!(
+        matches!(
+            napper.join_timeout(T),
+            Some(troupe::StopReason::Panicked(_))
+        ),
+        "stopped, and said so"
+    );
+    assert_eq!(report.panics, 1);
+}
