@@ -117,11 +117,22 @@ impl Actor for PoolSender {
 /// order per sender, at both hops.
 #[test]
 fn every_sender_reaches_a_tokio_dispatcher_once_and_in_order() {
+    every_sender_reaches_a_dispatcher_on(1);
+}
+
+/// The same on a runtime of three workers: the driver task may move from
+/// thread to thread between its batches.
+#[test]
+fn every_sender_reaches_a_dispatcher_on_a_multi_worker_runtime() {
+    every_sender_reaches_a_dispatcher_on(3);
+}
+
+fn every_sender_reaches_a_dispatcher_on(runtime_threads: usize) {
     const PER: u64 = 1_500;
     const RECEIVERS: usize = 4;
     let (threads, actors, tasks) = (3, 2, 2);
     let senders = threads + actors + tasks;
-    let rt = runtime(1);
+    let rt = runtime(runtime_threads);
     let system = ActorSystem::builder().threads(2).build();
     let io = system.tokio_dispatcher("io", rt.handle().clone());
     assert_eq!(io.kind(), &DispatcherKind::Tokio);
