@@ -300,7 +300,8 @@ mod tests {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        if self.finished {
+        if self.finished || self.pool.is_shut_down() {
+            // Done, or dropped with a runtime that went after the system.
             return;
         }
         // The runtime dropped us before the pool shut down: leave the
