@@ -28,7 +28,9 @@
 //! the local type's is an error naming both, never a misread.
 //!
 //! The example in [`PersistentActor`] runs on the memory store; with a
-//! server, use [`JetStreamStore::connect`] instead.
+//! server, use [`JetStreamStore::connect`] instead, and for the most
+//! events per second spawn the actors on a tokio dispatcher of the store's
+//! runtime ([`spawn_persistent_with`], [`JetStreamStore::runtime`]).
 
 #![warn(missing_docs)]
 
@@ -42,7 +44,8 @@ pub mod journal;
 pub use durable::{spawn_durable, Change, Durable, DurableActor, DurableRef};
 pub use error::PersistError;
 pub use event_sourced::{
-    spawn_persistent, Effect, PersistenceConfig, Persistent, PersistentActor, PersistentRef,
+    spawn_persistent, spawn_persistent_with, Effect, PersistenceConfig, Persistent,
+    PersistentActor, PersistentRef,
 };
 pub use id::PersistenceId;
 pub use journal::jetstream::{JetStreamBuilder, JetStreamStore};

@@ -14,10 +14,10 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use troupe::{ActorSystem, Async};
+use troupe::{ActorSystem, Async, SpawnOptions};
 use troupe_persistence::{
-    spawn_durable, spawn_persistent, EventRecord, JetStreamStore, Journal, PersistError,
-    PersistenceConfig, PersistenceId, Persistent, PersistentRef,
+    spawn_durable, spawn_persistent, spawn_persistent_with, EventRecord, JetStreamStore, Journal,
+    PersistError, PersistenceConfig, PersistenceId, Persistent, PersistentRef,
 };
 use troupe_test_nats::NatsServer;
 
@@ -64,6 +64,52 @@ fn persisted_events_survive_the_system_and_the_connection() {
     // Another entity's journal is apart.
     let b = spawn_persistent(&system, account("2"), store);
     assert_eq!(get(&b).balance, 0);
+    system.shutdown();
+}
+
+/// Persistent actors on a tokio dispatcher of the store's runtime (their
+/// turns beside the connection): every command acknowledged once, in
+/// order per entity (running totals); a new system on its worker
+/// pool recovers the same totals.
+#[test]
+fn persistent_actors_on_the_stores_runtime_persist_and_recover() {
+    let Some(server) = server() else { return };
+    let store = store(&server);
+    let before: Vec<Balance> = {
+        let system = ActorSystem::new();
+        let journal = system.tokio_dispatcher("journal", store.runtime());
+        let accounts: Vec<_> = (0..4)
+            .map(|k| {
+                spawn_persistent_with(
+                    &system,
+                    account(&format!("io-{k}")),
+                    store.clone(),
+                    SpawnOptions::new().dispatcher(&journal),
+                )
+            })
+            .collect();
+        let pending: Vec<_> = (1..=100u64)
+            .map(|n| {
+                let a = &accounts[(n % 4) as usize];
+                (n, a.ask_async(move |r| Cmd::Deposit(n, r)))
+            })
+            .collect();
+        let mut totals = [0u64; 4];
+        for (n, p) in pending {
+            totals[(n % 4) as usize] += n;
+            assert_eq!(p.wait_timeout(T), Ok(Ok(totals[(n % 4) as usize])));
+        }
+        let before = accounts.iter().map(get).collect();
+        let report = system.shutdown();
+        assert_eq!((report.messages_dropped, report.panics), (0, 0));
+        before
+    };
+    let system = ActorSystem::new();
+    for (k, b) in before.iter().enumerate() {
+        let a = spawn_persistent(&system, account(&format!("io-{k}")), store.clone());
+        assert_eq!(&get(&a), b);
+    }
+    assert_eq!(before.iter().map(|b| b.balance).sum::<u64>(), 5050);
     system.shutdown();
 }
 

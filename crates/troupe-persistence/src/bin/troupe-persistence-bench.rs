@@ -20,16 +20,32 @@
 //!   Beside it too, `across threads`: the same publishers with their
 //!   connection on the process's I/O runtime, so every publish and every
 //!   acknowledgement crosses threads as a persistent actor's does (the
-//!   floor of that design). The three alternate in each of R rounds; each
+//!   floor of that design). And `I/O dispatcher`: the same persistent
+//!   actors on a tokio dispatcher of the store's runtime
+//!   (`SystemHandle::tokio_dispatcher`), so their turns run on the
+//!   connection's thread, as the raw publishers run beside theirs. And
+//!   `on the I/O runtime`: the raw publishers spawned on the store's
+//!   runtime, beside the connection there (the across-threads one): the
+//!   I/O dispatcher's own floor, on the same one-thread runtime (the
+//!   `raw` side's runtime is a multi-thread one with one worker). The
+//!   five alternate in each of R rounds; each
 //!   figure is the median; `ratio` and `ratio_across_threads` are the
-//!   medians of the per-round ratios of persisted to each. Each line also
+//!   medians of the per-round ratios of persisted to each (on each
+//!   persisted line: the worker-pool side's and the I/O dispatcher's);
+//!   the I/O dispatcher's line adds `ratio_raw_on_io_runtime`. Each line also
 //!   carries the process's CPU time per event (`cpu_us_per_event`, all its
 //!   threads, the server apart) and context switches per event
 //!   (`switches_per_event`), medians of R: what a side costs, which a
 //!   loaded machine swings far less than the wall clock.
 //!
 //!   The actor system has `--workers` worker threads (default 1, as the
-//!   raw publishers' runtime has one). The replies are awaited each
+//!   raw publishers' runtime has one). Threads per side: raw, the raw
+//!   runtime's one worker (publishers and connection); across threads,
+//!   that worker and the I/O runtime's thread (connection); persisted,
+//!   the system's worker(s) (actors) and the I/O thread (connection); I/O
+//!   dispatcher and raw on the I/O runtime, the I/O thread alone (actors
+//!   or publishers, and connection). The main thread sends and waits on
+//!   every side. The replies are awaited each
 //!   entity's last first: an entity replies in order, so this thread is
 //!   woken once per entity, not once per event; `--wait-each` waits in the
 //!   order sent instead (the set-up of the runs before 2026-11-27).
@@ -48,9 +64,11 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use troupe::{ActorSystem, ReplyTo};
+use troupe::dispatcher::Dispatcher;
+use troupe::{ActorSystem, ReplyTo, SpawnOptions};
 use troupe_persistence::{
-    spawn_persistent, Effect, JetStreamStore, PersistError, PersistenceId, PersistentActor,
+    spawn_persistent, spawn_persistent_with, Effect, JetStreamStore, PersistError, PersistenceId,
+    PersistentActor,
 };
 
 #[derive(Parser)]
@@ -112,7 +130,8 @@ impl PersistentActor for Counter {
     }
 }
 
-/// Seconds to persist `events` over `entities` fresh entities.
+/// Seconds to persist `events` over `entities` fresh entities, on the
+/// system's workers or on `dispatcher`.
 fn persisted(
     system: &ActorSystem,
     store: &Arc<JetStreamStore>,
@@ -120,11 +139,16 @@ fn persisted(
     entities: u64,
     events: u64,
     wait_each: bool,
+    dispatcher: Option<&Dispatcher>,
 ) -> f64 {
     let actors: Vec<_> = (0..entities)
         .map(|e| {
             let id = PersistenceId::new("bench", format!("p{run}-{e}")).expect("id");
-            spawn_persistent(system, Counter { id }, store.clone())
+            let options = match dispatcher {
+                Some(d) => SpawnOptions::new().dispatcher(d),
+                None => SpawnOptions::new(),
+            };
+            spawn_persistent_with(system, Counter { id }, store.clone(), options)
         })
         .collect();
     let per = events / entities;
@@ -161,13 +185,15 @@ fn persisted(
     took
 }
 
-/// Seconds to publish `events` raw over `entities` subjects.
+/// Seconds to publish `events` raw over `entities` subjects, by tasks on
+/// `publishers_on`, waited for from this thread (on `rt`).
 fn raw(
     rt: &tokio::runtime::Runtime,
     js: &jetstream::Context,
     run: &str,
     entities: u64,
     events: u64,
+    publishers_on: &tokio::runtime::Handle,
 ) -> f64 {
     let per = events / entities;
     // About the size of the persisted message (a one-event batch).
@@ -178,7 +204,7 @@ fn raw(
         for e in 0..entities {
             let (js, payload) = (js.clone(), payload.clone());
             let subject = format!("troupe.bench.journal.raw.r{run}-{e}");
-            tasks.push(tokio::spawn(async move {
+            tasks.push(publishers_on.spawn(async move {
                 let mut last = 0;
                 for _ in 0..per {
                     let p = Publish::build()
@@ -333,52 +359,106 @@ fn main() {
             .expect("connect");
         jetstream::new(client)
     };
+    // The store's runtime: persistent actors there run beside its connection.
+    let journal = system.tokio_dispatcher("journal", store.runtime());
     // Subjects unique to this process, so a reused server starts empty.
     let tag = std::process::id();
     let mut out = Vec::new();
     for &entities in &args.entities {
         let entities = entities.clamp(1, events);
-        let (mut r, mut h, mut p) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut r, mut h, mut p, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut o, mut io_own_ratios) = (Vec::new(), Vec::new());
         let (mut ratios, mut hop_ratios) = (Vec::new(), Vec::new());
+        let (mut io_ratios, mut io_hop_ratios) = (Vec::new(), Vec::new());
         // Per side: process CPU µs per event, context switches per event.
-        let mut cost: [(Vec<f64>, Vec<f64>); 3] = Default::default();
+        let mut cost: [(Vec<f64>, Vec<f64>); 5] = Default::default();
         for round in 0..rounds {
             let run = format!("{tag}-{entities}-{round}");
-            let rm = measured(events, || raw(&rt, &js, &run, entities, events));
+            let rm = measured(events, || {
+                raw(&rt, &js, &run, entities, events, rt.handle())
+            });
             let hm = measured(events, || {
-                raw(&rt, &js_hop, &format!("{run}-hop"), entities, events)
+                raw(
+                    &rt,
+                    &js_hop,
+                    &format!("{run}-hop"),
+                    entities,
+                    events,
+                    rt.handle(),
+                )
+            });
+            let om = measured(events, || {
+                raw(&rt, &js_hop, &format!("{run}-io"), entities, events, &io)
             });
             let pm = measured(events, || {
-                persisted(&system, &store, &run, entities, events, args.wait_each)
+                persisted(
+                    &system,
+                    &store,
+                    &run,
+                    entities,
+                    events,
+                    args.wait_each,
+                    None,
+                )
             });
-            let (rs, hs, ps) = (rm.0, hm.0, pm.0);
+            let dm = measured(events, || {
+                let run = format!("{run}-io");
+                persisted(
+                    &system,
+                    &store,
+                    &run,
+                    entities,
+                    events,
+                    args.wait_each,
+                    Some(&journal),
+                )
+            });
+            let (rs, hs, ps, ds, os) = (rm.0, hm.0, pm.0, dm.0, om.0);
             eprintln!(
                 "{entities:>2} entities, round {round}: raw {:>7.0}, raw across threads {:>7.0}, \
-                 persisted {:>7.0} ev/s; persisted/raw {:.2}, persisted/across {:.2}; \
-                 CPU µs/event {:.1} {:.1} {:.1}, switches/event {:.2} {:.2} {:.2}",
+                 raw on the I/O runtime {:>7.0}, \
+                 persisted {:>7.0}, persisted (I/O dispatcher) {:>7.0} ev/s; \
+                 persisted/raw {:.2}, persisted/across {:.2}, I/O dispatcher/raw {:.2}, \
+                 I/O dispatcher/across {:.2}, I/O dispatcher/raw on the I/O runtime {:.2}; \
+                 CPU µs/event {:.1} {:.1} {:.1} {:.1} {:.1}, \
+                 switches/event {:.2} {:.2} {:.2} {:.2} {:.2}",
                 events as f64 / rs,
                 events as f64 / hs,
+                events as f64 / os,
                 events as f64 / ps,
+                events as f64 / ds,
                 rs / ps,
                 hs / ps,
+                rs / ds,
+                hs / ds,
+                os / ds,
                 rm.1,
                 hm.1,
+                om.1,
                 pm.1,
+                dm.1,
                 rm.2,
                 hm.2,
-                pm.2
+                om.2,
+                pm.2,
+                dm.2
             );
-            for (side, m) in cost.iter_mut().zip([rm, hm, pm]) {
+            for (side, m) in cost.iter_mut().zip([rm, hm, pm, dm, om]) {
                 side.0.push(m.1);
                 side.1.push(m.2);
             }
             r.push(rs);
             h.push(hs);
             p.push(ps);
+            d.push(ds);
+            o.push(os);
+            io_own_ratios.push(os / ds);
             ratios.push(rs / ps);
             hop_ratios.push(hs / ps);
+            io_ratios.push(rs / ds);
+            io_hop_ratios.push(hs / ds);
         }
-        let [(rc, rw), (hc, hw), (pc, pw)] = cost;
+        let [(rc, rw), (hc, hw), (pc, pw), (dc, dw), (oc, ow)] = cost;
         let cost = |c: Vec<f64>, w: Vec<f64>| {
             format!(
                 ",\"cpu_us_per_event\":{:.2},\"switches_per_event\":{:.3}",
@@ -386,10 +466,18 @@ fn main() {
                 median(w)
             )
         };
-        let (rcost, hcost, pcost) = (cost(rc, rw), cost(hc, hw), cost(pc, pw));
+        let (rcost, hcost, pcost, dcost, ocost) = (
+            cost(rc, rw),
+            cost(hc, hw),
+            cost(pc, pw),
+            cost(dc, dw),
+            cost(oc, ow),
+        );
         let params = format!("{{\"events\":{events},\"entities\":{entities},\"rounds\":{rounds}}}");
-        let (rs, hs, ps) = (median(r), median(h), median(p));
+        let (rs, hs, ps, ds) = (median(r), median(h), median(p), median(d));
         let (ratio, hop_ratio) = (median(ratios), median(hop_ratios));
+        let (io_ratio, io_hop_ratio) = (median(io_ratios), median(io_hop_ratios));
+        let (os, io_own_ratio) = (median(o), median(io_own_ratios));
         out.push(line(
             "nats-raw",
             "persist_events",
@@ -407,15 +495,36 @@ fn main() {
             hcost,
         ));
         out.push(line(
+            "nats-raw",
+            "persist_events",
+            &format!("{entities} entities, on the I/O runtime"),
+            params.clone(),
+            (os, events as f64 / os, "events/s"),
+            ocost,
+        ));
+        out.push(line(
             "troupe",
             "persist_events",
             &format!("{entities} entities"),
-            params,
+            params.clone(),
             (ps, events as f64 / ps, "events/s"),
             format!(",\"ratio\":{ratio:.3},\"ratio_across_threads\":{hop_ratio:.3}{pcost}"),
         ));
+        out.push(line(
+            "troupe",
+            "persist_events",
+            &format!("{entities} entities, I/O dispatcher"),
+            params,
+            (ds, events as f64 / ds, "events/s"),
+            format!(
+                ",\"ratio\":{io_ratio:.3},\"ratio_across_threads\":{io_hop_ratio:.3},\
+                 \"ratio_raw_on_io_runtime\":{io_own_ratio:.3}{dcost}"
+            ),
+        ));
         eprintln!(
-            "{entities:>2} entities: median ratios persisted/raw {ratio:.2}, persisted/across threads {hop_ratio:.2}"
+            "{entities:>2} entities: median ratios persisted/raw {ratio:.2}, persisted/across threads {hop_ratio:.2}; \
+             I/O dispatcher/raw {io_ratio:.2}, I/O dispatcher/across threads {io_hop_ratio:.2}, \
+             I/O dispatcher/raw on the I/O runtime {io_own_ratio:.2}"
         );
     }
     out.extend(recovery(&system, &store, &tag.to_string(), events, rounds));

@@ -280,6 +280,15 @@ impl JetStreamStore {
         format!("troupe-{}-journal", self.shared.ns)
     }
 
+    /// The runtime the connection runs on. Persistent actors on a tokio
+    /// dispatcher of it (`system.tokio_dispatcher("journal",
+    /// store.runtime())`, see [`spawn_persistent_with`](crate::spawn_persistent_with))
+    /// run beside the connection: no thread hop per append and per
+    /// acknowledgement.
+    pub fn runtime(&self) -> tokio::runtime::Handle {
+        self.shared.handle.clone()
+    }
+
     /// Runs `fut` in the caller's tokio context if there is one, else on
     /// the store's runtime.
     async fn run<T: Send + 'static>(

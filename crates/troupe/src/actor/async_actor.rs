@@ -39,7 +39,8 @@
 //! runtime context, so tokio timers and I/O work in a handler. A pool's
 //! worker thread enters that context at its first async poll and stays in
 //! it (`enter_runtime`): sync handlers that run on the thread afterwards
-//! are inside it too.
+//! are inside it too. On a tokio dispatcher the poll stays in that
+//! dispatcher's runtime context instead.
 //!
 //! Asks: [`AsyncContext::ask`] answers through one reply slot per actor
 //! (`engine::reply_slot`), reused ask after ask, and the waker it
@@ -496,6 +497,10 @@ fn enter_runtime(
 ) -> Option<tokio::runtime::EnterGuard<'_>> {
     let entered = ENTERED.with(|e| e.get());
     if entered == key {
+        return None;
+    }
+    // A tokio dispatcher's turn runs inside its own runtime's context.
+    if crate::engine::scheduler::tokio_driver::on_driver() {
         return None;
     }
     if entered == 0 && crate::engine::scheduler::is_pool_thread() {

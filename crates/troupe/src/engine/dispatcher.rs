@@ -10,11 +10,14 @@
 //! | [`one_thread`](crate::SystemHandle::one_thread) | one OS thread shared by a group | SObjectizer's one_thread / active_group |
 //! | [`pinned_pool`](crate::SystemHandle::pinned_pool) | each worker pinned to a CPU | cache-sensitive actors (an affinity executor) |
 //! | [`blocking_pool`](crate::SystemHandle::blocking_pool) | a shared-queue pool sized for waiting | handlers that block on files, sockets, sleeps |
+//! | [`tokio_dispatcher`](crate::SystemHandle::tokio_dispatcher) (feature `async`) | one task on a tokio runtime runs the group's turns, on the runtime's thread | actors that talk to that runtime's I/O (a store's connection): no thread hop per call and reply; handlers must not block |
 //! | [`SharedActor`](crate::parallel::SharedActor) | thread-safe handlers run in parallel | SObjectizer's adv_thread_pool |
 //!
 //! Every kind keeps the core guarantees: FIFO per sender/receiver pair, no
 //! message lost or duplicated, a panic stops only its actor, and shutdown
-//! drains every actor before the dispatchers' threads are joined.
+//! drains every actor before the dispatchers' threads are joined (a tokio
+//! dispatcher's driver task is told to end instead; if its runtime is
+//! already gone, the shutdown runs the remaining turns itself).
 //!
 //! Sizing an I/O pool: [`io_pool_size`] is Goetz's formula (Java Concurrency in Practice):
 //! `threads = cores x target utilization x (1 + wait time / compute time)`.
@@ -36,6 +39,8 @@ pub enum DispatcherKind {
     Pinned(Vec<usize>),
     /// Shared-queue pool for blocking handlers.
     Blocking,
+    /// One driver task on a tokio runtime (feature `async`).
+    Tokio,
 }
 
 /// A handle to a pool of worker threads that actors can be spawned onto.
@@ -81,7 +86,8 @@ impl Dispatcher {
         &self.name
     }
 
-    /// Its number of worker threads.
+    /// Its number of worker threads (1 for a tokio dispatcher: its driver
+    /// task, on a thread of the runtime's).
     pub fn threads(&self) -> usize {
         self.pool.threads()
     }

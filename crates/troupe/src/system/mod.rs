@@ -9,6 +9,8 @@
 mod actor_table;
 mod shutdown;
 #[cfg(feature = "async")]
+mod tokio_dispatcher;
+#[cfg(feature = "async")]
 pub(crate) mod tokio_runtime;
 
 pub use crate::actor::runtime::SystemHandle;
@@ -50,7 +52,8 @@ pub(crate) struct SystemInner {
     shut_down: AtomicBool,
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// Pools other than the default one (named dispatchers and dedicated
-    /// threads): stopped and joined at shutdown.
+    /// threads; tokio dispatchers, with no thread): stopped and joined at
+    /// shutdown.
     extra_pools: Mutex<Vec<PoolThreads>>,
     report: Mutex<Option<ShutdownReport>>,
     #[cfg(feature = "async")]

@@ -47,6 +47,12 @@ impl SystemInner {
         none
     }
 
+    /// Without tokio dispatchers, nothing but the wait.
+    #[cfg(not(feature = "async"))]
+    fn wait_drained(&self, deadline: Option<Instant>) -> bool {
+        self.wait_no_live(deadline)
+    }
+
     pub(crate) fn shutdown(&self, rt: &Runtime, timeout: Duration) -> ShutdownReport {
         let mut report_slot = self.report.lock();
         if let Some(r) = report_slot.as_ref() {
@@ -60,10 +66,10 @@ impl SystemInner {
             return ShutdownReport::pending(self, rt);
         }
         let mut timed_out = false;
-        if !self.wait_no_live(deadline::after(timeout)) {
+        if !self.wait_drained(deadline::after(timeout)) {
             timed_out = true;
             self.request_all(StopRequest::ShutdownNow);
-            self.wait_no_live(deadline::after(timeout));
+            self.wait_drained(deadline::after(timeout));
         }
         let unresponsive = self.table.live();
         self.shut_down.store(true, Ordering::SeqCst);
@@ -72,6 +78,8 @@ impl SystemInner {
         for (p, _) in &extra {
             p.begin_shutdown();
         }
+        #[cfg(feature = "async")]
+        Self::release_orphans(&extra);
         if unresponsive == 0 {
             for h in self.workers.lock().drain(..) {
                 let _ = h.join();

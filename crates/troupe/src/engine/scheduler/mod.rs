@@ -23,10 +23,13 @@
 
 pub(crate) mod park;
 pub(crate) mod stats;
+#[cfg(feature = "async")]
+pub(crate) mod tokio_driver;
 pub(crate) mod worker;
 
 use crossbeam_deque::{Injector, Stealer, Worker as Deque};
-use crossbeam_utils::sync::{Parker, Unparker};
+use crossbeam_utils::sync::Parker;
+use park::Unpark;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -109,7 +112,7 @@ pub(crate) struct Pool {
     pub(crate) id: usize,
     pub(crate) injector: Injector<Task>,
     pub(crate) stealers: Box<[Stealer<Task>]>,
-    pub(crate) unparkers: Box<[Unparker]>,
+    pub(crate) unparkers: Box<[Unpark]>,
     pub(crate) idle: park::Idle,
     pub(crate) shutdown: AtomicBool,
     pub(crate) throughput: usize,
@@ -125,6 +128,14 @@ pub(crate) struct Pool {
 impl Pool {
     /// The pool and its workers' deques and parkers, no thread started.
     fn build(config: &PoolConfig) -> (Arc<Pool>, Vec<Deque<Task>>, Vec<Parker>) {
+        Self::build_waking(config, |p| Unpark::Thread(p.unparker().clone()))
+    }
+
+    /// As `build`, each worker woken through `wake(its parker)`.
+    fn build_waking(
+        config: &PoolConfig,
+        wake: impl Fn(&Parker) -> Unpark,
+    ) -> (Arc<Pool>, Vec<Deque<Task>>, Vec<Parker>) {
         let threads = config.threads.max(1);
         let deques: Vec<Deque<Task>> = (0..threads).map(|_| Deque::new_lifo()).collect();
         let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
@@ -132,7 +143,7 @@ impl Pool {
             id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
             injector: Injector::new(),
             stealers: deques.iter().map(|d| d.stealer()).collect(),
-            unparkers: parkers.iter().map(|p| p.unparker().clone()).collect(),
+            unparkers: parkers.iter().map(wake).collect(),
             idle: park::Idle::new(threads),
             shutdown: AtomicBool::new(false),
             throughput: config.throughput.max(1),

@@ -11,11 +11,32 @@
 //! `searching` only throttles wake-ups (one searcher at a time suffices: a
 //! searcher that finds work wakes the next one, `Idle::found_work`). Parked
 //! workers block on a futex-backed `Parker` with no timeout, so an idle system
-//! uses no CPU.
+//! uses no CPU. A tokio dispatcher's one worker is a task, not a thread: it
+//! registers as a sleeper the same way and awaits a `Notify`, whose stored
+//! permit plays the `Parker`'s part (an unpark before the wait is kept).
 
 use crossbeam_utils::sync::Unparker;
 use parking_lot::Mutex;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
+
+/// How a sleeping worker is woken: a worker thread's `Unparker`, or the
+/// `Notify` a tokio dispatcher's driver task awaits (`tokio_driver.rs`).
+pub(crate) enum Unpark {
+    Thread(Unparker),
+    #[cfg(feature = "async")]
+    Task(std::sync::Arc<super::tokio_driver::DriverShared>),
+}
+
+impl Unpark {
+    #[inline]
+    pub(crate) fn unpark(&self) {
+        match self {
+            Unpark::Thread(u) => u.unpark(),
+            #[cfg(feature = "async")]
+            Unpark::Task(d) => d.wake(),
+        }
+    }
+}
 
 pub(crate) struct Idle {
     sleepers: Mutex<Vec<usize>>,
@@ -34,7 +55,7 @@ impl Idle {
 
     /// After a stealable push.
     #[inline]
-    pub(crate) fn notify_one(&self, unparkers: &[Unparker]) {
+    pub(crate) fn notify_one(&self, unparkers: &[Unpark]) {
         fence(Ordering::SeqCst);
         if self.sleeping.load(Ordering::SeqCst) == 0 || self.searching.load(Ordering::SeqCst) != 0 {
             return;
@@ -42,7 +63,7 @@ impl Idle {
         self.wake_one(unparkers);
     }
 
-    fn wake_one(&self, unparkers: &[Unparker]) {
+    fn wake_one(&self, unparkers: &[Unpark]) {
         let index = {
             let mut sleepers = self.sleepers.lock();
             let Some(index) = sleepers.pop() else { return };
@@ -61,7 +82,7 @@ impl Idle {
 
     /// A searching worker found work. If it was the last searcher, wake
     /// another worker: there may be more work to spread.
-    pub(crate) fn found_work(&self, unparkers: &[Unparker]) {
+    pub(crate) fn found_work(&self, unparkers: &[Unpark]) {
         if self.searching.fetch_sub(1, Ordering::SeqCst) == 1
             && self.sleeping.load(Ordering::SeqCst) > 0
         {
