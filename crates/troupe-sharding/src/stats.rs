@@ -1,7 +1,8 @@
 //! What a sharding did, counted: [`ShardingStats`] and the atomics behind it.
 //!
 //! Writers: the region actor (activations, passivations, deliveries,
-//! buffering, bad input), the coordinator (claims, hand-overs, store
+//! buffering, bad input), the node's inbox (direct deliveries, tells it
+//! refuses for a full buffer), the coordinator (claims, hand-overs, store
 //! errors) and entity references (tells and asks sent). Every message
 //! that is not delivered lands in exactly one of `buffer_full`, `expired`,
 //! `bad_envelopes`, `unknown_types`, `undecodable` or `entity_gone`.
@@ -70,7 +71,9 @@ counters! {
     /// Envelopes buffered while their shard had no owner here.
     buffered,
     /// Envelopes refused because the buffer was full (asks answered
-    /// `Unavailable`, local tells handed back as `SendError::Full`).
+    /// `Unavailable`, local tells handed back as `SendError::Full`, remote
+    /// tells refused by the inbox, which their sender's link counts as
+    /// refused by the peer).
     buffer_full,
     /// Buffered envelopes that outlived the buffer timeout.
     expired,

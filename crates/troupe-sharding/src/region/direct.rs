@@ -42,8 +42,19 @@
 //!   decrements `inflight` (release), and the inbox reads `inflight`
 //!   (acquire) before `pending`.
 //! - Every envelope is counted once: `delivered` (and `delivered_direct`)
-//!   on this path, or by the region on its path. The direct path never
-//!   refuses: anything it does not deliver goes to the region.
+//!   on this path, `buffer_full` when the inbox refuses it, or by the
+//!   region on its path.
+//! - An envelope the inbox confirms is never refused by the region for a
+//!   full buffer: the inbox hands one over only while `inflight + pending`
+//!   is below the buffer's bound, and refuses it otherwise
+//!   (`TellOutcome::Refused`, which the link reports to the sender as
+//!   refused by the peer); the region's buffer always takes an envelope
+//!   the inbox handed over (`Held::reserved`). Every envelope in the
+//!   buffer or on its way there is counted in `pending` or `inflight`
+//!   (the region raises `pending` before it lowers `inflight`, and never
+//!   lowers it below what the buffer holds), so the buffer holds at most
+//!   its bound plus the envelopes whose checks raced with each other (one
+//!   per checking thread).
 //! - It never activates: at most one instance and the fencing check stay
 //!   the region's.
 //!
@@ -143,6 +154,11 @@ impl<A: Actor> Direct<A> {
         self.inflight.fetch_sub(1, Ordering::Release);
     }
 
+    /// Envelopes the inbox handed to the region, not yet routed there.
+    pub(super) fn inflight(&self) -> usize {
+        self.inflight.load(Ordering::Acquire)
+    }
+
     /// Whether the direct path is open: nothing of the inbox's waits in
     /// the region, the buffer is empty, the lease holds.
     fn open(&self, pending: &AtomicUsize) -> bool {
@@ -188,6 +204,16 @@ pub(crate) fn inbound<A: Actor>(
                 }
             }
         }
+    }
+    // The region may have to buffer it: confirm it only if the buffer can
+    // take it, so that the sender hears of every refusal.
+    let held = direct
+        .inflight
+        .load(Ordering::Acquire)
+        .saturating_add(shared.pending.load(Ordering::Acquire));
+    if held >= shared.config.buffer {
+        Counters::add(&shared.stats.buffer_full);
+        return TellOutcome::Refused;
     }
     direct.inflight.fetch_add(1, Ordering::AcqRel);
     match region.try_tell(RegionMsg::Inbound(env.to_tell())) {
