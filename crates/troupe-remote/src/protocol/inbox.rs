@@ -12,7 +12,8 @@
 //!   without a good seal is answered `BadFrame`.
 //! - A batch is read under one read lock of the target table; tells are
 //!   handed to their actors with `try_tell`, so the loop never blocks on a
-//!   mailbox.
+//!   mailbox. The pools' workers are woken once per batch, at its end
+//!   (`troupe::WakeBatch`): a tell handler must not wait for an actor.
 //! - A tell's fingerprint is checked against the handler's before its body
 //!   is decoded (see [`schema`](crate::schema)).
 
@@ -80,6 +81,9 @@ impl Core {
     }
 
     fn on_batch(&self, payload: &[u8]) {
+        // The actors this batch finds idle are woken once, at its end, not
+        // one wake-up (a futex call) per tell.
+        let _wakes = troupe::WakeBatch::new();
         let targets = self.targets.read();
         let mut run: Option<LinkRun<'_>> = None;
         for frame in Frames::new(payload, self.max_frame_body) {
