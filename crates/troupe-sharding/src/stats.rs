@@ -23,7 +23,7 @@ macro_rules! counters {
         }
 
         impl Counters {
-            pub(crate) fn snapshot(&self) -> ShardingStats {
+            fn load(&self) -> ShardingStats {
                 ShardingStats {
                     $($name: self.$name.load(Ordering::Relaxed),)*
                 }
@@ -90,6 +90,15 @@ counters! {
 }
 
 impl Counters {
+    /// A snapshot. The direct path counts a delivery in `delivered_direct`
+    /// alone (one atomic add per message on the inbox thread); it is added
+    /// to `delivered` here.
+    pub(crate) fn snapshot(&self) -> ShardingStats {
+        let mut s = self.load();
+        s.delivered = s.delivered.saturating_add(s.delivered_direct);
+        s
+    }
+
     pub(crate) fn add(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
     }

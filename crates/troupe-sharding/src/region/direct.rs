@@ -201,7 +201,7 @@ pub(crate) fn inbound<A: Actor>(
                         if !entry.touched.load(Ordering::Relaxed) {
                             entry.touched.store(true, Ordering::Relaxed);
                         }
-                        Counters::add(&shared.stats.delivered);
+                        // Counted in `delivered` too (stats.rs).
                         Counters::add(&shared.stats.delivered_direct);
                         return TellOutcome::Delivered;
                     }
