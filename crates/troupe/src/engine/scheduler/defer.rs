@@ -1,29 +1,33 @@
-//! Deferred wake-ups: a thread outside the pool that schedules many actors
-//! in one burst (a node's inbox handling one batch of remote tells) wakes
-//! each pool's workers once, when the burst ends, instead of once per
-//! actor it finds idle.
+//! Deferred scheduling: a thread outside the pool that schedules many
+//! actors in one burst (a node's inbox handling one batch of remote
+//! tells) hands them to each pool, and wakes its workers, once, when the
+//! burst ends, instead of one injector push and one wake-up per actor it
+//! finds idle, each racing the workers that pop the injector.
 //!
-//! Protocol: while a [`WakeBatch`] lives on a thread, a task that thread
-//! schedules from outside the pool is pushed to the pool's injector as
-//! always, but the pool's [`notify`](super::Pool::notify) waits: the pool
-//! is recorded in the thread's batch (at most [`POOLS`] pools; beyond
-//! them, and where the thread's storage is gone, it is notified at once).
-//! When the outermost batch of the thread ends (the guard drops, panics
-//! included), every recorded pool is notified once.
+//! Protocol: while [`batch_wakes`] runs on a thread, a task that thread
+//! schedules from outside the pool is kept in the thread's batch, per
+//! pool (at most [`POOLS`] pools; a task for another, or one scheduled
+//! while the thread's storage is gone, is injected at once). When the
+//! outermost batch of the thread ends (returns or unwinds), each pool's
+//! tasks are pushed to its injector in the order they were scheduled, then
+//! the pool is notified once.
 //!
-//! Why no wake-up is lost: every deferred push is followed, on the same
-//! thread, by a `notify` of its pool: the same push-then-notify pair as
-//! without a batch, only later. The idle protocol (`park.rs`) needs
-//! nothing more: a worker that parked before the notify is woken by it,
-//! one that had not yet parked re-checks the queues after registering and
-//! finds the tasks; a woken worker that finds work and was the last one
-//! searching wakes another (`Idle::found_work`), so a burst of tasks
-//! spreads over the workers from one wake-up. No atomic is added: the
-//! batch is the thread's own state.
+//! Why no task is lost or run twice, and no wake-up is lost: a kept task
+//! is the one task of its actor (its `SCHEDULED` bit stays set, so no
+//! other is made meanwhile); the batch's end is run by a guard's `Drop`,
+//! on return and on unwinding, and the guard is private (no caller can
+//! forget it); each push is followed, on the same thread, by a `notify`
+//! of its pool: the same push-then-notify pair as without a batch, only
+//! later. The idle protocol (`park.rs`) needs nothing more: a worker that
+//! parked before the notify is woken by it, one that had not yet parked
+//! re-checks the queues after registering and finds the tasks; a woken
+//! worker that finds work and was the last one searching wakes another
+//! (`Idle::found_work`), so one wake-up spreads a burst. No atomic is
+//! added: the batch is the thread's own state, and the kept tasks' vectors
+//! are reused (no allocation per message once warm).
 //!
-//! The cost: tasks of a batch wait for its end (a busy worker, or one that
-//! is searching, may take them before). A batch must therefore not block:
-//! a thread that waits inside one for an actor it scheduled in it may wait
+//! The cost: the actors of a batch wait for its end. A batch must not
+//! block: a thread that waits inside one for an actor it told in it waits
 //! for ever.
 
 use std::cell::RefCell;
@@ -31,15 +35,18 @@ use std::sync::Arc;
 
 use super::{Pool, Task};
 
-/// Most pools one batch remembers; a task for another is notified at once.
+/// Most pools one batch keeps tasks for; a task for another is injected
+/// at once.
 const POOLS: usize = 4;
 
 #[derive(Default)]
 struct Batch {
     /// Nested batches on this thread; 0: none.
     depth: u32,
-    /// Pools with a deferred notify.
-    pools: [Option<Arc<Pool>>; POOLS],
+    /// Pools with tasks kept for the batch's end, in the order scheduled.
+    pools: [Option<(Arc<Pool>, Vec<Task>)>; POOLS],
+    /// Emptied task vectors, kept for their capacity.
+    spare: Vec<Vec<Task>>,
 }
 
 thread_local! {
@@ -47,57 +54,60 @@ thread_local! {
 }
 
 impl Pool {
-    /// Pushes to the global queue; wakes a worker now, or when this
-    /// thread's batch ends if one is open.
+    /// Pushes to the global queue and wakes a worker, or keeps the task
+    /// for the end of this thread's batch if one is open.
     pub(crate) fn inject_batched(self: &Arc<Self>, task: Task) {
-        self.injector.push(task);
-        if !defer(self) {
-            self.notify();
+        if let Some(task) = keep(self, task) {
+            self.inject(task);
         }
     }
 }
 
-/// Records `pool`'s notify in this thread's batch; `false` if there is no
-/// batch (or no room): the caller notifies now.
-fn defer(pool: &Arc<Pool>) -> bool {
-    BATCH
-        .try_with(|b| {
-            let Ok(mut b) = b.try_borrow_mut() else {
-                return false;
-            };
-            if b.depth == 0 {
-                return false;
-            }
-            let mut free = None;
-            for (i, slot) in b.pools.iter().enumerate() {
-                match slot {
-                    Some(p) if Arc::ptr_eq(p, pool) => return true,
-                    None if free.is_none() => free = Some(i),
-                    _ => {}
+/// Keeps `task` in this thread's batch; gives it back if there is no
+/// batch (or no room): the caller injects it now.
+fn keep(pool: &Arc<Pool>, task: Task) -> Option<Task> {
+    let mut task = Some(task);
+    let _ = BATCH.try_with(|b| {
+        let Ok(mut b) = b.try_borrow_mut() else {
+            return;
+        };
+        if b.depth == 0 {
+            return;
+        }
+        let b = &mut *b;
+        let mut free = None;
+        for (i, slot) in b.pools.iter_mut().enumerate() {
+            match slot {
+                Some((p, tasks)) if Arc::ptr_eq(p, pool) => {
+                    tasks.extend(task.take());
+                    return;
                 }
+                None if free.is_none() => free = Some(i),
+                _ => {}
             }
-            match free {
-                Some(i) => {
-                    b.pools[i] = Some(pool.clone());
-                    true
-                }
-                None => false,
-            }
-        })
-        .unwrap_or(false)
+        }
+        if let Some(i) = free {
+            let mut tasks = b.spare.pop().unwrap_or_default();
+            tasks.extend(task.take());
+            b.pools[i] = Some((pool.clone(), tasks));
+        }
+    });
+    task
 }
 
-/// Defers the wake-ups of the actors this thread schedules until the
-/// batch is dropped: one wake-up per pool for the whole batch instead of
-/// one per actor found idle. For a thread outside the pools that hands
-/// out many messages in a burst (a remote node's inbox handling one batch
-/// of tells). Batches nest; the outermost one's end wakes.
+/// Runs `f`, keeping the actors its thread schedules until `f` returns:
+/// then each pool gets them in one burst and one wake-up, instead of one
+/// injector push and one wake-up per actor found idle. For a thread
+/// outside the pools that hands out many messages at once (a remote
+/// node's inbox handling one batch of tells). Batches nest; the outermost
+/// one's end hands over. Messages are in the mailboxes at once; only the
+/// actors' runs wait.
 ///
-/// The thread must not wait, inside a batch, for an actor it told in the
-/// batch: that actor may not run before the batch ends.
+/// `f` must not wait for an actor it told: that actor may not run before
+/// `f` returns.
 ///
 /// ```
-/// use troupe::{Actor, ActorSystem, Context, WakeBatch};
+/// use troupe::{Actor, ActorSystem, Context};
 /// struct Count;
 /// impl Actor for Count {
 ///     type Msg = u32;
@@ -105,40 +115,32 @@ fn defer(pool: &Arc<Pool>) -> bool {
 /// }
 /// let system = ActorSystem::new();
 /// let actors: Vec<_> = (0..8).map(|_| system.spawn(Count)).collect();
-/// {
-///     let _batch = WakeBatch::new();
+/// troupe::batch_wakes(|| {
 ///     for a in &actors {
 ///         a.tell(1).unwrap();
 ///     }
-/// } // the workers are woken here
+/// }); // the actors are scheduled here
 /// ```
-#[must_use = "the batch ends (and wakes) when dropped"]
-pub struct WakeBatch {
-    /// Not `Send`: the batch is the thread's.
-    _thread: std::marker::PhantomData<*const ()>,
+pub fn batch_wakes<R>(f: impl FnOnce() -> R) -> R {
+    let _batch = Open::new();
+    f()
 }
 
-impl WakeBatch {
-    /// Opens a batch on this thread.
-    pub fn new() -> Self {
+/// An open batch on this thread; its drop ends it.
+struct Open;
+
+impl Open {
+    fn new() -> Self {
         let _ = BATCH.try_with(|b| {
             if let Ok(mut b) = b.try_borrow_mut() {
                 b.depth += 1;
             }
         });
-        WakeBatch {
-            _thread: std::marker::PhantomData,
-        }
+        Open
     }
 }
 
-impl Default for WakeBatch {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Drop for WakeBatch {
+impl Drop for Open {
     fn drop(&mut self) {
         let pools = BATCH
             .try_with(|b| {
@@ -152,16 +154,21 @@ impl Drop for WakeBatch {
                 std::mem::take(&mut b.pools)
             })
             .unwrap_or_default();
-        // Outside the borrow: a notify never schedules, but stays clear of it.
-        for pool in pools.into_iter().flatten() {
+        // Outside the borrow: neither a push nor a notify schedules, but
+        // they stay clear of it.
+        for (pool, mut tasks) in pools.into_iter().flatten() {
+            for task in tasks.drain(..) {
+                pool.injector.push(task);
+            }
             pool.notify();
+            let _ = BATCH.try_with(|b| {
+                if let Ok(mut b) = b.try_borrow_mut() {
+                    if b.spare.len() < POOLS {
+                        b.spare.push(tasks);
+                    }
+                }
+            });
         }
-    }
-}
-
-impl std::fmt::Debug for WakeBatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("WakeBatch")
     }
 }
 
@@ -193,7 +200,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_wakes_the_parked_workers_once_it_ends_and_every_task_runs() {
+    fn a_batch_hands_its_tasks_over_when_it_ends_and_each_runs_once() {
         let (pool, handles) = Pool::start(PoolConfig {
             threads: 2,
             throughput: 64,
@@ -210,15 +217,13 @@ mod tests {
         // Leaked: a task must not outlive what it points to.
         let runs: &'static Runs = Box::leak(Box::new(Runs(AtomicUsize::new(0))));
         const TASKS: usize = 1000;
-        {
-            let _outer = WakeBatch::new();
-            {
-                let _inner = WakeBatch::new();
+        batch_wakes(|| {
+            batch_wakes(|| {
                 for _ in 0..TASKS / 2 {
                     pool.schedule(Task::new(runs));
                 }
-            }
-            // The inner batch's end wakes nobody: the outer one is open.
+            });
+            // The inner batch's end hands nothing over: the outer one is open.
             for _ in 0..TASKS / 2 {
                 pool.schedule(Task::new(runs));
             }
@@ -228,8 +233,12 @@ mod tests {
                 2,
                 "a worker was woken inside the batch"
             );
+            assert!(
+                pool.injector.is_empty(),
+                "a task was pushed inside the batch"
+            );
             assert_eq!(runs.0.load(Ordering::SeqCst), 0);
-        }
+        });
         assert!(
             wait(Duration::from_secs(10), || runs.0.load(Ordering::SeqCst)
                 == TASKS),

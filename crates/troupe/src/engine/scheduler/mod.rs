@@ -13,8 +13,8 @@
 //!   back of the line so a flooded actor cannot starve the others.
 //!
 //! Idle workers search (injector, then stealing), then park ([`park`]). A
-//! thread outside the pool that schedules many actors in a burst may wake
-//! the workers once at its end ([`defer`]).
+//! thread outside the pool that schedules many actors in a burst may hand
+//! them over, and wake the workers, once at its end ([`defer`]).
 //!
 //! A pool in **shared-queue** mode (`PoolConfig::shared_queue`) skips the LIFO
 //! slot and the local deques: every task goes through the injector and every
@@ -197,7 +197,7 @@ impl Pool {
 
     /// Schedules a task from any thread: onto the current worker's LIFO slot
     /// when called from one of this pool's workers, else onto the injector
-    /// (the wake-up waits for the end of the thread's [`defer::WakeBatch`]
+    /// (kept until the end of the thread's batch, [`defer::batch_wakes`],
     /// if one is open).
     #[inline]
     pub(crate) fn schedule(self: &Arc<Self>, task: Task) {
