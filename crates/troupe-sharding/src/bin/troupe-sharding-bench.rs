@@ -5,7 +5,9 @@
 //! 200,000) to entities owned by node 3, then the same to a plain actor
 //! exposed on node 3 through a `RemoteRef` (the baseline), then to one of
 //! those entities alone (the baseline's single-actor shape); two rounds,
-//! and 2,000 sequential asks each way. Prints rates and the ratios.
+//! and 2,000 sequential asks each way. Prints rates and the ratios, and
+//! for each round the account `delivered + refused == sent` (refused: the
+//! tells node 1's links report refused by the peer or lost).
 //!
 //! `troupe-sharding-bench rebalance [N] [RUNS]`: starts a JetStream
 //! nats-server and three nodes in this process, activates `N` entities
