@@ -503,7 +503,14 @@ impl<A: Actor> EntityRef<A> {
             return Err(SendError::Closed(msg));
         };
         Counters::add(&self.shared.stats.tells);
-        if self.shared.pending.load(Ordering::Relaxed) >= self.shared.config.buffer {
+        // The bound the region's buffer keeps (region/route.rs): what it
+        // holds and what the inbox has confirmed on its way to it.
+        let held = self
+            .shared
+            .pending
+            .load(Ordering::Relaxed)
+            .saturating_add(self.shared.direct.inflight());
+        if held >= self.shared.config.buffer {
             Counters::add(&self.shared.stats.buffer_full);
             return Err(SendError::Full(msg));
         }

@@ -159,7 +159,7 @@ impl<A: Actor> Direct<A> {
     }
 
     /// Envelopes the inbox handed to the region, not yet routed there.
-    pub(super) fn inflight(&self) -> usize {
+    pub(crate) fn inflight(&self) -> usize {
         self.inflight.load(Ordering::Acquire)
     }
 
