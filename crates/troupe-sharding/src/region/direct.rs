@@ -52,9 +52,10 @@
 //!   the inbox handed over (`Held::reserved`). Every envelope in the
 //!   buffer or on its way there is counted in `pending` or `inflight`
 //!   (the region raises `pending` before it lowers `inflight`, and never
-//!   lowers it below what the buffer holds), so the buffer holds at most
-//!   its bound plus the envelopes whose checks raced with each other (one
-//!   per checking thread).
+//!   lowers it below what the buffer holds), so the buffer grows past its
+//!   bound only by the envelopes whose checks raced with each other (one
+//!   per checking thread) and by those that waited for an entity's stop
+//!   (counted in neither while they wait) and are buffered after it.
 //! - It never activates: at most one instance and the fencing check stay
 //!   the region's.
 //!
