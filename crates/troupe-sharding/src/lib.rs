@@ -77,8 +77,10 @@
 //! - **No silent loss.** An envelope for a shard without an owner here is
 //!   forwarded to the owner or buffered (bounded, with a timeout) and
 //!   delivered after the move; a local tell refused by a full buffer comes
-//!   back as a `SendError`; every envelope dropped is counted in
-//!   [`ShardingStats`] and logged.
+//!   back as a `SendError`, a remote tell the owner's buffer could not
+//!   take is refused by the owner's inbox before it is confirmed (the
+//!   sender's node counts it in `NodeStats::tells_refused_by_peer`); every
+//!   envelope dropped is counted in [`ShardingStats`] and logged.
 //! - **Hostile input.** Envelopes from the network are checked
 //!   ([`envelope::check`]: id length, hop count), the shard is computed
 //!   locally, bad payloads are counted; nothing from the wire can panic a

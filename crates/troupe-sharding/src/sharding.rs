@@ -32,7 +32,7 @@ use crate::ownership::{update_members, OwnershipStore, StoreError};
 use crate::placement::shard_of;
 use crate::region::direct::{self, Direct};
 use crate::region::{Region, RegionMsg};
-use crate::shared::{AskFn, Route, Shared, TellFn};
+use crate::shared::{AskFn, Route, Shared, TellFn, TypeTable};
 use crate::stats::{Counters, ShardingStats};
 
 /// Why a sharding could not start.
@@ -86,8 +86,8 @@ impl ClusterSharding for Arc<Cluster> {
             kind: kind.to_string(),
             factory: Box::new(factory),
             config: Config::default(),
-            tells: HashMap::new(),
-            asks: HashMap::new(),
+            tells: TypeTable::default(),
+            asks: TypeTable::default(),
             store: None,
             system: None,
         }
@@ -103,8 +103,8 @@ pub struct ShardingBuilder<A: Actor> {
     kind: String,
     factory: Box<dyn Fn(&str) -> A + Send + Sync>,
     config: Config,
-    tells: HashMap<u64, TellFn<A>>,
-    asks: HashMap<u64, AskFn<A>>,
+    tells: TypeTable<TellFn<A>>,
+    asks: TypeTable<AskFn<A>>,
     store: Option<Arc<dyn OwnershipStore>>,
     system: Option<SystemHandle>,
 }
@@ -503,7 +503,14 @@ impl<A: Actor> EntityRef<A> {
             return Err(SendError::Closed(msg));
         };
         Counters::add(&self.shared.stats.tells);
-        if self.shared.pending.load(Ordering::Relaxed) >= self.shared.config.buffer {
+        // The bound the region's buffer keeps (region/route.rs): what it
+        // holds and what the inbox has confirmed on its way to it.
+        let held = self
+            .shared
+            .pending
+            .load(Ordering::Relaxed)
+            .saturating_add(self.shared.direct.inflight());
+        if held >= self.shared.config.buffer {
             Counters::add(&self.shared.stats.buffer_full);
             return Err(SendError::Full(msg));
         }

@@ -1,7 +1,8 @@
 //! What a sharding did, counted: [`ShardingStats`] and the atomics behind it.
 //!
 //! Writers: the region actor (activations, passivations, deliveries,
-//! buffering, bad input), the coordinator (claims, hand-overs, store
+//! buffering, bad input), the node's inbox (direct deliveries, tells it
+//! refuses for a full buffer), the coordinator (claims, hand-overs, store
 //! errors) and entity references (tells and asks sent). Every message
 //! that is not delivered lands in exactly one of `buffer_full`, `expired`,
 //! `bad_envelopes`, `unknown_types`, `undecodable` or `entity_gone`.
@@ -22,7 +23,7 @@ macro_rules! counters {
         }
 
         impl Counters {
-            pub(crate) fn snapshot(&self) -> ShardingStats {
+            fn load(&self) -> ShardingStats {
                 ShardingStats {
                     $($name: self.$name.load(Ordering::Relaxed),)*
                 }
@@ -70,7 +71,9 @@ counters! {
     /// Envelopes buffered while their shard had no owner here.
     buffered,
     /// Envelopes refused because the buffer was full (asks answered
-    /// `Unavailable`, local tells handed back as `SendError::Full`).
+    /// `Unavailable`, local tells handed back as `SendError::Full`, remote
+    /// tells refused by the inbox, which their sender's link counts as
+    /// refused by the peer).
     buffer_full,
     /// Buffered envelopes that outlived the buffer timeout.
     expired,
@@ -87,6 +90,15 @@ counters! {
 }
 
 impl Counters {
+    /// A snapshot. The direct path counts a delivery in `delivered_direct`
+    /// alone (one atomic add per message on the inbox thread); it is added
+    /// to `delivered` here.
+    pub(crate) fn snapshot(&self) -> ShardingStats {
+        let mut s = self.load();
+        s.delivered = s.delivered.saturating_add(s.delivered_direct);
+        s
+    }
+
     pub(crate) fn add(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
     }

@@ -12,7 +12,9 @@
 //!   without a good seal is answered `BadFrame`.
 //! - A batch is read under one read lock of the target table; tells are
 //!   handed to their actors with `try_tell`, so the loop never blocks on a
-//!   mailbox.
+//!   mailbox. The actors a batch schedules are handed to their pools once,
+//!   at its end (`troupe::batch_wakes`): a tell handler must not wait for
+//!   an actor.
 //! - A tell's fingerprint is checked against the handler's before its body
 //!   is decoded (see [`schema`](crate::schema)).
 
@@ -68,7 +70,10 @@ impl Core {
         };
         match msg.reply {
             Some(reply) => self.on_request(payload, reply),
-            None => self.on_batch(payload),
+            // The actors a batch finds idle are handed to their pools, and
+            // the workers woken, once, at its end: not one injector push
+            // and one wake-up per tell.
+            None => troupe::batch_wakes(|| self.on_batch(payload)),
         }
     }
 

@@ -5,7 +5,9 @@
 //! 200,000) to entities owned by node 3, then the same to a plain actor
 //! exposed on node 3 through a `RemoteRef` (the baseline), then to one of
 //! those entities alone (the baseline's single-actor shape); two rounds,
-//! and 2,000 sequential asks each way. Prints rates and the ratios.
+//! and 2,000 sequential asks each way. Prints rates and the ratios, and
+//! for each round the account `delivered + refused == sent` (refused: the
+//! tells node 1's links report refused by the peer or lost).
 //!
 //! `troupe-sharding-bench rebalance [N] [RUNS]`: starts a JetStream
 //! nats-server and three nodes in this process, activates `N` entities
@@ -102,15 +104,40 @@ fn node(
     (c, s)
 }
 
-/// Waits until `want` bumps were handled; a run that stalls calls `report`
+/// What became of the tells a round sent: handled by an actor, or
+/// reported to the sender as not delivered.
+struct Fate {
+    delivered: u64,
+    /// Refused by the peer or lost, as node 1's links report them.
+    refused: u64,
+}
+
+/// Node 1's tells that its links report as refused by the peer or lost.
+fn not_delivered(c: &Cluster) -> u64 {
+    let st = c.node().stats();
+    st.tells_refused_by_peer + st.frames_lost
+}
+
+/// Waits until each of the `sent` tells since `start` was handled or
+/// reported refused to node 1 (`from`); a run that stalls calls `report`
 /// (every node's transport and sharding counters, where the missing tells
 /// can be looked for) before it gives up.
-fn wait_count(all: &AtomicU64, want: u64, report: &dyn Fn()) {
+fn wait_count(all: &AtomicU64, from: &Cluster, start: Fate, sent: u64, report: &dyn Fn()) -> Fate {
     let end = Instant::now() + Duration::from_secs(120);
-    while all.load(Ordering::Relaxed) < want {
+    loop {
+        let fate = Fate {
+            delivered: all.load(Ordering::Relaxed) - start.delivered,
+            refused: not_delivered(from) - start.refused,
+        };
+        if fate.delivered + fate.refused >= sent {
+            return fate;
+        }
         if Instant::now() >= end {
             report();
-            panic!("only {} of {want} arrived", all.load(Ordering::Relaxed));
+            panic!(
+                "only {} of {sent} arrived, {} refused",
+                fate.delivered, fate.refused
+            );
         }
         std::thread::sleep(Duration::from_micros(200));
     }
@@ -175,9 +202,9 @@ fn bench(n: u64) {
     if let Ok(phase) = std::env::var("TROUPE_BENCH_PHASE") {
         for round in 0..6 {
             let r = match phase.as_str() {
-                "remote" => rate(&all, n, |i| tell_remote(&direct, i), &report),
-                "entity" => rate(&all, n, |i| tell_to(&refs, i), &report),
-                _ => rate(&all, n, |i| tell_to(one, i), &report),
+                "remote" => rate(&all, &nodes[0].0, n, |i| tell_remote(&direct, i), &report),
+                "entity" => rate(&all, &nodes[0].0, n, |i| tell_to(&refs, i), &report),
+                _ => rate(&all, &nodes[0].0, n, |i| tell_to(one, i), &report),
             };
             println!("phase {phase} round {round}: {r:.0}/s");
         }
@@ -186,9 +213,9 @@ fn bench(n: u64) {
     let mut ratios = Vec::new();
     let mut ratios_one = Vec::new();
     for round in 0..2 {
-        let base = rate(&all, n, |i| tell_remote(&direct, i), &report);
-        let ent = rate(&all, n, |i| tell_to(&refs, i), &report);
-        let ent_one = rate(&all, n, |i| tell_to(one, i), &report);
+        let base = rate(&all, &nodes[0].0, n, |i| tell_remote(&direct, i), &report);
+        let ent = rate(&all, &nodes[0].0, n, |i| tell_to(&refs, i), &report);
+        let ent_one = rate(&all, &nodes[0].0, n, |i| tell_to(one, i), &report);
         ratios.push(ent / base);
         ratios_one.push(ent_one / base);
         println!(
@@ -232,21 +259,32 @@ fn bench(n: u64) {
     );
 }
 
-/// Tells `n` bumps with `tell(i)` and gives the rate at which they
-/// arrived; prints the rate at which the sending loop ran (when it is
-/// close to the arrival rate, the sender is the bottleneck).
-fn rate(all: &AtomicU64, n: u64, tell: impl Fn(u64), report: &dyn Fn()) -> f64 {
-    let start = all.load(Ordering::Relaxed);
+/// Tells `n` bumps from node 1 (`from`) with `tell(i)` and gives the
+/// rate at which they arrived; prints the rate at which the sending loop
+/// ran (when it is close to the arrival rate, the sender is the
+/// bottleneck) and the account: delivered + refused == sent.
+fn rate(all: &AtomicU64, from: &Cluster, n: u64, tell: impl Fn(u64), report: &dyn Fn()) -> f64 {
+    let start = Fate {
+        delivered: all.load(Ordering::Relaxed),
+        refused: not_delivered(from),
+    };
     let t = Instant::now();
     for i in 0..n {
         tell(i);
     }
     let sent = t.elapsed();
-    wait_count(all, start + n, report);
-    let arrived = n as f64 / t.elapsed().as_secs_f64();
+    let fate = wait_count(all, from, start, n, report);
+    let arrived = fate.delivered as f64 / t.elapsed().as_secs_f64();
     println!(
-        "  sent at {:.0}/s, arrived at {arrived:.0}/s",
-        n as f64 / sent.as_secs_f64()
+        "  sent at {:.0}/s, arrived at {arrived:.0}/s; delivered {} + refused {} {} sent {n}",
+        n as f64 / sent.as_secs_f64(),
+        fate.delivered,
+        fate.refused,
+        if fate.delivered + fate.refused == n {
+            "=="
+        } else {
+            "!="
+        }
     );
     arrived
 }
@@ -354,7 +392,16 @@ fn rebalance(n: usize, runs: usize) {
                 std::thread::sleep(Duration::from_micros(100));
             }
         }
-        wait_count(&all, n as u64, &|| {});
+        wait_count(
+            &all,
+            &nodes[0].0,
+            Fate {
+                delivered: 0,
+                refused: not_delivered(&nodes[0].0),
+            },
+            n as u64,
+            &|| {},
+        );
         let active: usize = nodes.iter().map(|(_, s)| s.local_entities().len()).sum();
         assert_eq!(active, n, "every entity active once");
         // The baseline: the same sweep with nothing moving.

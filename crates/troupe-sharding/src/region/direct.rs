@@ -42,13 +42,25 @@
 //!   decrements `inflight` (release), and the inbox reads `inflight`
 //!   (acquire) before `pending`.
 //! - Every envelope is counted once: `delivered` (and `delivered_direct`)
-//!   on this path, or by the region on its path. The direct path never
-//!   refuses: anything it does not deliver goes to the region.
+//!   on this path, `buffer_full` when the inbox refuses it, or by the
+//!   region on its path.
+//! - An envelope the inbox confirms is never refused by the region for a
+//!   full buffer: the inbox hands one over only while `inflight + pending`
+//!   is below the buffer's bound, and refuses it otherwise
+//!   (`TellOutcome::Refused`, which the link reports to the sender as
+//!   refused by the peer); the region's buffer always takes an envelope
+//!   the inbox handed over (`Held::reserved`). Every envelope in the
+//!   buffer or on its way there is counted in `pending` or `inflight`
+//!   (the region raises `pending` before it lowers `inflight`, and never
+//!   lowers it below what the buffer holds), so the buffer grows past its
+//!   bound only by the envelopes whose checks raced with each other (one
+//!   per checking thread) and by those that waited for an entity's stop
+//!   (counted in neither while they wait) and are buffered after it.
 //! - It never activates: at most one instance and the fencing check stay
 //!   the region's.
 //!
 //! Cost per message on this path: a borrowed decode, the shard hash, two
-//! atomic loads, one coarse clock read (`Clock`), a read lock, a hash lookup, the
+//! atomic loads, one coarse clock read (`Clock`), a read lock, a keyed hash lookup, the
 //! payload's decode and the entity's `try_tell`. Nothing is allocated
 //! here beyond what the user's message decode allocates.
 
@@ -76,8 +88,10 @@ struct Entry<A: Actor> {
     touched: Arc<AtomicBool>,
 }
 
-/// One shard's entities the inbox may tell directly, by id.
-type Shard<A> = RwLock<HashMap<String, Entry<A>>>;
+/// One shard's entities the inbox may tell directly, by id. The ids come
+/// off the network: a keyed hash (foldhash, seeded at random per process),
+/// cheaper than SipHash on short ids.
+type Shard<A> = RwLock<HashMap<String, Entry<A>, foldhash::fast::RandomState>>;
 
 /// The entities the inbox may tell directly, per shard, with the lease.
 pub(crate) struct Direct<A: Actor> {
@@ -92,7 +106,9 @@ pub(crate) struct Direct<A: Actor> {
 impl<A: Actor> Direct<A> {
     pub(crate) fn new(shards: u32) -> Self {
         Direct {
-            shards: (0..shards).map(|_| RwLock::new(HashMap::new())).collect(),
+            shards: (0..shards)
+                .map(|_| RwLock::new(HashMap::default()))
+                .collect(),
             lease_until: AtomicU64::new(0),
             clock: Clock::new(),
             inflight: AtomicUsize::new(0),
@@ -143,6 +159,11 @@ impl<A: Actor> Direct<A> {
         self.inflight.fetch_sub(1, Ordering::Release);
     }
 
+    /// Envelopes the inbox handed to the region, not yet routed there.
+    pub(crate) fn inflight(&self) -> usize {
+        self.inflight.load(Ordering::Acquire)
+    }
+
     /// Whether the direct path is open: nothing of the inbox's waits in
     /// the region, the buffer is empty, the lease holds.
     fn open(&self, pending: &AtomicUsize) -> bool {
@@ -181,13 +202,23 @@ pub(crate) fn inbound<A: Actor>(
                         if !entry.touched.load(Ordering::Relaxed) {
                             entry.touched.store(true, Ordering::Relaxed);
                         }
-                        Counters::add(&shared.stats.delivered);
+                        // Counted in `delivered` too (stats.rs).
                         Counters::add(&shared.stats.delivered_direct);
                         return TellOutcome::Delivered;
                     }
                 }
             }
         }
+    }
+    // The region may have to buffer it: confirm it only if the buffer can
+    // take it, so that the sender hears of every refusal.
+    let held = direct
+        .inflight
+        .load(Ordering::Acquire)
+        .saturating_add(shared.pending.load(Ordering::Acquire));
+    if held >= shared.config.buffer {
+        Counters::add(&shared.stats.buffer_full);
+        return TellOutcome::Refused;
     }
     direct.inflight.fetch_add(1, Ordering::AcqRel);
     match region.try_tell(RegionMsg::Inbound(env.to_tell())) {

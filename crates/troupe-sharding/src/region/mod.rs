@@ -227,7 +227,7 @@ impl<A: Actor> Actor for Region<A> {
         match msg {
             RegionMsg::Tell(t) => self.route(Pending::Tell(t, Held::default())),
             RegionMsg::Inbound(t) => {
-                self.route(Pending::Tell(t, Held::default()));
+                self.route(Pending::Tell(t, Held::reserved()));
                 self.shared.direct.routed();
             }
             RegionMsg::Ask(a, r) => self.route(Pending::Ask(a, r, Held::default())),

@@ -25,6 +25,20 @@ pub(crate) struct Held {
     /// remote tell), entered again when it is routed later, so that the
     /// entity's message, or the forward, continues the sender's trace.
     pub(super) span: Option<tracing::Span>,
+    /// Counted against the buffer's bound already: by the node's inbox
+    /// when it confirmed it to its sender (direct.rs), or by the buffer
+    /// when it first took it. The buffer takes it even when full.
+    pub(super) reserved: bool,
+}
+
+impl Held {
+    /// What a remote tell the inbox confirmed keeps.
+    pub(super) fn reserved() -> Self {
+        Held {
+            reserved: true,
+            ..Held::default()
+        }
+    }
 }
 
 impl Pending {
@@ -43,6 +57,11 @@ impl Pending {
     pub(super) fn held(&mut self) -> &mut Held {
         match self {
             Pending::Tell(_, h) | Pending::Ask(_, _, h) => h,
+        }
+    }
+    pub(super) fn reserved(&self) -> bool {
+        match self {
+            Pending::Tell(_, h) | Pending::Ask(_, _, h) => h.reserved,
         }
     }
     pub(super) fn since(&self) -> Option<Instant> {

@@ -80,8 +80,17 @@ impl<A: Actor> Region<A> {
         self.route(msg);
     }
 
+    /// Keeps `msg` until its shard can take it, or refuses it if the
+    /// buffer is full. Neither a remote tell the inbox confirmed (the
+    /// inbox checked the bound for it, direct.rs) nor one the buffer held
+    /// before is refused here; the envelopes the inbox has in flight count
+    /// against the bound.
     pub(super) fn buffer(&mut self, mut msg: Pending) {
-        if self.pending.len() >= self.shared.config.buffer {
+        let held = self
+            .pending
+            .len()
+            .saturating_add(self.shared.direct.inflight());
+        if !msg.reserved() && held >= self.shared.config.buffer {
             Counters::add(&self.stat().buffer_full);
             tracing::warn!(kind = %self.shared.kind, "sharding buffer full: an envelope was refused");
             msg.refuse(Refusal::Unavailable);
@@ -89,10 +98,14 @@ impl<A: Actor> Region<A> {
         }
         Counters::add(&self.stat().buffered);
         msg.stamp();
+        msg.held().reserved = true;
         self.pending.push_back(msg);
+        // Never lowered here: while `retry_buffer` routes the envelopes
+        // again, those not yet routed still count (it stores the exact
+        // figure when done).
         self.shared
             .pending
-            .store(self.pending.len(), Ordering::Release);
+            .fetch_max(self.pending.len(), Ordering::AcqRel);
     }
 
     fn deliver(&mut self, shard: u32, msg: Pending) {

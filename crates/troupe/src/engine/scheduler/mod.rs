@@ -12,7 +12,9 @@
 //!   that used up their turn's message budget (`throughput`), which go to the
 //!   back of the line so a flooded actor cannot starve the others.
 //!
-//! Idle workers search (injector, then stealing), then park ([`park`]).
+//! Idle workers search (injector, then stealing), then park ([`park`]). A
+//! thread outside the pool that schedules many actors in a burst may hand
+//! them over, and wake the workers, once at its end ([`defer`]).
 //!
 //! A pool in **shared-queue** mode (`PoolConfig::shared_queue`) skips the LIFO
 //! slot and the local deques: every task goes through the injector and every
@@ -21,6 +23,7 @@
 //! task parked in a blocked worker's LIFO slot would wait for the blocking
 //! call). A pool may pin each worker to a CPU (`PoolConfig::pin`).
 
+pub(crate) mod defer;
 pub(crate) mod park;
 pub(crate) mod stats;
 #[cfg(feature = "async")]
@@ -204,15 +207,17 @@ impl Pool {
     }
 
     /// Schedules a task from any thread: onto the current worker's LIFO slot
-    /// when called from one of this pool's workers, else onto the injector.
+    /// when called from one of this pool's workers, else onto the injector
+    /// (kept until the end of the thread's batch, [`defer::batch_wakes`],
+    /// if one is open).
     #[inline]
     pub(crate) fn schedule(self: &Arc<Self>, task: Task) {
         if self.shared_queue {
-            return self.inject(task);
+            return self.inject_batched(task);
         }
         match worker::current_for(self.id) {
             Some(w) => w.schedule_local(task),
-            None => self.inject(task),
+            None => self.inject_batched(task),
         }
     }
 

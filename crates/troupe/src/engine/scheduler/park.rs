@@ -113,4 +113,10 @@ impl Idle {
             self.searching.fetch_add(1, Ordering::SeqCst);
         }
     }
+
+    /// Workers parked now (tests).
+    #[cfg(test)]
+    pub(crate) fn sleeping(&self) -> usize {
+        self.sleeping.load(Ordering::SeqCst)
+    }
 }

@@ -1,0 +1,261 @@
+//! Deferred scheduling: a thread outside the pool that schedules many
+//! actors in one burst (a node's inbox handling one batch of remote
+//! tells) hands them to each pool, and wakes its workers, once, when the
+//! burst ends, instead of one injector push and one wake-up per actor it
+//! finds idle, each racing the workers that pop the injector.
+//!
+//! Protocol: while [`batch_wakes`] runs on a thread, a task that thread
+//! schedules from outside the pool is kept in the thread's batch, per
+//! pool (at most [`POOLS`] pools; a task for another, or one scheduled
+//! while the thread's storage is gone, is injected at once). When the
+//! outermost batch of the thread ends (returns or unwinds), each pool's
+//! tasks are pushed to its injector in the order they were scheduled, then
+//! the pool is notified once.
+//!
+//! Why no task is lost or run twice, and no wake-up is lost: a kept task
+//! is the one task of its actor (its `SCHEDULED` bit stays set, so no
+//! other is made meanwhile); the batch's end is run by a guard's `Drop`,
+//! on return and on unwinding, and the guard is private (no caller can
+//! forget it); each push is followed, on the same thread, by a `notify`
+//! of its pool: the same push-then-notify pair as without a batch, only
+//! later. The idle protocol (`park.rs`) needs nothing more: a worker that
+//! parked before the notify is woken by it, one that had not yet parked
+//! re-checks the queues after registering and finds the tasks; a woken
+//! worker that finds work and was the last one searching wakes another
+//! (`Idle::found_work`), so one wake-up spreads a burst. No atomic is
+//! added: the batch is the thread's own state, and the kept tasks' vectors
+//! are reused (no allocation per message once warm).
+//!
+//! The cost: the actors of a batch wait for its end. A batch must not
+//! block: a thread that waits inside one for an actor it told in it waits
+//! for ever.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use super::{Pool, Task};
+
+/// Most pools one batch keeps tasks for; a task for another is injected
+/// at once.
+const POOLS: usize = 4;
+
+#[derive(Default)]
+struct Batch {
+    /// Nested batches on this thread; 0: none.
+    depth: u32,
+    /// Pools with tasks kept for the batch's end, in the order scheduled.
+    pools: [Option<(Arc<Pool>, Vec<Task>)>; POOLS],
+    /// Emptied task vectors, kept for their capacity.
+    spare: Vec<Vec<Task>>,
+}
+
+thread_local! {
+    static BATCH: RefCell<Batch> = RefCell::default();
+}
+
+impl Pool {
+    /// Pushes to the global queue and wakes a worker, or keeps the task
+    /// for the end of this thread's batch if one is open.
+    pub(crate) fn inject_batched(self: &Arc<Self>, task: Task) {
+        if let Some(task) = keep(self, task) {
+            self.inject(task);
+        }
+    }
+}
+
+/// Keeps `task` in this thread's batch; gives it back if there is no
+/// batch (or no room): the caller injects it now.
+fn keep(pool: &Arc<Pool>, task: Task) -> Option<Task> {
+    let mut task = Some(task);
+    let _ = BATCH.try_with(|b| {
+        let Ok(mut b) = b.try_borrow_mut() else {
+            return;
+        };
+        if b.depth == 0 {
+            return;
+        }
+        let b = &mut *b;
+        let mut free = None;
+        for (i, slot) in b.pools.iter_mut().enumerate() {
+            match slot {
+                Some((p, tasks)) if Arc::ptr_eq(p, pool) => {
+                    tasks.extend(task.take());
+                    return;
+                }
+                None if free.is_none() => free = Some(i),
+                _ => {}
+            }
+        }
+        if let Some(i) = free {
+            let mut tasks = b.spare.pop().unwrap_or_default();
+            tasks.extend(task.take());
+            b.pools[i] = Some((pool.clone(), tasks));
+        }
+    });
+    task
+}
+
+/// Runs `f`, keeping the actors its thread schedules until `f` returns:
+/// then each pool gets them in one burst and one wake-up, instead of one
+/// injector push and one wake-up per actor found idle. For a thread
+/// outside the pools that hands out many messages at once (a remote
+/// node's inbox handling one batch of tells). Batches nest; the outermost
+/// one's end hands over. Messages are in the mailboxes at once; only the
+/// actors' runs wait.
+///
+/// `f` must not wait for an actor it told: that actor may not run before
+/// `f` returns.
+///
+/// ```
+/// use troupe::{Actor, ActorSystem, Context};
+/// struct Count;
+/// impl Actor for Count {
+///     type Msg = u32;
+///     fn handle(&mut self, _: u32, _: &mut Context<'_, Self>) {}
+/// }
+/// let system = ActorSystem::new();
+/// let actors: Vec<_> = (0..8).map(|_| system.spawn(Count)).collect();
+/// troupe::batch_wakes(|| {
+///     for a in &actors {
+///         a.tell(1).unwrap();
+///     }
+/// }); // the actors are scheduled here
+/// ```
+pub fn batch_wakes<R>(f: impl FnOnce() -> R) -> R {
+    let _batch = Open::new();
+    f()
+}
+
+/// An open batch on this thread; its drop ends it.
+struct Open;
+
+impl Open {
+    fn new() -> Self {
+        let _ = BATCH.try_with(|b| {
+            if let Ok(mut b) = b.try_borrow_mut() {
+                b.depth += 1;
+            }
+        });
+        Open
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let pools = BATCH
+            .try_with(|b| {
+                let Ok(mut b) = b.try_borrow_mut() else {
+                    return Default::default();
+                };
+                b.depth = b.depth.saturating_sub(1);
+                if b.depth > 0 {
+                    return Default::default();
+                }
+                std::mem::take(&mut b.pools)
+            })
+            .unwrap_or_default();
+        // Outside the borrow: neither a push nor a notify schedules, but
+        // they stay clear of it.
+        for (pool, mut tasks) in pools.into_iter().flatten() {
+            for task in tasks.drain(..) {
+                pool.injector.push(task);
+            }
+            pool.notify();
+            let _ = BATCH.try_with(|b| {
+                if let Ok(mut b) = b.try_borrow_mut() {
+                    if b.spare.len() < POOLS {
+                        b.spare.push(tasks);
+                    }
+                }
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::scheduler::{PoolConfig, Runnable, WorkerLocal};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// Counts its runs.
+    struct Runs(AtomicUsize);
+    impl Runnable for Runs {
+        fn run(&self, _: &WorkerLocal) -> Option<Arc<dyn Runnable>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            None
+        }
+    }
+
+    fn wait(limit: Duration, f: impl Fn() -> bool) -> bool {
+        let end = Instant::now() + limit;
+        while !f() {
+            if Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    #[test]
+    fn a_batch_hands_its_tasks_over_when_it_ends_and_each_runs_once() {
+        let (pool, handles) = Pool::start(PoolConfig {
+            threads: 2,
+            throughput: 64,
+            name: "defer-test".into(),
+            shared_queue: false,
+            pin: None,
+            metrics: false,
+            blocking: false,
+        });
+        assert!(
+            wait(Duration::from_secs(10), || pool.idle.sleeping() == 2),
+            "the workers did not park"
+        );
+        // Leaked: a task must not outlive what it points to.
+        let runs: &'static Runs = Box::leak(Box::new(Runs(AtomicUsize::new(0))));
+        const TASKS: usize = 1000;
+        batch_wakes(|| {
+            batch_wakes(|| {
+                for _ in 0..TASKS / 2 {
+                    pool.schedule(Task::new(runs));
+                }
+            });
+            // The inner batch's end hands nothing over: the outer one is open.
+            for _ in 0..TASKS / 2 {
+                pool.schedule(Task::new(runs));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(
+                pool.idle.sleeping(),
+                2,
+                "a worker was woken inside the batch"
+            );
+            assert!(
+                pool.injector.is_empty(),
+                "a task was pushed inside the batch"
+            );
+            assert_eq!(runs.0.load(Ordering::SeqCst), 0);
+        });
+        assert!(
+            wait(Duration::from_secs(10), || runs.0.load(Ordering::SeqCst)
+                == TASKS),
+            "{} of {TASKS} tasks ran after the batch",
+            runs.0.load(Ordering::SeqCst)
+        );
+        // No batch open: a task wakes a worker at once.
+        assert!(wait(Duration::from_secs(10), || pool.idle.sleeping() == 2));
+        pool.schedule(Task::new(runs));
+        assert!(wait(Duration::from_secs(10), || runs
+            .0
+            .load(Ordering::SeqCst)
+            == TASKS + 1));
+        pool.begin_shutdown();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(runs.0.load(Ordering::SeqCst), TASKS + 1, "a task ran twice");
+    }
+}
