@@ -3,11 +3,15 @@
 //! Writers: the region actor (activations, passivations, deliveries,
 //! buffering, bad input), the node's inbox (direct deliveries, tells it
 //! refuses for a full buffer), the coordinator (claims, hand-overs, store
-//! errors) and entity references (tells and asks sent). Every message
+//! errors) and entity references (tells and asks sent; tells on a
+//! [`Striped`] counter, a cache line per sending thread). Every message
 //! that is not delivered lands in exactly one of `buffer_full`, `expired`,
 //! `bad_envelopes`, `unknown_types`, `undecodable` or `entity_gone`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_utils::CachePadded;
 
 macro_rules! counters {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
@@ -20,6 +24,9 @@ macro_rules! counters {
         #[derive(Default)]
         pub(crate) struct Counters {
             $(pub(crate) $name: AtomicU64,)*
+            /// Tells sent by entity references, per sending thread
+            /// (added to `tells` in the snapshot).
+            pub(crate) tells_sent: Striped,
         }
 
         impl Counters {
@@ -96,10 +103,81 @@ impl Counters {
     pub(crate) fn snapshot(&self) -> ShardingStats {
         let mut s = self.load();
         s.delivered = s.delivered.saturating_add(s.delivered_direct);
+        s.tells = s.tells.saturating_add(self.tells_sent.sum());
         s
     }
 
     pub(crate) fn add(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// How many cells a [`Striped`] counter has.
+const STRIPES: usize = 16;
+
+/// A counter that many threads add to, each in its own cache line: a
+/// thread adds to the cell of its stripe (threads are numbered as they
+/// first count, modulo [`STRIPES`]), so up to `STRIPES` sending threads
+/// never contend for one line, and none shares it with the counters the
+/// inbox and the region write. Read by summing the cells.
+pub(crate) struct Striped {
+    cells: [CachePadded<AtomicU64>; STRIPES],
+}
+
+impl Default for Striped {
+    fn default() -> Self {
+        Striped {
+            cells: std::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's stripe; `usize::MAX` until it first counts.
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+impl Striped {
+    /// Adds one, on this thread's cell.
+    pub(crate) fn add(&self) {
+        let i = STRIPE
+            .try_with(|s| {
+                let mut i = s.get();
+                if i == usize::MAX {
+                    static NEXT: AtomicUsize = AtomicUsize::new(0);
+                    i = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+                    s.set(i);
+                }
+                i
+            })
+            .unwrap_or(0);
+        self.cells[i % STRIPES].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The sum of the cells.
+    pub(crate) fn sum(&self) -> u64 {
+        self.cells
+            .iter()
+            .fold(0u64, |a, c| a.saturating_add(c.load(Ordering::Relaxed)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_thread_s_adds_are_summed() {
+        let c = Striped::default();
+        std::thread::scope(|s| {
+            for _ in 0..(STRIPES + 3) {
+                s.spawn(|| {
+                    for _ in 0..1000 {
+                        c.add();
+                    }
+                });
+            }
+        });
+        assert_eq!(c.sum(), 1000 * (STRIPES as u64 + 3));
     }
 }
