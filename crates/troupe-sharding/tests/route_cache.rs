@@ -1,0 +1,132 @@
+//! The sending thread's kept routing table (shared.rs, `Routes`) follows
+//! every route change: two threads tell entities on every shard through
+//! one node while a third node joins (shards move to it) and then a node
+//! that owned shards leaves and is gone (a stale route to it would lose
+//! what it sends there). Every tell accepted (`Ok`) is handled exactly
+//! once, per entity; refused ones come back to the sender. Real
+//! nats-server (JetStream); skips without it unless `TROUPE_REQUIRE_NATS=1`.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use common::*;
+use troupe_sharding::EntityRef;
+use troupe_test_nats::NatsServer;
+
+/// Tells accepted per entity, and how many came back refused.
+fn send(
+    through: &[EntityRef<Counter>],
+    from: u32,
+    stop: &AtomicBool,
+) -> (HashMap<String, u64>, u64) {
+    let mut accepted: HashMap<String, u64> = HashMap::new();
+    let mut refused = 0;
+    let mut seq = 0;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        for e in through {
+            match e.tell(Add { from, seq }) {
+                Ok(()) => *accepted.entry(e.id().to_string()).or_default() += 1,
+                Err(_) => refused += 1,
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    (accepted, refused)
+}
+
+#[test]
+fn tells_follow_every_route_change_and_arrive_once() {
+    let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
+    let tracker = Tracker::default();
+    let (c1, c2) = (cluster(&server, "k1"), cluster(&server, "k2"));
+    let s1 = counters(&c1, &tracker).start().expect("start");
+    let s2 = counters(&c2, &tracker).start().expect("start");
+    settle(&[&c1, &c2], &[&s1, &s2]);
+    assert!(s2.stats().shards_owned > 0, "k2 owns shards");
+
+    // Two senders, 150 ids each, together on every shard, all through k1.
+    let ids: Vec<Vec<String>> = (0..2)
+        .map(|t| (0..150).map(|i| format!("user-{}", t * 150 + i)).collect())
+        .collect();
+    let shards: HashSet<u32> = ids.iter().flatten().map(|id| s1.shard_of(id)).collect();
+    assert_eq!(shards.len(), SHARDS as usize, "every shard is exercised");
+    let refs: Vec<Vec<EntityRef<Counter>>> = ids
+        .iter()
+        .map(|ids| ids.iter().map(|id| s1.entity(id)).collect())
+        .collect();
+
+    let stop = AtomicBool::new(false);
+    let (sent, s3) = std::thread::scope(|scope| {
+        let stop = &stop;
+        let senders: Vec<_> = refs
+            .iter()
+            .enumerate()
+            .map(|(t, r)| scope.spawn(move || send(r, t as u32, stop)))
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        // A join: shards move from k1 and k2 to k3.
+        let c3 = cluster(&server, "k3");
+        let s3 = counters(&c3, &tracker).start().expect("start");
+        settle(&[&c1, &c2, &c3], &[&s1, &s2, &s3]);
+        assert!(s3.stats().shards_owned > 0, "k3 took shards");
+        std::thread::sleep(Duration::from_millis(300));
+        // A leave: k2's shards move, and k2 is gone for good.
+        s2.leave();
+        drop(c2);
+        settle(&[&c1, &c3], &[&s1, &s3]);
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+        let sent: Vec<_> = senders.into_iter().map(|h| h.join().unwrap()).collect();
+        (sent, (c3, s3))
+    });
+    let mut accepted: HashMap<String, u64> = HashMap::new();
+    let mut refused = 0;
+    for (a, r) in sent {
+        accepted.extend(a);
+        refused += r;
+    }
+    let total: u64 = accepted.values().sum();
+    assert!(total > 0, "nothing accepted");
+    let exact = || {
+        ids.iter()
+            .flatten()
+            .all(|id| tracker.get(id).delivered == accepted.get(id).copied().unwrap_or(0))
+    };
+    assert!(wait_until(Duration::from_secs(20), exact), "{}", {
+        let wrong: Vec<_> = ids
+            .iter()
+            .flatten()
+            .map(|id| {
+                (
+                    id,
+                    tracker.get(id).delivered,
+                    accepted.get(id).copied().unwrap_or(0),
+                )
+            })
+            .filter(|(_, d, a)| d != a)
+            .collect();
+        format!("{total} accepted, {refused} refused; (id, delivered, accepted) differ: {wrong:?}")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(exact(), "a tell was delivered twice");
+    assert_eq!(tracker.max_live(), 1, "never two live activations");
+    // The senders' routes moved with the shards: k3 was told directly.
+    let st3 = s3.1.stats();
+    assert!(
+        st3.delivered_direct > 0,
+        "k3 was never told directly: {st3:?}"
+    );
+    // Every accepted tell is counted on the striped counter (and the
+    // ones refused after the count: a full buffer).
+    let tells = s1.stats().tells;
+    assert!(
+        (total..=total + refused).contains(&tells),
+        "{tells} counted, {total} accepted"
+    );
+}
