@@ -4,7 +4,8 @@
 //!
 //! Writers: the routing table is written only by the coordinator (once a
 //! tick, and on a claim) and read by entity references and the region
-//! ([`Routes`] states how a sending thread reads it without a lock); the decoder
+//! ([`Routes`] states how a sending thread reads it without a lock or a
+//! reference count); the decoder
 //! tables are fixed at start; `pending` is written by the region; the
 //! direct table by the region (its module says who writes what).
 
@@ -13,7 +14,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use arc_swap::cache::Cache;
+use arc_swap::ArcSwap;
 use tokio::runtime::Handle;
 use troupe::{Actor, ActorRef, ReplyTo, SystemHandle};
 use troupe_remote::RemoteRef;
@@ -70,37 +72,34 @@ pub(crate) struct Shared<A: Actor> {
 
 /// The routing table: one [`Route`] per shard.
 ///
-/// The table is immutable once published: the coordinator (the only
-/// writer) builds a new one, swaps it in under the write lock and then,
-/// still under it, raises `version`. A reader under the read lock gets a
-/// matching pair (the table and its version).
+/// A table is immutable once published: the coordinator (the only
+/// writer) builds a new one and swaps it in (`ArcSwap`).
 ///
-/// A sending thread keeps the pair it last read ([`Routes::with`]): while
-/// `version` still reads the same, its table is the current one, so a
-/// route costs one atomic load, no lock and no reference count. When the
-/// version moved, the thread takes the read lock once and keeps the new
-/// pair. A table a thread keeps holds the references of its routes (as a
-/// clone of an entity reference's route would) until the thread reads a
-/// newer one or exits; a thread keeps at most [`CACHED`] tables.
+/// A sending thread keeps the table it last read, in an `arc_swap`
+/// [`Cache`] ([`Routes::with`]): while the published table is still the
+/// one it keeps (one atomic load of the pointer), it reads the route with
+/// no lock and no reference count; when the table changed, it takes the
+/// new one once. A table a thread keeps holds the references of its
+/// routes (as a clone of a route would) until the thread reads a newer
+/// one or exits; a thread keeps the tables of at most [`CACHED`]
+/// shardings.
 ///
-/// A route read this way is the one current when `version` was loaded,
-/// exactly as under the lock: a tell that races a route change goes by
-/// the old or the new route, and an old owner that no longer owns the
-/// shard hands it on as before (the region's forwarding and fencing).
+/// A route read this way is the one published when the pointer was
+/// loaded, as with a lock: a tell that races a route change goes by the
+/// old or the new route, and an old owner that no longer owns the shard
+/// hands it on as before (the region's forwarding and fencing).
 pub(crate) struct Routes {
     /// Which routing table this is, for the threads' caches: unique in
     /// the process (never reused, unlike an address).
     id: u64,
-    table: RwLock<Arc<[Route]>>,
-    /// Raised after each new table is in place, under the write lock.
-    version: AtomicU64,
+    table: Arc<ArcSwap<Vec<Route>>>,
 }
 
-/// How many routing tables (of different shardings) a thread keeps.
+/// How many shardings' routing tables a thread keeps.
 const CACHED: usize = 4;
 
-/// A routing table a thread keeps: `(Routes::id, version, table)`.
-type Kept = (u64, u64, Arc<[Route]>);
+/// A routing table a thread keeps, with its `Routes::id`.
+type Kept = (u64, Cache<Arc<ArcSwap<Vec<Route>>>, Arc<Vec<Route>>>);
 
 thread_local! {
     /// This thread's kept routing tables; replaced round robin.
@@ -113,27 +112,23 @@ impl Routes {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         Routes {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
-            table: RwLock::new(Arc::from(Vec::new())),
-            version: AtomicU64::new(0),
+            table: Arc::new(ArcSwap::from_pointee(Vec::new())),
         }
     }
 
     /// Coordinator: `table` is the routing table from now on.
     pub fn set(&self, table: Vec<Route>) {
-        let mut t = self.table.write();
-        *t = table.into();
-        self.version.fetch_add(1, Ordering::Release);
+        self.table.store(Arc::new(table));
     }
 
-    /// Coordinator: shard `s` routes to this node's region from now on.
+    /// Coordinator (the only writer): shard `s` routes to this node's
+    /// region from now on.
     pub fn set_local(&self, s: u32) {
-        let mut t = self.table.write();
-        let mut next = t.to_vec();
+        let mut next = Vec::clone(&self.table.load());
         if let Some(r) = next.get_mut(s as usize) {
             *r = Route::Local;
         }
-        *t = next.into();
-        self.version.fetch_add(1, Ordering::Release);
+        self.table.store(Arc::new(next));
     }
 
     /// The route of `shard`, cloned.
@@ -142,46 +137,43 @@ impl Routes {
     }
 
     /// Calls `f` with the route of `shard`, from this thread's kept table
-    /// while it is current (no lock, no clone), else under the read lock.
+    /// while it is the published one (no lock, no clone).
     pub fn with<R>(&self, shard: u32, f: impl FnOnce(&Route) -> R) -> R {
-        let version = self.version.load(Ordering::Acquire);
         let mut f = Some(f);
         let done = KEPT.try_with(|kept| {
             // Busy only if `f` sends again from inside a send (a
-            // message's `Serialize`): that send reads under the lock.
+            // message's `Serialize`): that send reads without the cache.
             let mut kept = kept.try_borrow_mut().ok()?;
             let (tables, next) = &mut *kept;
-            let found = tables
+            let at = match tables
                 .iter()
-                .position(|k| matches!(k, Some((id, _, _)) if *id == self.id));
-            let at = match found {
-                Some(i) if matches!(&tables[i], Some((_, v, _)) if *v == version) => i,
-                _ => {
-                    let i = found.unwrap_or_else(|| {
-                        let i = *next;
-                        *next = (i + 1) % CACHED;
-                        i
-                    });
-                    let t = self.table.read();
-                    tables[i] = Some((self.id, self.version.load(Ordering::Acquire), t.clone()));
+                .position(|k| matches!(k, Some((id, _)) if *id == self.id))
+            {
+                Some(i) => i,
+                None => {
+                    let i = *next;
+                    *next = (i + 1) % CACHED;
+                    tables[i] = Some((self.id, Cache::new(self.table.clone())));
                     i
                 }
             };
-            let (_, _, table) = tables[at].as_ref()?;
+            let (_, cache) = tables[at].as_mut()?;
+            let table = cache.load();
             let f = f.take()?;
             Some(f(table.get(shard as usize).unwrap_or(&Route::Local)))
         });
-        match (done, f) {
-            (Ok(Some(r)), _) => r,
-            (_, Some(f)) => self.with_locked(shard, f),
-            // `f` ran and gave its result above.
-            (_, None) => unreachable!("the route's closure ran but gave nothing"),
+        if let Ok(Some(r)) = done {
+            return r;
         }
-    }
-
-    fn with_locked<R>(&self, shard: u32, f: impl FnOnce(&Route) -> R) -> R {
-        let t = self.table.read();
-        f(t.get(shard as usize).unwrap_or(&Route::Local))
+        match f {
+            Some(f) => f(self
+                .table
+                .load()
+                .get(shard as usize)
+                .unwrap_or(&Route::Local)),
+            // `f` ran above, and gave its result.
+            None => unreachable!("the route's closure ran but gave nothing"),
+        }
     }
 }
 
