@@ -71,7 +71,8 @@ counters! {
     /// Messages handed to a local entity.
     delivered,
     /// Of `delivered`, remote tells the node's inbox handed to their
-    /// entity directly, without the region's thread.
+    /// entity directly, without the region's thread (written by the
+    /// node's inbox loop alone, one task).
     delivered_direct,
     /// Envelopes forwarded to another node's region.
     forwarded,
@@ -109,6 +110,13 @@ impl Counters {
 
     pub(crate) fn add(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds one to a counter that only one thread at a time writes (one
+    /// task, or one actor): a load and a store, without the locked
+    /// read-modify-write. A second writer would lose counts.
+    pub(crate) fn add_single_writer(c: &AtomicU64) {
+        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
     }
 }
 
