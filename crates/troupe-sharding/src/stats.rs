@@ -4,14 +4,14 @@
 //! buffering, bad input), the node's inbox (direct deliveries, tells it
 //! refuses for a full buffer), the coordinator (claims, hand-overs, store
 //! errors) and entity references (tells and asks sent; tells on a
-//! [`Striped`] counter, a cache line per sending thread). Every message
+//! [`PerThread`] counter, a cell per sending thread). Every message
 //! that is not delivered lands in exactly one of `buffer_full`, `expired`,
 //! `bad_envelopes`, `unknown_types`, `undecodable` or `entity_gone`.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
+use thread_local::ThreadLocal;
 
 macro_rules! counters {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
@@ -26,7 +26,7 @@ macro_rules! counters {
             $(pub(crate) $name: AtomicU64,)*
             /// Tells sent by entity references, per sending thread
             /// (added to `tells` in the snapshot).
-            pub(crate) tells_sent: Striped,
+            pub(crate) tells_sent: PerThread,
         }
 
         impl Counters {
@@ -120,46 +120,21 @@ impl Counters {
     }
 }
 
-/// How many cells a [`Striped`] counter has.
-const STRIPES: usize = 16;
-
-/// A counter that many threads add to, each in its own cache line: a
-/// thread adds to the cell of its stripe (threads are numbered as they
-/// first count, modulo [`STRIPES`]), so up to `STRIPES` sending threads
-/// never contend for one line, and none shares it with the counters the
-/// inbox and the region write. Read by summing the cells.
-pub(crate) struct Striped {
-    cells: [CachePadded<AtomicU64>; STRIPES],
+/// A counter that many threads add to, each on a cell of its own
+/// (`thread_local::ThreadLocal`: one cell per live thread, kept for the
+/// next thread that reuses the id): a thread's add is a load and a store
+/// on its own cell, no locked read-modify-write and no line shared with
+/// other writers. Read by summing the cells.
+#[derive(Default)]
+pub(crate) struct PerThread {
+    cells: ThreadLocal<CachePadded<AtomicU64>>,
 }
 
-impl Default for Striped {
-    fn default() -> Self {
-        Striped {
-            cells: std::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
-        }
-    }
-}
-
-thread_local! {
-    /// This thread's stripe; `usize::MAX` until it first counts.
-    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-impl Striped {
-    /// Adds one, on this thread's cell.
+impl PerThread {
+    /// Adds one, on this thread's cell (this thread is its only writer).
     pub(crate) fn add(&self) {
-        let i = STRIPE
-            .try_with(|s| {
-                let mut i = s.get();
-                if i == usize::MAX {
-                    static NEXT: AtomicUsize = AtomicUsize::new(0);
-                    i = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
-                    s.set(i);
-                }
-                i
-            })
-            .unwrap_or(0);
-        self.cells[i % STRIPES].fetch_add(1, Ordering::Relaxed);
+        let c = self.cells.get_or_default();
+        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
     }
 
     /// The sum of the cells.
@@ -176,9 +151,9 @@ mod tests {
 
     #[test]
     fn every_thread_s_adds_are_summed() {
-        let c = Striped::default();
+        let c = PerThread::default();
         std::thread::scope(|s| {
-            for _ in 0..(STRIPES + 3) {
+            for _ in 0..19 {
                 s.spawn(|| {
                     for _ in 0..1000 {
                         c.add();
@@ -186,6 +161,14 @@ mod tests {
                 });
             }
         });
-        assert_eq!(c.sum(), 1000 * (STRIPES as u64 + 3));
+        assert_eq!(c.sum(), 19_000);
+        // Threads that reuse an exited thread's cell add to it.
+        for _ in 0..3 {
+            std::thread::spawn(|| ()).join().unwrap();
+            std::thread::scope(|s| {
+                s.spawn(|| c.add());
+            });
+        }
+        assert_eq!(c.sum(), 19_003);
     }
 }
