@@ -106,7 +106,7 @@ pub mod transport;
 pub use api::builder::NodeBuilder;
 pub use api::expose::Exposure;
 pub use api::node::Node;
-pub use api::remote_ref::RemoteRef;
+pub use api::remote_ref::{EncodesAs, RemoteRef};
 pub use api::runtime;
 #[cfg(feature = "otel")]
 pub use api::telemetry;

@@ -229,7 +229,7 @@ impl<A: Actor> Coordinator<A> {
             };
             routes.push(route);
         }
-        *sh.routes.write() = routes;
+        sh.routes.set(routes);
         if self.leaving {
             let _ = self.region.tell(RegionMsg::Tick);
             return;
@@ -296,7 +296,7 @@ impl<A: Actor> Coordinator<A> {
                                 Counters::add(&sh.stats.takeovers);
                             }
                             self.owned.insert(s, token);
-                            sh.routes.write()[s as usize] = Route::Local;
+                            sh.routes.set_local(s);
                             let _ = self.region.tell(RegionMsg::Owned { shard: s, token });
                             return true;
                         }

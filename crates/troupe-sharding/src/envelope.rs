@@ -64,6 +64,65 @@ impl ShardTellView<'_> {
     }
 }
 
+/// A [`ShardTell`] as the sender writes it: the id borrowed, the message
+/// encoded in place of the payload's bytes. It encodes to exactly the
+/// bytes of the `ShardTell` whose payload is `msg`'s postcard encoding
+/// (postcard writes a byte string as its length, a varint, then the
+/// bytes; here the length is `len`, computed beforehand, and the bytes are
+/// `msg` encoded by the same serializer), so the message is encoded once,
+/// straight into the outgoing frame.
+pub(crate) struct ShardTellOut<'a, M> {
+    /// The entity id.
+    pub entity: &'a str,
+    /// The stable type id of `msg`.
+    pub type_id: u64,
+    /// Forwards so far.
+    pub hops: u8,
+    /// The length of `msg`'s postcard encoding
+    /// (`postcard::experimental::serialized_size`).
+    pub len: usize,
+    /// The message.
+    pub msg: &'a M,
+}
+
+/// The payload field of a [`ShardTellOut`]: the length, then the message.
+struct Nested<'a, M> {
+    len: usize,
+    msg: &'a M,
+}
+
+impl<M: Serialize> Serialize for Nested<'_, M> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        // A postcard tuple has no prefix of its own; a usize is written as
+        // the same varint as a byte string's length.
+        let mut t = s.serialize_tuple(2)?;
+        t.serialize_element(&self.len)?;
+        t.serialize_element(self.msg)?;
+        t.end()
+    }
+}
+
+impl<M: Serialize> Serialize for ShardTellOut<'_, M> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut t = s.serialize_struct("ShardTell", 4)?;
+        t.serialize_field("entity", self.entity)?;
+        t.serialize_field("type_id", &self.type_id)?;
+        t.serialize_field("hops", &self.hops)?;
+        t.serialize_field(
+            "payload",
+            &Nested {
+                len: self.len,
+                msg: self.msg,
+            },
+        )?;
+        t.end()
+    }
+}
+
+impl<M: Serialize> troupe_remote::EncodesAs<ShardTell> for ShardTellOut<'_, M> {}
+
 /// One ask for entity `entity`; answered with a [`ShardReply`].
 #[remote("troupe.sharding.Ask", reply = ShardReply)]
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -164,6 +223,55 @@ mod tests {
         let mut long = bytes.clone();
         long.push(0);
         assert!(troupe_remote::envelope::decode_body::<ShardTellView<'_>>(&long).is_err());
+    }
+
+    #[test]
+    fn the_sender_s_envelope_encodes_as_the_owned_one() {
+        #[derive(Serialize)]
+        struct Msg {
+            n: u64,
+            s: String,
+            v: Vec<u16>,
+        }
+        let long = "x".repeat(300);
+        let msgs = [
+            Msg {
+                n: 0,
+                s: String::new(),
+                v: vec![],
+            },
+            Msg {
+                n: u64::MAX,
+                s: "cart".into(),
+                v: vec![1, 300, 65535],
+            },
+            // A payload of 300+ bytes: a two-byte length.
+            Msg {
+                n: 7,
+                s: long,
+                v: (0..100).collect(),
+            },
+        ];
+        for (i, m) in msgs.iter().enumerate() {
+            let payload = postcard::to_allocvec(m).unwrap();
+            let owned = ShardTell {
+                entity: format!("user-{i}"),
+                type_id: u64::MAX - i as u64,
+                hops: 0,
+                payload,
+            };
+            let out = ShardTellOut {
+                entity: &owned.entity,
+                type_id: owned.type_id,
+                hops: 0,
+                len: postcard::experimental::serialized_size(m).unwrap(),
+                msg: m,
+            };
+            assert_eq!(
+                postcard::to_allocvec(&out).unwrap(),
+                postcard::to_allocvec(&owned).unwrap()
+            );
+        }
     }
 
     #[test]

@@ -91,8 +91,10 @@
 //! The coordinator thread ([`coordinator`]) alone writes owner records and
 //! the routing table; the region actor ([`region`]) alone spawns and
 //! stops entities, writes remembered ids and publishes the direct path's
-//! table; entity references only read the routing table; the inbox loop
-//! only reads the direct path's table.
+//! table; entity references only read the routing table (each sending
+//! thread keeps the table it last read while it is the published one,
+//! `shared.rs`); the inbox loop only reads the direct path's table and
+//! writes its direct-delivery counter.
 
 //! ## Layers
 //!

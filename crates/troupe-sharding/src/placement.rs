@@ -31,7 +31,16 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 /// assert!(shard_of("user-42", 64) < 64);
 /// ```
 pub fn shard_of(id: &str, shards: u32) -> u32 {
-    (fnv1a(id.as_bytes()) % u64::from(shards.max(1))) as u32
+    let n = u64::from(shards.max(1));
+    let h = fnv1a(id.as_bytes());
+    // For a power of two the mask is the remainder, without the division
+    // (the default 64 shards; the inbox computes it for every tell).
+    let s = if n.is_power_of_two() {
+        h & (n - 1)
+    } else {
+        h % n
+    };
+    s as u32
 }
 
 /// A 64-bit mix (splitmix64's finalizer), so that nearby inputs give
@@ -56,6 +65,18 @@ pub fn desired_owner(nodes: &[String], shard: u32) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shard_is_the_remainder_for_every_count() {
+        for n in (1..=300).chain([1 << 10, (1 << 10) + 1, u32::MAX - 1, u32::MAX]) {
+            for i in 0..200 {
+                let id = format!("entity-{i}");
+                let want = (fnv1a(id.as_bytes()) % u64::from(n)) as u32;
+                assert_eq!(shard_of(&id, n), want, "{id} of {n}");
+            }
+        }
+        assert_eq!(shard_of("x", 0), 0);
+    }
 
     fn names(n: &[&str]) -> Vec<String> {
         n.iter().map(|s| s.to_string()).collect()

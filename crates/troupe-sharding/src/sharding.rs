@@ -8,7 +8,6 @@
 //! arrive in the order sent while the entity's shard stays where it is; a
 //! move may reorder messages that were in flight across it.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
@@ -17,7 +16,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use parking_lot::RwLock;
 use troupe::{
     Actor, ActorRef, ActorSystem, AskError, ReplyTo, SendError, SpawnOptions, SystemHandle,
 };
@@ -26,13 +24,13 @@ use troupe_remote::{RemoteAsk, RemoteMessage};
 
 use crate::config::Config;
 use crate::coordinator::{Command, Control, Coordinator};
-use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell};
+use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell, ShardTellOut};
 use crate::ownership::bucket::BucketOwnership;
 use crate::ownership::{update_members, OwnershipStore, StoreError};
 use crate::placement::shard_of;
 use crate::region::direct::{self, Direct};
 use crate::region::{Region, RegionMsg};
-use crate::shared::{AskFn, Route, Shared, TellFn, TypeTable};
+use crate::shared::{AskFn, Route, Routes, Shared, TellFn, TypeTable};
 use crate::stats::{Counters, ShardingStats};
 
 /// Why a sharding could not start.
@@ -273,7 +271,7 @@ impl<A: Actor> ShardingBuilder<A> {
             factory: self.factory,
             tells: self.tells,
             asks: self.asks,
-            routes: RwLock::new(Vec::new()),
+            routes: Routes::new(),
             stats: Counters::default(),
             handle,
             system: system.clone(),
@@ -457,38 +455,31 @@ impl<A: Actor> EntityRef<A> {
         if !self.shared.tells.contains_key(&M::TYPE_ID) || !check(&self.id, 0) {
             return Err(SendError::Closed(msg));
         }
-        // To a live owner: encode into this thread's reused envelope, which
-        // the outbox encodes from the borrow; nothing is allocated.
+        // To a live owner: the message is encoded once, straight into the
+        // owner's outbox, with the id borrowed; nothing is allocated.
         let sent = self.shared.with_route(self.shard, |route| match route {
-            Route::Remote { tell, .. } => SCRATCH.with(|cell| {
-                let Ok(mut env) = cell.try_borrow_mut() else {
-                    return Sent::NotTried;
+            Route::Remote { tell, .. } => {
+                let Ok(len) = postcard::experimental::serialized_size(&msg) else {
+                    return Sent::Unencodable;
                 };
-                env.entity.clear();
-                env.entity.push_str(&self.id);
-                env.type_id = M::TYPE_ID;
-                env.hops = 0;
-                let mut payload = std::mem::take(&mut env.payload);
-                payload.clear();
-                match postcard::to_extend(&msg, payload) {
-                    Ok(p) => env.payload = p,
-                    Err(_) => return Sent::Unencodable,
-                }
-                let r = tell.tell_ref(&env);
-                if env.payload.capacity() > SCRATCH_KEEP {
-                    env.payload = Vec::new();
-                }
-                match r {
+                let out = ShardTellOut {
+                    entity: &self.id,
+                    type_id: M::TYPE_ID,
+                    hops: 0,
+                    len,
+                    msg: &msg,
+                };
+                match tell.tell_as(&out) {
                     Ok(()) => Sent::Yes,
                     Err(SendError::Full(())) => Sent::Full,
                     Err(_) => Sent::NotTried,
                 }
-            }),
+            }
             Route::Local => Sent::NotTried,
         });
         match sent {
             Sent::Yes => {
-                Counters::add(&self.shared.stats.tells);
+                self.shared.stats.tells_sent.add();
                 return Ok(());
             }
             // The owner's outbox is full: the caller gets the message back
@@ -502,7 +493,7 @@ impl<A: Actor> EntityRef<A> {
         let Ok(payload) = postcard::to_allocvec(&msg) else {
             return Err(SendError::Closed(msg));
         };
-        Counters::add(&self.shared.stats.tells);
+        self.shared.stats.tells_sent.add();
         // The bound the region's buffer keeps (region/route.rs): what it
         // holds and what the inbox has confirmed on its way to it.
         let held = self
@@ -579,21 +570,6 @@ enum Sent {
     NotTried,
     /// serde refused the message.
     Unencodable,
-}
-
-/// The largest payload buffer a thread keeps between tells.
-const SCRATCH_KEEP: usize = 64 * 1024;
-
-thread_local! {
-    /// Each sending thread's reused tell envelope.
-    static SCRATCH: RefCell<ShardTell> = const {
-        RefCell::new(ShardTell {
-            entity: String::new(),
-            type_id: 0,
-            hops: 0,
-            payload: Vec::new(),
-        })
-    };
 }
 
 fn decode_reply<Q: RemoteAsk>(reply: ShardReply) -> Result<Q::Reply, AskError> {

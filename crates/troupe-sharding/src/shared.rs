@@ -3,15 +3,19 @@
 //! decoders, the routing table and the counters.
 //!
 //! Writers: the routing table is written only by the coordinator (once a
-//! tick, whole) and read by entity references and the region; the decoder
+//! tick, and on a claim) and read by entity references and the region
+//! ([`Routes`] states how a sending thread reads it without a lock or a
+//! reference count); the decoder
 //! tables are fixed at start; `pending` is written by the region; the
 //! direct table by the region (its module says who writes what).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use arc_swap::cache::Cache;
+use arc_swap::ArcSwap;
 use tokio::runtime::Handle;
 use troupe::{Actor, ActorRef, ReplyTo, SystemHandle};
 use troupe_remote::RemoteRef;
@@ -56,7 +60,7 @@ pub(crate) struct Shared<A: Actor> {
     pub factory: Factory<A>,
     pub tells: TypeTable<TellFn<A>>,
     pub asks: TypeTable<AskFn<A>>,
-    pub routes: RwLock<Vec<Route>>,
+    pub routes: Routes,
     pub stats: Counters,
     pub handle: Handle,
     pub system: SystemHandle,
@@ -66,19 +70,121 @@ pub(crate) struct Shared<A: Actor> {
     pub direct: Direct<A>,
 }
 
-impl<A: Actor> Shared<A> {
-    pub fn route(&self, shard: u32) -> Route {
-        self.routes
-            .read()
-            .get(shard as usize)
-            .cloned()
-            .unwrap_or(Route::Local)
+/// The routing table: one [`Route`] per shard.
+///
+/// A table is immutable once published: the coordinator (the only
+/// writer) builds a new one and swaps it in (`ArcSwap`).
+///
+/// A sending thread keeps the table it last read, in an `arc_swap`
+/// [`Cache`] ([`Routes::with`]): while the published table is still the
+/// one it keeps (one atomic load of the pointer), it reads the route with
+/// no lock and no reference count; when the table changed, it takes the
+/// new one once. A table a thread keeps holds the references of its
+/// routes (as a clone of a route would) until the thread reads a newer
+/// one or exits; a thread keeps the tables of at most [`CACHED`]
+/// shardings.
+///
+/// A route read this way is the one published when the pointer was
+/// loaded, as with a lock: a tell that races a route change goes by the
+/// old or the new route, and an old owner that no longer owns the shard
+/// hands it on as before (the region's forwarding and fencing).
+pub(crate) struct Routes {
+    /// Which routing table this is, for the threads' caches: unique in
+    /// the process (never reused, unlike an address).
+    id: u64,
+    table: Arc<ArcSwap<Vec<Route>>>,
+}
+
+/// How many shardings' routing tables a thread keeps.
+const CACHED: usize = 4;
+
+/// A routing table a thread keeps, with its `Routes::id`.
+type Kept = (u64, Cache<Arc<ArcSwap<Vec<Route>>>, Arc<Vec<Route>>>);
+
+thread_local! {
+    /// This thread's kept routing tables; replaced round robin.
+    static KEPT: RefCell<([Option<Kept>; CACHED], usize)> =
+        const { RefCell::new(([None, None, None, None], 0)) };
+}
+
+impl Routes {
+    pub fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Routes {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            table: Arc::new(ArcSwap::from_pointee(Vec::new())),
+        }
     }
 
-    /// Calls `f` with the route of `shard`, under the table's read lock
-    /// (no reference is cloned).
+    /// Coordinator: `table` is the routing table from now on.
+    pub fn set(&self, table: Vec<Route>) {
+        self.table.store(Arc::new(table));
+    }
+
+    /// Coordinator (the only writer): shard `s` routes to this node's
+    /// region from now on.
+    pub fn set_local(&self, s: u32) {
+        let mut next = Vec::clone(&self.table.load());
+        if let Some(r) = next.get_mut(s as usize) {
+            *r = Route::Local;
+        }
+        self.table.store(Arc::new(next));
+    }
+
+    /// The route of `shard`, cloned.
+    pub fn get(&self, shard: u32) -> Route {
+        self.with(shard, Route::clone)
+    }
+
+    /// Calls `f` with the route of `shard`, from this thread's kept table
+    /// while it is the published one (no lock, no clone).
+    pub fn with<R>(&self, shard: u32, f: impl FnOnce(&Route) -> R) -> R {
+        let mut f = Some(f);
+        let done = KEPT.try_with(|kept| {
+            // Busy only if `f` sends again from inside a send (a
+            // message's `Serialize`): that send reads without the cache.
+            let mut kept = kept.try_borrow_mut().ok()?;
+            let (tables, next) = &mut *kept;
+            let at = match tables
+                .iter()
+                .position(|k| matches!(k, Some((id, _)) if *id == self.id))
+            {
+                Some(i) => i,
+                None => {
+                    let i = *next;
+                    *next = (i + 1) % CACHED;
+                    tables[i] = Some((self.id, Cache::new(self.table.clone())));
+                    i
+                }
+            };
+            let (_, cache) = tables[at].as_mut()?;
+            let table = cache.load();
+            let f = f.take()?;
+            Some(f(table.get(shard as usize).unwrap_or(&Route::Local)))
+        });
+        if let Ok(Some(r)) = done {
+            return r;
+        }
+        match f {
+            Some(f) => f(self
+                .table
+                .load()
+                .get(shard as usize)
+                .unwrap_or(&Route::Local)),
+            // `f` ran above, and gave its result.
+            None => unreachable!("the route's closure ran but gave nothing"),
+        }
+    }
+}
+
+impl<A: Actor> Shared<A> {
+    pub fn route(&self, shard: u32) -> Route {
+        self.routes.get(shard)
+    }
+
+    /// Calls `f` with the route of `shard` ([`Routes::with`]: no lock and
+    /// no clone in the steady state).
     pub fn with_route<R>(&self, shard: u32, f: impl FnOnce(&Route) -> R) -> R {
-        let routes = self.routes.read();
-        f(routes.get(shard as usize).unwrap_or(&Route::Local))
+        self.routes.with(shard, f)
     }
 }

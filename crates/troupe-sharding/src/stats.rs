@@ -3,11 +3,15 @@
 //! Writers: the region actor (activations, passivations, deliveries,
 //! buffering, bad input), the node's inbox (direct deliveries, tells it
 //! refuses for a full buffer), the coordinator (claims, hand-overs, store
-//! errors) and entity references (tells and asks sent). Every message
+//! errors) and entity references (tells and asks sent; tells on a
+//! [`PerThread`] counter, a cell per sending thread). Every message
 //! that is not delivered lands in exactly one of `buffer_full`, `expired`,
 //! `bad_envelopes`, `unknown_types`, `undecodable` or `entity_gone`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crossbeam_utils::CachePadded;
+use thread_local::ThreadLocal;
 
 macro_rules! counters {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
@@ -20,6 +24,9 @@ macro_rules! counters {
         #[derive(Default)]
         pub(crate) struct Counters {
             $(pub(crate) $name: AtomicU64,)*
+            /// Tells sent by entity references, per sending thread
+            /// (added to `tells` in the snapshot).
+            pub(crate) tells_sent: PerThread,
         }
 
         impl Counters {
@@ -64,7 +71,8 @@ counters! {
     /// Messages handed to a local entity.
     delivered,
     /// Of `delivered`, remote tells the node's inbox handed to their
-    /// entity directly, without the region's thread.
+    /// entity directly, without the region's thread (written by the
+    /// node's inbox loop alone, one task).
     delivered_direct,
     /// Envelopes forwarded to another node's region.
     forwarded,
@@ -96,10 +104,71 @@ impl Counters {
     pub(crate) fn snapshot(&self) -> ShardingStats {
         let mut s = self.load();
         s.delivered = s.delivered.saturating_add(s.delivered_direct);
+        s.tells = s.tells.saturating_add(self.tells_sent.sum());
         s
     }
 
     pub(crate) fn add(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds one to a counter that only one thread at a time writes (one
+    /// task, or one actor): a load and a store, without the locked
+    /// read-modify-write. A second writer would lose counts.
+    pub(crate) fn add_single_writer(c: &AtomicU64) {
+        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+}
+
+/// A counter that many threads add to, each on a cell of its own
+/// (`thread_local::ThreadLocal`: one cell per live thread, kept for the
+/// next thread that reuses the id): a thread's add is a load and a store
+/// on its own cell, no locked read-modify-write and no line shared with
+/// other writers. Read by summing the cells.
+#[derive(Default)]
+pub(crate) struct PerThread {
+    cells: ThreadLocal<CachePadded<AtomicU64>>,
+}
+
+impl PerThread {
+    /// Adds one, on this thread's cell (this thread is its only writer).
+    pub(crate) fn add(&self) {
+        let c = self.cells.get_or_default();
+        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+
+    /// The sum of the cells.
+    pub(crate) fn sum(&self) -> u64 {
+        self.cells
+            .iter()
+            .fold(0u64, |a, c| a.saturating_add(c.load(Ordering::Relaxed)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_thread_s_adds_are_summed() {
+        let c = PerThread::default();
+        std::thread::scope(|s| {
+            for _ in 0..19 {
+                s.spawn(|| {
+                    for _ in 0..1000 {
+                        c.add();
+                    }
+                });
+            }
+        });
+        assert_eq!(c.sum(), 19_000);
+        // Threads that reuse an exited thread's cell add to it.
+        for _ in 0..3 {
+            std::thread::spawn(|| ()).join().unwrap();
+            std::thread::scope(|s| {
+                s.spawn(|| c.add());
+            });
+        }
+        assert_eq!(c.sum(), 19_003);
     }
 }

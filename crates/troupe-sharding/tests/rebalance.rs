@@ -188,10 +188,11 @@ fn an_activation_on_a_stale_token_is_refused() {
         .claim("counter", shard, "intruder", rec.revision)
         .unwrap();
     s.entity("victim").tell(Add { from: 0, seq: 1 }).unwrap();
-    assert!(wait_until(Duration::from_secs(10), || s
-        .stats()
-        .fencing_refusals
-        == 1));
+    // The region counts the refusal, then buffers the tell: wait for both.
+    assert!(wait_until(Duration::from_secs(10), || {
+        let st = s.stats();
+        st.fencing_refusals == 1 && st.buffered >= 1
+    }));
     let st = s.stats();
     assert_eq!(st.activations, 0, "{st:?}");
     assert_eq!(tracker.get("victim").activations, 0);

@@ -125,6 +125,27 @@ impl<M: RemoteMessage> RemoteRef<M> {
         }
     }
 
+    /// As [`tell_ref`](Self::tell_ref), with `body` encoded in place of an
+    /// `M`: for a sender that holds the parts of an `M` borrowed, or whose
+    /// body nests a value that `M` carries as bytes (a body that encodes
+    /// to exactly an `M`'s bytes, see [`EncodesAs`]). The peer decodes the
+    /// body as an `M`; nothing is allocated or copied on the way.
+    pub fn tell_as<B: EncodesAs<M>>(&self, body: &B) -> Result<(), SendError<()>> {
+        if !self.core.accepting() {
+            return Err(closed(()));
+        }
+        let header = Header::new(Kind::Tell, M::TYPE_ID, self.target, self.schema);
+        match self.outbox.push(header, body, self.core.max_body()) {
+            Ok(()) => Ok(()),
+            Err(Refusal::Closed) => Err(closed(())),
+            Err(Refusal::Full) => Err(SendError::Full(())),
+            Err(Refusal::Encode(e)) => {
+                log_encode(&self.name, &e);
+                Err(SendError::Full(()))
+            }
+        }
+    }
+
     /// A reference to the same actor for another message type.
     pub fn retype<N: RemoteMessage>(&self) -> Result<RemoteRef<N>, NodeError> {
         self.core.register(TypeEntry::of::<N>())?;
@@ -138,6 +159,15 @@ impl<M: RemoteMessage> RemoteRef<M> {
         })
     }
 }
+
+/// A body that postcard encodes to exactly the bytes of some `M` (the
+/// same fields in the same order, each with the same encoding), so that a
+/// peer decodes it as an `M`: for [`RemoteRef::tell_as`].
+///
+/// Implementing it is a promise the compiler cannot check: a body that
+/// encodes otherwise reaches the peer as an undecodable `M` (counted and
+/// refused there). Test the bytes against an `M`'s encoding.
+pub trait EncodesAs<M>: serde::Serialize {}
 
 fn closed<M>(msg: M) -> SendError<M> {
     SendError::Closed(msg)

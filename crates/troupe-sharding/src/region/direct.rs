@@ -19,7 +19,9 @@
 //! Writers: the region alone inserts and removes entries and writes the
 //! lease; the inbox sets an entry's `touched` flag (activity, read and
 //! cleared by the region on `Tick` for passivation); the inbox loop alone increments `inflight` (the region
-//! decrements it once it has routed the envelope).
+//! decrements it once it has routed the envelope) and `delivered_direct`
+//! (one task: [`inbound`] is the node's tell handler for the region, run
+//! by the node's one inbox loop; a load and a store, no locked add).
 //!
 //! Invariants (with region/mod.rs's, which stay true):
 //! - An entry exists only for an `Active` instance of an owned shard that
@@ -61,7 +63,7 @@
 //!
 //! Cost per message on this path: a borrowed decode, the shard hash, two
 //! atomic loads, one coarse clock read (`Clock`), a read lock, a keyed hash lookup, the
-//! payload's decode and the entity's `try_tell`. Nothing is allocated
+//! payload's decode, the entity's `try_tell` and a counter's load and store. Nothing is allocated
 //! here beyond what the user's message decode allocates.
 
 use std::collections::HashMap;
@@ -202,8 +204,9 @@ pub(crate) fn inbound<A: Actor>(
                         if !entry.touched.load(Ordering::Relaxed) {
                             entry.touched.store(true, Ordering::Relaxed);
                         }
-                        // Counted in `delivered` too (stats.rs).
-                        Counters::add(&shared.stats.delivered_direct);
+                        // Counted in `delivered` too (stats.rs). The
+                        // node's inbox loop (one task) is the only writer.
+                        Counters::add_single_writer(&shared.stats.delivered_direct);
                         return TellOutcome::Delivered;
                     }
                 }
