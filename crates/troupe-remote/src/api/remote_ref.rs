@@ -110,19 +110,7 @@ impl<M: RemoteMessage> RemoteRef<M> {
     /// As [`tell`](Self::tell), for a sender that keeps the message (it is
     /// encoded from the borrow); errors carry `()` instead of the message.
     pub fn tell_ref(&self, msg: &M) -> Result<(), SendError<()>> {
-        if !self.core.accepting() {
-            return Err(closed(()));
-        }
-        let header = Header::new(Kind::Tell, M::TYPE_ID, self.target, self.schema);
-        match self.outbox.push(header, msg, self.core.max_body()) {
-            Ok(()) => Ok(()),
-            Err(Refusal::Closed) => Err(closed(())),
-            Err(Refusal::Full) => Err(SendError::Full(())),
-            Err(Refusal::Encode(e)) => {
-                log_encode(&self.name, &e);
-                Err(SendError::Full(()))
-            }
-        }
+        self.push_tell(msg)
     }
 
     /// As [`tell_ref`](Self::tell_ref), with `body` encoded in place of an
@@ -131,6 +119,11 @@ impl<M: RemoteMessage> RemoteRef<M> {
     /// to exactly an `M`'s bytes, see [`EncodesAs`]). The peer decodes the
     /// body as an `M`; nothing is allocated or copied on the way.
     pub fn tell_as<B: EncodesAs<M>>(&self, body: &B) -> Result<(), SendError<()>> {
+        self.push_tell(body)
+    }
+
+    /// Queues a tell whose body is `body`'s encoding, to be read as an `M`.
+    fn push_tell<B: serde::Serialize>(&self, body: &B) -> Result<(), SendError<()>> {
         if !self.core.accepting() {
             return Err(closed(()));
         }
