@@ -496,12 +496,7 @@ impl<A: Actor> EntityRef<A> {
         self.shared.stats.tells_sent.add();
         // The bound the region's buffer keeps (region/route.rs): what it
         // holds and what the inbox has confirmed on its way to it.
-        let held = self
-            .shared
-            .pending
-            .load(Ordering::Relaxed)
-            .saturating_add(self.shared.direct.inflight());
-        if held >= self.shared.config.buffer {
+        if self.shared.buffer_held() >= self.shared.config.buffer {
             Counters::add(&self.shared.stats.buffer_full);
             return Err(SendError::Full(msg));
         }

@@ -178,6 +178,14 @@ impl Routes {
 }
 
 impl<A: Actor> Shared<A> {
+    /// What counts against the region's buffer bound: the envelopes it
+    /// holds and those the inbox confirmed on their way to it.
+    pub fn buffer_held(&self) -> usize {
+        self.pending
+            .load(Ordering::Acquire)
+            .saturating_add(self.direct.inflight())
+    }
+
     pub fn route(&self, shard: u32) -> Route {
         self.routes.get(shard)
     }

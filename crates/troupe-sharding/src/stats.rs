@@ -99,8 +99,8 @@ counters! {
 
 impl Counters {
     /// A snapshot. The direct path counts a delivery in `delivered_direct`
-    /// alone (one atomic add per message on the inbox thread); it is added
-    /// to `delivered` here.
+    /// alone (a load and a store per message on the inbox loop, its one
+    /// writer); it is added to `delivered` here.
     pub(crate) fn snapshot(&self) -> ShardingStats {
         let mut s = self.load();
         s.delivered = s.delivered.saturating_add(s.delivered_direct);

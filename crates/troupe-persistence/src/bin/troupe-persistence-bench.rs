@@ -390,29 +390,15 @@ fn main() {
             let om = measured(events, || {
                 raw(&rt, &js_hop, &format!("{run}-io"), entities, events, &io)
             });
-            let pm = measured(events, || {
-                persisted(
-                    &system,
-                    &store,
-                    &run,
-                    entities,
-                    events,
-                    args.wait_each,
-                    None,
-                )
-            });
-            let dm = measured(events, || {
-                let run = format!("{run}-io");
-                persisted(
-                    &system,
-                    &store,
-                    &run,
-                    entities,
-                    events,
-                    args.wait_each,
-                    Some(&journal),
-                )
-            });
+            // The persistent actors on the worker pool, then on the I/O
+            // dispatcher (each on fresh entities).
+            let persisted_on = |run: &str, on| {
+                measured(events, || {
+                    persisted(&system, &store, run, entities, events, args.wait_each, on)
+                })
+            };
+            let pm = persisted_on(&run, None);
+            let dm = persisted_on(&format!("{run}-io"), Some(&journal));
             let (rs, hs, ps, ds, os) = (rm.0, hm.0, pm.0, dm.0, om.0);
             eprintln!(
                 "{entities:>2} entities, round {round}: raw {:>7.0}, raw across threads {:>7.0}, \

@@ -215,11 +215,7 @@ pub(crate) fn inbound<A: Actor>(
     }
     // The region may have to buffer it: confirm it only if the buffer can
     // take it, so that the sender hears of every refusal.
-    let held = direct
-        .inflight
-        .load(Ordering::Acquire)
-        .saturating_add(shared.pending.load(Ordering::Acquire));
-    if held >= shared.config.buffer {
+    if shared.buffer_held() >= shared.config.buffer {
         Counters::add(&shared.stats.buffer_full);
         return TellOutcome::Refused;
     }
