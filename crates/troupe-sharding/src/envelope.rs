@@ -3,8 +3,15 @@
 //! A tell or an ask to an entity travels as a [`ShardTell`] or
 //! [`ShardAsk`] to the region actor of the node that owns (or is believed
 //! to own) the entity's shard. The user's message rides inside as
-//! `payload`: its postcard bytes, with its stable type id, so one pair of
-//! remote types serves every sharding type and every message type.
+//! `payload`: its postcard bytes, with its [`Tag`] (its stable type id
+//! folded to 32 bits), so one pair of remote types serves every sharding
+//! type and every message type.
+//!
+//! A tell's envelope is what an entity tell costs over a plain remote
+//! tell on the wire: the id, the tag (4 bytes; the full type id was a
+//! 10-byte varint and took a tenth of the owner's decode), the hop count
+//! and the payload's length: 10 bytes besides the payload for the id
+//! `e17`.
 //!
 //! Everything here comes off the network and is hostile. [`check`] is the
 //! gate every envelope meets before anything else reads it: the id must be
@@ -23,14 +30,35 @@ pub const MAX_ID_BYTES: usize = 256;
 /// bounce it forever).
 pub const MAX_HOPS: u8 = 3;
 
+/// Which message type a payload holds, within one sharding type: the
+/// stable type id ([`RemoteMessage::TYPE_ID`](troupe_remote::RemoteMessage))
+/// folded to 32 bits, written as 4 bytes (little-endian).
+///
+/// Tags are unique among one sharding type's tell types and among its ask
+/// types: [`ShardingBuilder::start`](crate::ShardingBuilder::start)
+/// refuses two types whose tags are equal, and a sender tells or asks
+/// only a type its own table holds under that very type id. A node whose
+/// table differs (another build) and sends a type the receiver does not
+/// take is refused as an unknown type, unless the two types' 32-bit tags
+/// are equal (about one chance in 4 billion per pair of types).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tag([u8; 4]);
+
+impl Tag {
+    /// The tag of the type whose stable type id is `type_id`.
+    pub const fn of(type_id: u64) -> Tag {
+        Tag(((type_id ^ (type_id >> 32)) as u32).to_le_bytes())
+    }
+}
+
 /// One tell for entity `entity`.
-#[remote("troupe.sharding.Tell")]
+#[remote("troupe.sharding.Tell.v2")]
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct ShardTell {
     /// The entity id.
     pub entity: String,
-    /// The stable type id of the message in `payload`.
-    pub type_id: u64,
+    /// The type of the message in `payload`.
+    pub tag: Tag,
     /// Forwards so far.
     pub hops: u8,
     /// The message, postcard-encoded.
@@ -38,14 +66,17 @@ pub struct ShardTell {
 }
 
 /// A [`ShardTell`] read borrowed from the frame it came in: the same wire
-/// shape (postcard writes a `String` as a `&str` and a `Vec<u8>` as a
-/// `&[u8]`: a length, then the bytes), decoded without allocating.
+/// shape (postcard writes a `String` as a `&[u8]` and a `Vec<u8>` as a
+/// `&[u8]`: a length, then the bytes), decoded without allocating. The id
+/// is its bytes, not yet checked as UTF-8: the direct path looks it up
+/// as bytes (every id it holds is a `String`), the region's path checks
+/// it ([`to_tell`](Self::to_tell)).
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShardTellView<'a> {
-    /// The entity id.
-    pub entity: &'a str,
-    /// The stable type id of the message in `payload`.
-    pub type_id: u64,
+    /// The entity id's bytes.
+    pub entity: &'a [u8],
+    /// The type of the message in `payload`.
+    pub tag: Tag,
     /// Forwards so far.
     pub hops: u8,
     /// The message, postcard-encoded.
@@ -53,14 +84,15 @@ pub struct ShardTellView<'a> {
 }
 
 impl ShardTellView<'_> {
-    /// The owned envelope, for the region's path.
-    pub fn to_tell(&self) -> ShardTell {
-        ShardTell {
-            entity: self.entity.to_string(),
-            type_id: self.type_id,
+    /// The owned envelope, for the region's path; `None` if the id is not
+    /// UTF-8 (as `ShardTell` would not decode).
+    pub fn to_tell(&self) -> Option<ShardTell> {
+        Some(ShardTell {
+            entity: std::str::from_utf8(self.entity).ok()?.to_string(),
+            tag: self.tag,
             hops: self.hops,
             payload: self.payload.to_vec(),
-        }
+        })
     }
 }
 
@@ -74,8 +106,8 @@ impl ShardTellView<'_> {
 pub(crate) struct ShardTellOut<'a, M> {
     /// The entity id.
     pub entity: &'a str,
-    /// The stable type id of `msg`.
-    pub type_id: u64,
+    /// The type of `msg`.
+    pub tag: Tag,
     /// Forwards so far.
     pub hops: u8,
     /// The length of `msg`'s postcard encoding
@@ -108,7 +140,7 @@ impl<M: Serialize> Serialize for ShardTellOut<'_, M> {
         use serde::ser::SerializeStruct;
         let mut t = s.serialize_struct("ShardTell", 4)?;
         t.serialize_field("entity", self.entity)?;
-        t.serialize_field("type_id", &self.type_id)?;
+        t.serialize_field("tag", &self.tag)?;
         t.serialize_field("hops", &self.hops)?;
         t.serialize_field(
             "payload",
@@ -124,13 +156,13 @@ impl<M: Serialize> Serialize for ShardTellOut<'_, M> {
 impl<M: Serialize> troupe_remote::EncodesAs<ShardTell> for ShardTellOut<'_, M> {}
 
 /// One ask for entity `entity`; answered with a [`ShardReply`].
-#[remote("troupe.sharding.Ask", reply = ShardReply)]
+#[remote("troupe.sharding.Ask.v2", reply = ShardReply)]
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct ShardAsk {
     /// The entity id.
     pub entity: String,
-    /// The stable type id of the request in `payload`.
-    pub type_id: u64,
+    /// The type of the request in `payload`.
+    pub tag: Tag,
     /// Forwards so far.
     pub hops: u8,
     /// The request, postcard-encoded.
@@ -184,8 +216,8 @@ impl Refusal {
     }
 }
 
-/// Whether an envelope's id and hop count are acceptable.
-pub fn check(entity: &str, hops: u8) -> bool {
+/// Whether an envelope's id (its bytes) and hop count are acceptable.
+pub fn check(entity: &[u8], hops: u8) -> bool {
     !entity.is_empty() && entity.len() <= MAX_ID_BYTES && hops <= MAX_HOPS
 }
 
@@ -195,26 +227,27 @@ mod tests {
 
     #[test]
     fn ids_and_hops_are_bounded() {
-        assert!(check("user-42", 0));
-        assert!(!check("", 0));
-        assert!(check(&"x".repeat(MAX_ID_BYTES), MAX_HOPS));
-        assert!(!check(&"x".repeat(MAX_ID_BYTES + 1), 0));
-        assert!(!check("a", MAX_HOPS + 1));
+        assert!(check(b"user-42", 0));
+        assert!(!check(b"", 0));
+        assert!(check("x".repeat(MAX_ID_BYTES).as_bytes(), MAX_HOPS));
+        assert!(!check("x".repeat(MAX_ID_BYTES + 1).as_bytes(), 0));
+        assert!(!check(b"a", MAX_HOPS + 1));
     }
 
     #[test]
     fn the_borrowed_view_reads_the_owned_envelope() {
         let env = ShardTell {
             entity: "cart-7".into(),
-            type_id: u64::MAX - 3,
+            tag: Tag::of(u64::MAX - 3),
             hops: 2,
             payload: (0..=255).collect(),
         };
         let bytes = postcard::to_allocvec(&env).unwrap();
         let view: ShardTellView<'_> = troupe_remote::envelope::decode_body(&bytes).unwrap();
-        assert_eq!(view.entity, "cart-7");
+        assert_eq!(view.entity, b"cart-7");
+        assert_eq!(view.tag, env.tag);
         assert_eq!(view.payload, &env.payload[..]);
-        let back = view.to_tell();
+        let back = view.to_tell().expect("a UTF-8 id");
         assert_eq!(postcard::to_allocvec(&back).unwrap(), bytes);
         for n in 0..bytes.len() {
             assert!(postcard::from_bytes::<ShardTellView<'_>>(&bytes[..n]).is_err());
@@ -256,13 +289,13 @@ mod tests {
             let payload = postcard::to_allocvec(m).unwrap();
             let owned = ShardTell {
                 entity: format!("user-{i}"),
-                type_id: u64::MAX - i as u64,
+                tag: Tag::of(u64::MAX - i as u64),
                 hops: 0,
                 payload,
             };
             let out = ShardTellOut {
                 entity: &owned.entity,
-                type_id: owned.type_id,
+                tag: owned.tag,
                 hops: 0,
                 len: postcard::experimental::serialized_size(m).unwrap(),
                 msg: m,
@@ -275,10 +308,48 @@ mod tests {
     }
 
     #[test]
+    fn a_tell_s_envelope_is_small() {
+        let env = ShardTell {
+            entity: "e17".into(),
+            tag: Tag::of(troupe_remote::type_id("shop.cart.Add")),
+            hops: 0,
+            payload: vec![7; 8],
+        };
+        let bytes = postcard::to_allocvec(&env).unwrap();
+        // id 1 + 3, tag 4, hops 1, payload length 1.
+        assert_eq!(bytes.len() - env.payload.len(), 10);
+        assert_eq!(&bytes[4..8], &env.tag.0);
+    }
+
+    #[test]
+    fn tags_fold_the_whole_type_id() {
+        assert_eq!(Tag::of(0x0000_0001_0000_0000), Tag(1u32.to_le_bytes()));
+        assert_eq!(Tag::of(0x1234_5678), Tag(0x1234_5678u32.to_le_bytes()));
+        assert_ne!(Tag::of(1), Tag::of(2));
+        assert_ne!(Tag::of(1 << 32), Tag::of(2 << 32));
+    }
+
+    #[test]
+    fn an_id_that_is_not_utf8_goes_nowhere() {
+        let env = ShardTell {
+            entity: "ab".into(),
+            tag: Tag::of(7),
+            hops: 0,
+            payload: vec![1],
+        };
+        let mut bytes = postcard::to_allocvec(&env).unwrap();
+        bytes[1] = 0xff;
+        let view: ShardTellView<'_> = troupe_remote::envelope::decode_body(&bytes).unwrap();
+        assert_eq!(view.entity, &[0xff, b'b']);
+        assert!(view.to_tell().is_none());
+        assert!(postcard::from_bytes::<ShardTell>(&bytes).is_err());
+    }
+
+    #[test]
     fn a_truncated_envelope_does_not_decode() {
         let env = ShardTell {
             entity: "e".into(),
-            type_id: 7,
+            tag: Tag::of(7),
             hops: 0,
             payload: vec![1, 2, 3],
         };

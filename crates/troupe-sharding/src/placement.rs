@@ -30,9 +30,9 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 /// assert_eq!(shard_of("user-42", 64), shard_of("user-42", 64));
 /// assert!(shard_of("user-42", 64) < 64);
 /// ```
-pub fn shard_of(id: &str, shards: u32) -> u32 {
+pub fn shard_of(id: impl AsRef<[u8]>, shards: u32) -> u32 {
     let n = u64::from(shards.max(1));
-    let h = fnv1a(id.as_bytes());
+    let h = fnv1a(id.as_ref());
     // For a power of two the mask is the remainder, without the division
     // (the default 64 shards; the inbox computes it for every tell).
     let s = if n.is_power_of_two() {

@@ -24,13 +24,13 @@ use troupe_remote::{RemoteAsk, RemoteMessage};
 
 use crate::config::Config;
 use crate::coordinator::{Command, Control, Coordinator};
-use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell, ShardTellOut};
+use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell, ShardTellOut, Tag};
 use crate::ownership::bucket::BucketOwnership;
 use crate::ownership::{update_members, OwnershipStore, StoreError};
 use crate::placement::shard_of;
 use crate::region::direct::{self, Direct};
 use crate::region::{Region, RegionMsg};
-use crate::shared::{AskFn, Route, Routes, Shared, TellFn, TypeTable};
+use crate::shared::{register, takes, AskFn, Route, Routes, Shared, TellFn, TypeTable};
 use crate::stats::{Counters, ShardingStats};
 
 /// Why a sharding could not start.
@@ -42,6 +42,9 @@ pub enum ShardingError {
     Store(StoreError),
     /// The region could not be exposed on the node.
     Expose(String),
+    /// Two tell types (or two ask types) of the sharding type have the
+    /// same [`Tag`](crate::envelope::Tag): their stable names.
+    TagClash(&'static str, &'static str),
 }
 
 impl fmt::Display for ShardingError {
@@ -53,6 +56,10 @@ impl fmt::Display for ShardingError {
             ),
             ShardingError::Store(e) => write!(f, "{e}"),
             ShardingError::Expose(e) => write!(f, "cannot expose the region: {e}"),
+            ShardingError::TagClash(a, b) => write!(
+                f,
+                "message types {a:?} and {b:?} have the same 32-bit tag; rename one"
+            ),
         }
     }
 }
@@ -86,6 +93,7 @@ impl ClusterSharding for Arc<Cluster> {
             config: Config::default(),
             tells: TypeTable::default(),
             asks: TypeTable::default(),
+            clash: None,
             store: None,
             system: None,
         }
@@ -103,6 +111,8 @@ pub struct ShardingBuilder<A: Actor> {
     config: Config,
     tells: TypeTable<TellFn<A>>,
     asks: TypeTable<AskFn<A>>,
+    /// Two types registered with the same tag; `start` reports it.
+    clash: Option<(&'static str, &'static str)>,
     store: Option<Arc<dyn OwnershipStore>>,
     system: Option<SystemHandle>,
 }
@@ -113,10 +123,10 @@ impl<A: Actor> ShardingBuilder<A> {
     where
         A::Msg: From<M>,
     {
-        self.tells.insert(
-            M::TYPE_ID,
-            Box::new(|b: &[u8]| postcard::from_bytes::<M>(b).ok().map(A::Msg::from)),
-        );
+        let f: TellFn<A> = Box::new(|b: &[u8]| postcard::from_bytes::<M>(b).ok().map(A::Msg::from));
+        if let Err(c) = register(&mut self.tells, M::TYPE_ID, M::NAME, f) {
+            self.clash.get_or_insert(c);
+        }
         self
     }
 
@@ -127,29 +137,29 @@ impl<A: Actor> ShardingBuilder<A> {
         make: impl Fn(Q, ReplyTo<Q::Reply>) -> A::Msg + Send + Sync + 'static,
     ) -> Self {
         let make = Arc::new(make);
-        self.asks.insert(
-            Q::TYPE_ID,
-            Box::new(
-                move |b, actor: &ActorRef<A>, reply: ReplyTo<ShardReply>, rt| {
-                    let Ok(q) = postcard::from_bytes::<Q>(b) else {
-                        reply.reply(ShardReply::Refused(Refusal::Undecodable));
-                        return false;
-                    };
-                    let make = make.clone();
-                    let fut = actor.ask_async(move |r| make(q, r));
-                    rt.spawn(async move {
-                        reply.reply(match fut.await {
-                            Ok(v) => match postcard::to_allocvec(&v) {
-                                Ok(b) => ShardReply::Ok(b),
-                                Err(_) => ShardReply::Refused(Refusal::NoReply),
-                            },
-                            Err(e) => ShardReply::Refused(Refusal::from_ask_error(e)),
-                        });
+        let f: AskFn<A> = Box::new(
+            move |b, actor: &ActorRef<A>, reply: ReplyTo<ShardReply>, rt| {
+                let Ok(q) = postcard::from_bytes::<Q>(b) else {
+                    reply.reply(ShardReply::Refused(Refusal::Undecodable));
+                    return false;
+                };
+                let make = make.clone();
+                let fut = actor.ask_async(move |r| make(q, r));
+                rt.spawn(async move {
+                    reply.reply(match fut.await {
+                        Ok(v) => match postcard::to_allocvec(&v) {
+                            Ok(b) => ShardReply::Ok(b),
+                            Err(_) => ShardReply::Refused(Refusal::NoReply),
+                        },
+                        Err(e) => ShardReply::Refused(Refusal::from_ask_error(e)),
                     });
-                    true
-                },
-            ),
+                });
+                true
+            },
         );
+        if let Err(c) = register(&mut self.asks, Q::TYPE_ID, Q::NAME, f) {
+            self.clash.get_or_insert(c);
+        }
         self
     }
 
@@ -243,6 +253,9 @@ impl<A: Actor> ShardingBuilder<A> {
         if !ok {
             return Err(ShardingError::BadName(self.kind));
         }
+        if let Some((a, b)) = self.clash {
+            return Err(ShardingError::TagClash(a, b));
+        }
         let store = match self.store {
             Some(s) => s,
             None => Arc::new(
@@ -262,7 +275,6 @@ impl<A: Actor> ShardingBuilder<A> {
                 (Some(s), h)
             }
         };
-        let shards = self.config.shards;
         let shared = Arc::new(Shared {
             kind: self.kind.clone(),
             node: self.cluster.name().to_string(),
@@ -276,7 +288,7 @@ impl<A: Actor> ShardingBuilder<A> {
             handle,
             system: system.clone(),
             pending: Default::default(),
-            direct: Direct::new(shards),
+            direct: Direct::new(),
         });
         let region = system.spawn_with(
             Region::new(shared.clone()),
@@ -452,7 +464,7 @@ impl<A: Actor> EntityRef<A> {
     where
         A::Msg: From<M>,
     {
-        if !self.shared.tells.contains_key(&M::TYPE_ID) || !check(&self.id, 0) {
+        if !takes(&self.shared.tells, M::TYPE_ID) || !check(self.id.as_bytes(), 0) {
             return Err(SendError::Closed(msg));
         }
         // To a live owner: the message is encoded once, straight into the
@@ -464,7 +476,7 @@ impl<A: Actor> EntityRef<A> {
                 };
                 let out = ShardTellOut {
                     entity: &self.id,
-                    type_id: M::TYPE_ID,
+                    tag: Tag::of(M::TYPE_ID),
                     hops: 0,
                     len,
                     msg: &msg,
@@ -502,7 +514,7 @@ impl<A: Actor> EntityRef<A> {
         }
         let env = ShardTell {
             entity: self.id.to_string(),
-            type_id: M::TYPE_ID,
+            tag: Tag::of(M::TYPE_ID),
             hops: 0,
             payload,
         };
@@ -512,14 +524,14 @@ impl<A: Actor> EntityRef<A> {
     }
 
     fn ask_envelope<Q: RemoteAsk>(&self, q: &Q) -> Result<ShardAsk, AskError> {
-        if !self.shared.asks.contains_key(&Q::TYPE_ID) || !check(&self.id, 0) {
+        if !takes(&self.shared.asks, Q::TYPE_ID) || !check(self.id.as_bytes(), 0) {
             return Err(AskError::NoResponders);
         }
         let payload = postcard::to_allocvec(q).map_err(|_| AskError::NoReply)?;
         Counters::add(&self.shared.stats.asks);
         Ok(ShardAsk {
             entity: self.id.to_string(),
-            type_id: Q::TYPE_ID,
+            tag: Tag::of(Q::TYPE_ID),
             hops: 0,
             payload,
         })

@@ -21,7 +21,7 @@ use troupe::{Actor, ActorRef, ReplyTo, SystemHandle};
 use troupe_remote::RemoteRef;
 
 use crate::config::Config;
-use crate::envelope::{ShardAsk, ShardReply, ShardTell};
+use crate::envelope::{ShardAsk, ShardReply, ShardTell, Tag};
 use crate::ownership::OwnershipStore;
 use crate::region::direct::Direct;
 use crate::stats::Counters;
@@ -35,10 +35,46 @@ pub(crate) type AskFn<A> =
 /// Builds an entity from its id.
 pub(crate) type Factory<A> = Box<dyn Fn(&str) -> A + Send + Sync>;
 
-/// Decoders by stable type id. The ids looked up come off the network,
-/// but the table is fixed at start; foldhash, seeded at random per
-/// process, instead of SipHash (2.5% of the sending thread's samples).
-pub(crate) type TypeTable<F> = HashMap<u64, F, foldhash::fast::RandomState>;
+/// Decoders by [`Tag`], each with the stable type id it was registered
+/// for. The tags looked up come off the network, but the table is fixed
+/// at start; foldhash, seeded at random per process, instead of SipHash
+/// (2.5% of the sending thread's samples).
+pub(crate) type TypeTable<F> = HashMap<Tag, Typed<F>, foldhash::fast::RandomState>;
+
+/// A decoder with the type it decodes.
+pub(crate) struct Typed<F> {
+    /// The stable type id (`RemoteMessage::TYPE_ID`).
+    pub type_id: u64,
+    /// The stable name, for the error that reports two equal tags.
+    pub name: &'static str,
+    pub f: F,
+}
+
+/// Adds `f` for the type `(type_id, name)` to `table`; the names of the
+/// two types if another type registered there has the same tag.
+pub(crate) fn register<F>(
+    table: &mut TypeTable<F>,
+    type_id: u64,
+    name: &'static str,
+    f: F,
+) -> Result<(), (&'static str, &'static str)> {
+    let tag = Tag::of(type_id);
+    if let Some(t) = table.get(&tag) {
+        if t.type_id != type_id {
+            return Err((t.name, name));
+        }
+    }
+    table.insert(tag, Typed { type_id, name, f });
+    Ok(())
+}
+
+/// Whether `table` takes the type `type_id` (its tag is registered for
+/// that very type).
+pub(crate) fn takes<F>(table: &TypeTable<F>, type_id: u64) -> bool {
+    table
+        .get(&Tag::of(type_id))
+        .is_some_and(|t| t.type_id == type_id)
+}
 
 /// Where to send an envelope for a shard.
 #[derive(Clone)]
@@ -194,5 +230,25 @@ impl<A: Actor> Shared<A> {
     /// no clone in the steady state).
     pub fn with_route<R>(&self, shard: u32, f: impl FnOnce(&Route) -> R) -> R {
         self.routes.with(shard, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_types_with_one_tag_are_refused() {
+        let mut t: TypeTable<u8> = TypeTable::default();
+        assert_eq!(register(&mut t, 1, "a", 0), Ok(()));
+        // The same type again: replaced, no clash.
+        assert_eq!(register(&mut t, 1, "a", 1), Ok(()));
+        assert_eq!(t.len(), 1);
+        // 1 << 32 folds to the tag of 1.
+        assert_eq!(Tag::of(1 << 32), Tag::of(1));
+        assert_eq!(register(&mut t, 1 << 32, "b", 2), Err(("a", "b")));
+        assert!(takes(&t, 1));
+        assert!(!takes(&t, 1 << 32), "a tag registered for another type");
+        assert!(!takes(&t, 2));
     }
 }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::*;
-use troupe_sharding::envelope::ShardTell;
+use troupe_sharding::envelope::{ShardTell, Tag};
 use troupe_test_nats::NatsServer;
 
 const ASK: Duration = Duration::from_secs(5);
@@ -105,31 +105,31 @@ fn hostile_envelopes_are_counted_not_obeyed() {
     let bad = [
         ShardTell {
             entity: "x".repeat(300),
-            type_id: troupe_remote::type_id("sharding.test.Add"),
+            tag: Tag::of(troupe_remote::type_id("sharding.test.Add")),
             hops: 0,
             payload: add.clone(),
         },
         ShardTell {
             entity: String::new(),
-            type_id: troupe_remote::type_id("sharding.test.Add"),
+            tag: Tag::of(troupe_remote::type_id("sharding.test.Add")),
             hops: 0,
             payload: add.clone(),
         },
         ShardTell {
             entity: "e".into(),
-            type_id: troupe_remote::type_id("sharding.test.Add"),
+            tag: Tag::of(troupe_remote::type_id("sharding.test.Add")),
             hops: 200,
             payload: add.clone(),
         },
         ShardTell {
             entity: "e".into(),
-            type_id: 12345,
+            tag: Tag::of(12345),
             hops: 0,
             payload: add.clone(),
         },
         ShardTell {
             entity: "e".into(),
-            type_id: troupe_remote::type_id("sharding.test.Add"),
+            tag: Tag::of(troupe_remote::type_id("sharding.test.Add")),
             hops: 0,
             payload: vec![0xff; 3],
         },

@@ -373,6 +373,12 @@ impl NatsServer {
         self.port
     }
 
+    /// The server process's id while it runs (for a benchmark that
+    /// counts the server's CPU time beside its own).
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
     /// Kills the server at once (SIGKILL: no goodbye to clients), as a crash would.
     pub fn kill(&mut self) {
         if let Some(pid) = self.pid.take() {

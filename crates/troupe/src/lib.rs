@@ -87,7 +87,7 @@ pub use actor::lifecycle::{Down, WatchId};
 pub use actor::runtime::SpawnOptions;
 pub use engine::dispatcher;
 pub use engine::mailbox::{MailboxConfig, Overflow};
-pub use engine::scheduler::defer::batch_wakes;
+pub use engine::scheduler::defer::{batch_wakes, hold_in_batch, let_go_in_batch, BatchHold};
 pub use messaging::recipient::{Deliver, Recipient};
 pub use messaging::{channel, limits, mchain, timer};
 pub use system::{ActorSystem, ShutdownReport, SystemBuilder, SystemHandle};

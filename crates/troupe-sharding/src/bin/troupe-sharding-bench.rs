@@ -1,13 +1,17 @@
 //! Sharded entities measured, and a node process for the kill tests.
 //!
-//! `troupe-sharding-bench bench [N]`: starts a JetStream nats-server and
+//! `troupe-sharding-bench bench [N] [ROUNDS]`: starts a JetStream nats-server and
 //! three nodes in this process; from node 1 it sends `N` tells (default
-//! 200,000) to entities owned by node 3, then the same to a plain actor
-//! exposed on node 3 through a `RemoteRef` (the baseline), then to one of
-//! those entities alone (the baseline's single-actor shape); two rounds,
-//! and 2,000 sequential asks each way. Prints rates and the ratios, and
-//! for each round the account `delivered + refused == sent` (refused: the
-//! tells node 1's links report refused by the peer or lost).
+//! 200,000) in each of four shapes, two by two the same work:
+//! - to one plain actor exposed on node 3, through a `RemoteRef` (the
+//!   baseline), and to one entity owned by node 3;
+//! - round-robin to 64 plain actors exposed on node 3 (64 `RemoteRef`s),
+//!   and to 64 entities owned by node 3.
+//!
+//! `ROUNDS` rounds (default 2), and 2,000 sequential asks each way. Prints rates and the
+//! ratios (entity / remote, shape by shape), and for each round the
+//! account `delivered + refused == sent` (refused: the tells node 1's
+//! links report refused by the peer or lost).
 //!
 //! `troupe-sharding-bench rebalance [N] [RUNS]`: starts a JetStream
 //! nats-server and three nodes in this process, activates `N` entities
@@ -143,7 +147,7 @@ fn wait_count(all: &AtomicU64, from: &Cluster, start: Fate, sent: u64, report: &
     }
 }
 
-fn bench(n: u64) {
+fn bench(n: u64, rounds: usize) {
     let server = troupe_test_nats::NatsServer::builder()
         .jetstream()
         .start()
@@ -187,6 +191,31 @@ fn bench(n: u64) {
         .serve()
         .expect("expose");
     let direct = nodes[0].0.node().lookup::<Bump>("sink@b3").expect("lookup");
+    // The baseline of the 64 entities: 64 plain actors on node 3.
+    let sinks: Vec<_> = (0..refs.len())
+        .map(|i| {
+            let a = system.spawn(Tally {
+                n: 0,
+                all: all.clone(),
+            });
+            nodes[2]
+                .0
+                .expose(&format!("sink{i}"), &a)
+                .tell::<Bump>()
+                .serve()
+                .expect("expose");
+            a
+        })
+        .collect();
+    let directs: Vec<_> = (0..sinks.len())
+        .map(|i| {
+            nodes[0]
+                .0
+                .node()
+                .lookup::<Bump>(&format!("sink{i}@b3"))
+                .expect("lookup")
+        })
+        .collect();
     let report = || {
         for (c, s) in &nodes {
             eprintln!("{}: {:?}", c.node().name(), c.node().stats());
@@ -197,32 +226,54 @@ fn bench(n: u64) {
     println!("tells: {n} per run, {} entities on node 3", refs.len());
     // One entity: the same single-actor shape as the baseline.
     let one = &refs[..1];
-    // `TROUPE_BENCH_PHASE=remote|entity|one`: only that shape, 6 rounds
-    // (for a profile of one path).
+    let pid = server.pid();
+    let run = |tell: &dyn Fn(u64)| rate(&all, &nodes[0].0, pid, n, tell, &report);
+    // `TROUPE_BENCH_PHASE=remote|remote64|entity|one`: only that shape,
+    // 6 rounds (for a profile of one path).
     if let Ok(phase) = std::env::var("TROUPE_BENCH_PHASE") {
         for round in 0..6 {
             let r = match phase.as_str() {
-                "remote" => rate(&all, &nodes[0].0, n, |i| tell_remote(&direct, i), &report),
-                "entity" => rate(&all, &nodes[0].0, n, |i| tell_to(&refs, i), &report),
-                _ => rate(&all, &nodes[0].0, n, |i| tell_to(one, i), &report),
+                "remote" => run(&|i| tell_remote(&direct, i)),
+                "remote64" => run(&|i| tell_remotes(&directs, i)),
+                "entity" => run(&|i| tell_to(&refs, i)),
+                _ => run(&|i| tell_to(one, i)),
             };
-            println!("phase {phase} round {round}: {r:.0}/s");
+            println!(
+                "phase {phase} round {round}: {:.0}/s, {:.0} ns of CPU per tell",
+                r.arrived, r.cpu_ns
+            );
         }
         return;
     }
+    // Per round and shape pair: (rate ratio, CPU ratio), entity / remote.
     let mut ratios = Vec::new();
     let mut ratios_one = Vec::new();
-    for round in 0..2 {
-        let base = rate(&all, &nodes[0].0, n, |i| tell_remote(&direct, i), &report);
-        let ent = rate(&all, &nodes[0].0, n, |i| tell_to(&refs, i), &report);
-        let ent_one = rate(&all, &nodes[0].0, n, |i| tell_to(one, i), &report);
-        ratios.push(ent / base);
-        ratios_one.push(ent_one / base);
+    for round in 0..rounds {
+        let base = run(&|i| tell_remote(&direct, i));
+        let ent_one = run(&|i| tell_to(one, i));
+        let base64 = run(&|i| tell_remotes(&directs, i));
+        let ent = run(&|i| tell_to(&refs, i));
+        ratios_one.push((ent_one.arrived / base.arrived, base.cpu_ns / ent_one.cpu_ns));
+        ratios.push((ent.arrived / base64.arrived, base64.cpu_ns / ent.cpu_ns));
         println!(
-            "round {round}: remote tell {base:.0}/s, entity tell ({} entities) {ent:.0}/s, ratio {:.2}; entity tell (1 entity) {ent_one:.0}/s, ratio {:.2}",
+            "round {round}: 1 actor: remote tell {:.0}/s, entity tell {:.0}/s, ratio {:.2}; {} actors: remote tell {:.0}/s, entity tell {:.0}/s, ratio {:.2}",
+            base.arrived,
+            ent_one.arrived,
+            ent_one.arrived / base.arrived,
             refs.len(),
-            ent / base,
-            ent_one / base
+            base64.arrived,
+            ent.arrived,
+            ent.arrived / base64.arrived
+        );
+        println!(
+            "round {round}: CPU per tell (process and nats-server): 1 actor: remote {:.0} ns, entity {:.0} ns, remote / entity {:.2}; {} actors: remote {:.0} ns, entity {:.0} ns, remote / entity {:.2}",
+            base.cpu_ns,
+            ent_one.cpu_ns,
+            base.cpu_ns / ent_one.cpu_ns,
+            refs.len(),
+            base64.cpu_ns,
+            ent.cpu_ns,
+            base64.cpu_ns / ent.cpu_ns
         );
     }
     let st = nodes[0].1.stats();
@@ -249,25 +300,91 @@ fn bench(n: u64) {
     }
     let ent = t.elapsed() / asks;
     println!("ask round trip: remote {base:?}, entity {ent:?}");
-    let mean = |r: &[f64]| r.iter().sum::<f64>() / r.len() as f64;
+    let mean =
+        |r: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| r.iter().map(f).sum::<f64>() / r.len() as f64;
+    let median = |r: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| {
+        let mut v: Vec<f64> = r.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        match v.len() {
+            0 => f64::NAN,
+            n if n % 2 == 1 => v[n / 2],
+            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        }
+    };
     println!(
-        "entity tell / remote tell: {:.2} with {} entities, {:.2} with 1 (mean of {} rounds)",
-        mean(&ratios),
+        "entity tell / remote tell: {:.2} with 1 actor, {:.2} with {} (rates, mean of {} rounds; median {:.2} and {:.2}); CPU per tell, remote / entity: {:.2} with 1, {:.2} with {} (median {:.2} and {:.2})",
+        mean(&ratios_one, |r| r.0),
+        mean(&ratios, |r| r.0),
         refs.len(),
-        mean(&ratios_one),
-        ratios.len()
+        ratios.len(),
+        median(&ratios_one, |r| r.0),
+        median(&ratios, |r| r.0),
+        mean(&ratios_one, |r| r.1),
+        mean(&ratios, |r| r.1),
+        refs.len(),
+        median(&ratios_one, |r| r.1),
+        median(&ratios, |r| r.1),
     );
 }
 
+/// What one shape measured.
+struct Rates {
+    /// Tells handled per second, from the first send to the last arrival.
+    arrived: f64,
+    /// CPU time of this process and of the nats-server, per tell sent (ns).
+    cpu_ns: f64,
+}
+
+/// CPU time used so far: this process's (every thread, those gone
+/// included) and the nats-server's (`pid`, its threads' run time), in ns.
+fn cpu_now(pid: Option<u32>) -> u64 {
+    // SAFETY: `usage` is a valid, writable rusage owned by this frame;
+    // getrusage writes only it.
+    let own = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) == 0 {
+            let us = |t: libc::timeval| {
+                u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000
+                    + u64::try_from(t.tv_usec).unwrap_or(0)
+            };
+            (us(usage.ru_utime) + us(usage.ru_stime)) * 1000
+        } else {
+            0
+        }
+    };
+    own + pid.map_or(0, server_cpu)
+}
+
+/// The summed run time of process `pid`'s threads, in ns (`schedstat`).
+fn server_cpu(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// Tells `n` bumps from node 1 (`from`) with `tell(i)` and gives the
-/// rate at which they arrived; prints the rate at which the sending loop
-/// ran (when it is close to the arrival rate, the sender is the
+/// rate at which they arrived and the CPU time each took (this process
+/// and the nats-server, `pid`); prints the rate at which the sending
+/// loop ran (when it is close to the arrival rate, the sender is the
 /// bottleneck) and the account: delivered + refused == sent.
-fn rate(all: &AtomicU64, from: &Cluster, n: u64, tell: impl Fn(u64), report: &dyn Fn()) -> f64 {
+fn rate(
+    all: &AtomicU64,
+    from: &Cluster,
+    pid: Option<u32>,
+    n: u64,
+    tell: &dyn Fn(u64),
+    report: &dyn Fn(),
+) -> Rates {
     let start = Fate {
         delivered: all.load(Ordering::Relaxed),
         refused: not_delivered(from),
     };
+    let cpu = cpu_now(pid);
     let t = Instant::now();
     for i in 0..n {
         tell(i);
@@ -275,8 +392,9 @@ fn rate(all: &AtomicU64, from: &Cluster, n: u64, tell: impl Fn(u64), report: &dy
     let sent = t.elapsed();
     let fate = wait_count(all, from, start, n, report);
     let arrived = fate.delivered as f64 / t.elapsed().as_secs_f64();
+    let cpu_ns = cpu_now(pid).saturating_sub(cpu) as f64 / n as f64;
     println!(
-        "  sent at {:.0}/s, arrived at {arrived:.0}/s; delivered {} + refused {} {} sent {n}",
+        "  sent at {:.0}/s, arrived at {arrived:.0}/s, {cpu_ns:.0} ns of CPU per tell; delivered {} + refused {} {} sent {n}",
         n as f64 / sent.as_secs_f64(),
         fate.delivered,
         fate.refused,
@@ -286,7 +404,7 @@ fn rate(all: &AtomicU64, from: &Cluster, n: u64, tell: impl Fn(u64), report: &dy
             "!="
         }
     );
-    arrived
+    Rates { arrived, cpu_ns }
 }
 
 /// Tells bump `i` to the plain actor behind `r` (the baseline), retrying
@@ -297,6 +415,12 @@ fn tell_remote(r: &troupe_remote::RemoteRef<Bump>, i: u64) {
         m = e.into_inner();
         std::thread::yield_now();
     }
+}
+
+/// Tells bump `i` to the `i`-th of the plain actors behind `rs`,
+/// round-robin (the baseline of the 64 entities), retrying while full.
+fn tell_remotes(rs: &[troupe_remote::RemoteRef<Bump>], i: u64) {
+    tell_remote(&rs[i as usize % rs.len()], i);
 }
 
 /// Tells bump `i` to the `i`-th of `refs`, round-robin, retrying while full.
@@ -459,9 +583,12 @@ fn main() {
             args.get(2).map_or(10_000, |n| n.parse().expect("N")),
             args.get(3).map_or(3, |n| n.parse().expect("RUNS")),
         ),
-        Some("bench") => bench(args.get(2).map_or(200_000, |n| n.parse().expect("N"))),
+        Some("bench") => bench(
+            args.get(2).map_or(200_000, |n| n.parse().expect("N")),
+            args.get(3).map_or(2, |n| n.parse().expect("ROUNDS")),
+        ),
         _ => {
-            eprintln!("usage: troupe-sharding-bench bench [N] | rebalance [N] [RUNS] | node <url> <name> <heartbeat-ms>");
+            eprintln!("usage: troupe-sharding-bench bench [N] [ROUNDS] | rebalance [N] [RUNS] | node <url> <name> <heartbeat-ms>");
             std::process::exit(2);
         }
     }

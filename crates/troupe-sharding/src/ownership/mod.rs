@@ -142,7 +142,7 @@ pub(crate) fn decode_ids(bytes: &[u8]) -> Option<Vec<String>> {
     }
     let ids: Vec<String> = postcard::from_bytes(bytes).ok()?;
     ids.iter()
-        .all(|id| crate::envelope::check(id, 0))
+        .all(|id| crate::envelope::check(id.as_bytes(), 0))
         .then_some(ids)
 }
 

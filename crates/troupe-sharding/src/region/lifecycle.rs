@@ -103,7 +103,7 @@ impl<A: Actor> Region<A> {
         }) = self.entities.remove(id)
         {
             // No direct tell after the stop: the mailbox drains in order.
-            self.shared.direct.remove(shard, id);
+            self.shared.direct.remove(id);
             if kill {
                 actor.kill();
             } else {
@@ -221,7 +221,7 @@ impl<A: Actor> Region<A> {
             .fetch_sub(1, Ordering::Relaxed);
         let (shard, waiting) = match self.entities.remove(&id) {
             Some(Entity::Active { shard, .. }) => {
-                self.shared.direct.remove(shard, &id);
+                self.shared.direct.remove(&id);
                 (shard, Vec::new())
             }
             Some(Entity::Stopping { shard, waiting, .. }) => (shard, waiting),
@@ -300,7 +300,7 @@ impl<A: Actor> Region<A> {
                     .get(shard)
                     .is_some_and(|s| s.releasing.is_none() && s.ids.contains(&id));
                 if owned {
-                    self.shared.direct.insert(*shard, &id, actor, touched);
+                    self.shared.direct.insert(&id, actor, touched);
                 }
             }
         }

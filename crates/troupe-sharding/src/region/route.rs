@@ -22,7 +22,7 @@ use crate::stats::Counters;
 impl<A: Actor> Region<A> {
     /// Delivers, forwards or buffers one envelope.
     pub(super) fn route(&mut self, msg: Pending) {
-        if !check(msg.entity(), msg.hops()) {
+        if !check(msg.entity().as_bytes(), msg.hops()) {
             Counters::add(&self.stat().bad_envelopes);
             msg.refuse(Refusal::BadEnvelope);
             return;
@@ -154,7 +154,7 @@ impl<A: Actor> Region<A> {
         };
         // It stopped by itself; its `Stopped` is on the way.
         let (generation, shard) = stopped_by_itself;
-        self.shared.direct.remove(shard, msg.entity());
+        self.shared.direct.remove(msg.entity());
         let mut msg = msg;
         msg.keep_span();
         self.entities.insert(
@@ -193,7 +193,7 @@ impl<A: Actor> Region<A> {
 /// Decodes one envelope into `actor`'s message and hands it over.
 fn send<A: Actor>(shared: &Shared<A>, actor: &ActorRef<A>, msg: Pending) {
     match msg {
-        Pending::Tell(t, _) => match shared.tells.get(&t.type_id) {
+        Pending::Tell(t, _) => match shared.tells.get(&t.tag).map(|t| &t.f) {
             None => Counters::add(&shared.stats.unknown_types),
             Some(decode) => match decode(&t.payload) {
                 None => Counters::add(&shared.stats.undecodable),
@@ -206,7 +206,7 @@ fn send<A: Actor>(shared: &Shared<A>, actor: &ActorRef<A>, msg: Pending) {
                 },
             },
         },
-        Pending::Ask(a, reply, _) => match shared.asks.get(&a.type_id) {
+        Pending::Ask(a, reply, _) => match shared.asks.get(&a.tag).map(|t| &t.f) {
             None => {
                 Counters::add(&shared.stats.unknown_types);
                 reply.reply(ShardReply::Refused(Refusal::UnknownType));
