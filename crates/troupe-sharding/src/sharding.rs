@@ -30,7 +30,7 @@ use crate::ownership::{update_members, OwnershipStore, StoreError};
 use crate::placement::shard_of;
 use crate::region::direct::{self, Direct};
 use crate::region::{Region, RegionMsg};
-use crate::shared::{register, takes, AskFn, Route, Routes, Shared, TellFn, TypeTable};
+use crate::shared::{tell_fn, AskFn, Route, Routes, Shared, TellFn, TypeTable};
 use crate::stats::{Counters, ShardingStats};
 
 /// Why a sharding could not start.
@@ -123,8 +123,7 @@ impl<A: Actor> ShardingBuilder<A> {
     where
         A::Msg: From<M>,
     {
-        let f: TellFn<A> = Box::new(|b: &[u8]| postcard::from_bytes::<M>(b).ok().map(A::Msg::from));
-        if let Err(c) = register(&mut self.tells, M::TYPE_ID, M::NAME, f) {
+        if let Err(c) = self.tells.register(M::TYPE_ID, M::NAME, tell_fn::<A, M>()) {
             self.clash.get_or_insert(c);
         }
         self
@@ -157,7 +156,7 @@ impl<A: Actor> ShardingBuilder<A> {
                 true
             },
         );
-        if let Err(c) = register(&mut self.asks, Q::TYPE_ID, Q::NAME, f) {
+        if let Err(c) = self.asks.register(Q::TYPE_ID, Q::NAME, f) {
             self.clash.get_or_insert(c);
         }
         self
@@ -464,7 +463,7 @@ impl<A: Actor> EntityRef<A> {
     where
         A::Msg: From<M>,
     {
-        if !takes(&self.shared.tells, M::TYPE_ID) || !check(self.id.as_bytes(), 0) {
+        if !self.shared.tells.takes(M::TYPE_ID) || !check(self.id.as_bytes(), 0) {
             return Err(SendError::Closed(msg));
         }
         // To a live owner: the message is encoded once, straight into the
@@ -524,7 +523,7 @@ impl<A: Actor> EntityRef<A> {
     }
 
     fn ask_envelope<Q: RemoteAsk>(&self, q: &Q) -> Result<ShardAsk, AskError> {
-        if !takes(&self.shared.asks, Q::TYPE_ID) || !check(self.id.as_bytes(), 0) {
+        if !self.shared.asks.takes(Q::TYPE_ID) || !check(self.id.as_bytes(), 0) {
             return Err(AskError::NoResponders);
         }
         let payload = postcard::to_allocvec(q).map_err(|_| AskError::NoReply)?;

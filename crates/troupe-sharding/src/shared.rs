@@ -10,12 +10,12 @@
 //! direct table by the region (its module says who writes what).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use arc_swap::cache::Cache;
 use arc_swap::ArcSwap;
+use serde::de::DeserializeOwned;
 use tokio::runtime::Handle;
 use troupe::{Actor, ActorRef, ReplyTo, SystemHandle};
 use troupe_remote::RemoteRef;
@@ -26,8 +26,11 @@ use crate::ownership::OwnershipStore;
 use crate::region::direct::Direct;
 use crate::stats::Counters;
 
-/// Decodes a tell's payload into the entity's message.
-pub(crate) type TellFn<A> = Box<dyn Fn(&[u8]) -> Option<<A as Actor>::Msg> + Send + Sync>;
+/// Decodes a tell's payload and hands the message to the entity, in one
+/// call (the decode and the send are the message type's own code, with
+/// the message in registers, not returned through memory to a second
+/// call): how it hands it over ([`Hand`]) and what became of it.
+pub(crate) type TellFn<A> = Box<dyn Fn(&[u8], &ActorRef<A>, Hand) -> Handed + Send + Sync>;
 /// Decodes an ask's payload, asks the entity and answers `reply` (on the
 /// I/O runtime); `false` if the payload did not decode (answered too).
 pub(crate) type AskFn<A> =
@@ -35,11 +38,45 @@ pub(crate) type AskFn<A> =
 /// Builds an entity from its id.
 pub(crate) type Factory<A> = Box<dyn Fn(&str) -> A + Send + Sync>;
 
-/// Decoders by [`Tag`], each with the stable type id it was registered
-/// for. The tags looked up come off the network, but the table is fixed
-/// at start; foldhash, seeded at random per process, instead of SipHash
-/// (2.5% of the sending thread's samples).
-pub(crate) type TypeTable<F> = HashMap<Tag, Typed<F>, foldhash::fast::RandomState>;
+/// How a [`TellFn`] hands a message to its entity.
+#[derive(Clone, Copy)]
+pub(crate) enum Hand {
+    /// `try_tell`: never blocks (the inbox's direct path).
+    Try,
+    /// `tell`: may wait for room in a bounded mailbox (the region).
+    Tell,
+}
+
+/// What a [`TellFn`] did with a payload.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Handed {
+    /// In the entity's mailbox.
+    Delivered,
+    /// The payload did not decode as the message type.
+    Undecodable,
+    /// The entity's mailbox refused it (stopped, or full for `Try`).
+    Refused,
+}
+
+/// The [`TellFn`] of message type `M`.
+pub(crate) fn tell_fn<A: Actor, M: DeserializeOwned>() -> TellFn<A>
+where
+    A::Msg: From<M>,
+{
+    Box::new(|payload, actor, hand| {
+        let Ok(m) = postcard::from_bytes::<M>(payload) else {
+            return Handed::Undecodable;
+        };
+        let sent = match hand {
+            Hand::Try => actor.try_tell(A::Msg::from(m)),
+            Hand::Tell => actor.tell(A::Msg::from(m)),
+        };
+        match sent {
+            Ok(()) => Handed::Delivered,
+            Err(_) => Handed::Refused,
+        }
+    })
+}
 
 /// A decoder with the type it decodes.
 pub(crate) struct Typed<F> {
@@ -50,30 +87,64 @@ pub(crate) struct Typed<F> {
     pub f: F,
 }
 
-/// Adds `f` for the type `(type_id, name)` to `table`; the names of the
-/// two types if another type registered there has the same tag.
-pub(crate) fn register<F>(
-    table: &mut TypeTable<F>,
-    type_id: u64,
-    name: &'static str,
-    f: F,
-) -> Result<(), (&'static str, &'static str)> {
-    let tag = Tag::of(type_id);
-    if let Some(t) = table.get(&tag) {
-        if t.type_id != type_id {
-            return Err((t.name, name));
-        }
-    }
-    table.insert(tag, Typed { type_id, name, f });
-    Ok(())
+/// Decoders by [`Tag`], each with the stable type id it was registered
+/// for. A sharding type takes a few message types: a vector searched in
+/// order costs less than a hash of the tag (a hashed table was 40% of
+/// the sender's own work per tell). The tags looked up come off the
+/// network, but the table is fixed at start, so a hostile tag costs one
+/// pass over it at most.
+pub(crate) struct TypeTable<F> {
+    entries: Vec<(Tag, Typed<F>)>,
 }
 
-/// Whether `table` takes the type `type_id` (its tag is registered for
-/// that very type).
-pub(crate) fn takes<F>(table: &TypeTable<F>, type_id: u64) -> bool {
-    table
-        .get(&Tag::of(type_id))
-        .is_some_and(|t| t.type_id == type_id)
+impl<F> Default for TypeTable<F> {
+    fn default() -> Self {
+        TypeTable {
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<F> TypeTable<F> {
+    /// The decoder registered under `tag`.
+    pub fn get(&self, tag: &Tag) -> Option<&Typed<F>> {
+        self.entries.iter().find(|(t, _)| t == tag).map(|(_, d)| d)
+    }
+
+    /// Whether the table takes the type `type_id` (registered for that
+    /// very type).
+    pub fn takes(&self, type_id: u64) -> bool {
+        self.entries.iter().any(|(_, d)| d.type_id == type_id)
+    }
+
+    /// Adds `f` for the type `(type_id, name)` (replacing that type's);
+    /// the names of the two types if another type has the same tag.
+    pub fn register(
+        &mut self,
+        type_id: u64,
+        name: &'static str,
+        f: F,
+    ) -> Result<(), (&'static str, &'static str)> {
+        let tag = Tag::of(type_id);
+        let typed = Typed { type_id, name, f };
+        match self.entries.iter_mut().find(|(t, _)| *t == tag) {
+            Some((_, d)) if d.type_id != type_id => Err((d.name, name)),
+            Some((_, d)) => {
+                *d = typed;
+                Ok(())
+            }
+            None => {
+                self.entries.push((tag, typed));
+                Ok(())
+            }
+        }
+    }
+
+    /// How many types the table takes.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
 }
 
 /// Where to send an envelope for a shard.
@@ -240,15 +311,19 @@ mod tests {
     #[test]
     fn two_types_with_one_tag_are_refused() {
         let mut t: TypeTable<u8> = TypeTable::default();
-        assert_eq!(register(&mut t, 1, "a", 0), Ok(()));
+        assert_eq!(t.register(1, "a", 0), Ok(()));
         // The same type again: replaced, no clash.
-        assert_eq!(register(&mut t, 1, "a", 1), Ok(()));
+        assert_eq!(t.register(1, "a", 1), Ok(()));
         assert_eq!(t.len(), 1);
+        assert_eq!(t.get(&Tag::of(1)).map(|d| d.f), Some(1));
         // 1 << 32 folds to the tag of 1.
         assert_eq!(Tag::of(1 << 32), Tag::of(1));
-        assert_eq!(register(&mut t, 1 << 32, "b", 2), Err(("a", "b")));
-        assert!(takes(&t, 1));
-        assert!(!takes(&t, 1 << 32), "a tag registered for another type");
-        assert!(!takes(&t, 2));
+        assert_eq!(t.register(1 << 32, "b", 2), Err(("a", "b")));
+        assert!(t.takes(1));
+        assert!(!t.takes(1 << 32), "a tag registered for another type");
+        assert!(!t.takes(2));
+        assert_eq!(t.register(2, "c", 3), Ok(()));
+        assert_eq!(t.get(&Tag::of(2)).map(|d| d.f), Some(3));
+        assert!(t.get(&Tag::of(3)).is_none());
     }
 }

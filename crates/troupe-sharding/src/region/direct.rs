@@ -89,7 +89,7 @@ use troupe_remote::TellOutcome;
 
 use super::{Region, RegionMsg};
 use crate::envelope::{check, ShardTellView};
-use crate::shared::Shared;
+use crate::shared::{Hand, Handed, Shared};
 use crate::stats::Counters;
 
 /// One entity the inbox may tell directly.
@@ -260,21 +260,19 @@ pub(crate) fn inbound<A: Actor>(
     let direct = &shared.direct;
     if check(env.entity, env.hops) && direct.open(&shared.pending) {
         let map = direct.read();
-        if let (Some(entry), Some(decode)) = (map.get(env.entity), shared.tells.get(&env.tag)) {
-            // Unknown types and undecodable payloads go on to the region,
-            // which counts them.
-            if let Some(m) = (decode.f)(env.payload) {
-                if entry.actor.try_tell(m).is_ok() {
-                    // Written only when the region has cleared it: the
-                    // line is not bounced on every message.
-                    if !entry.touched.load(Ordering::Relaxed) {
-                        entry.touched.store(true, Ordering::Relaxed);
-                    }
-                    // Counted in `delivered` too (stats.rs). The node's
-                    // inbox loop (one task) is the only writer.
-                    Counters::add_single_writer(&shared.stats.delivered_direct);
-                    return TellOutcome::Delivered;
+        if let (Some(entry), Some(d)) = (map.get(env.entity), shared.tells.get(&env.tag)) {
+            // Unknown types, undecodable payloads and a full or stopped
+            // mailbox go on to the region, which counts them.
+            if (d.f)(env.payload, &entry.actor, Hand::Try) == Handed::Delivered {
+                // Written only when the region has cleared it: the line is
+                // not bounced on every message.
+                if !entry.touched.load(Ordering::Relaxed) {
+                    entry.touched.store(true, Ordering::Relaxed);
                 }
+                // Counted in `delivered` too (stats.rs). The node's inbox
+                // loop (one task) is the only writer.
+                Counters::add_single_writer(&shared.stats.delivered_direct);
+                return TellOutcome::Delivered;
             }
         }
     }

@@ -16,7 +16,7 @@ use super::pending::Pending;
 use super::{Entity, Fence, Region};
 use crate::envelope::{check, Refusal, ShardReply, MAX_HOPS};
 use crate::placement::shard_of;
-use crate::shared::{Route, Shared};
+use crate::shared::{Hand, Handed, Route, Shared};
 use crate::stats::Counters;
 
 impl<A: Actor> Region<A> {
@@ -193,20 +193,18 @@ impl<A: Actor> Region<A> {
 /// Decodes one envelope into `actor`'s message and hands it over.
 fn send<A: Actor>(shared: &Shared<A>, actor: &ActorRef<A>, msg: Pending) {
     match msg {
-        Pending::Tell(t, _) => match shared.tells.get(&t.tag).map(|t| &t.f) {
+        Pending::Tell(t, _) => match shared.tells.get(&t.tag) {
             None => Counters::add(&shared.stats.unknown_types),
-            Some(decode) => match decode(&t.payload) {
-                None => Counters::add(&shared.stats.undecodable),
-                Some(m) => match actor.tell(m) {
-                    Ok(()) => Counters::add(&shared.stats.delivered),
-                    Err(_) => {
-                        Counters::add(&shared.stats.entity_gone);
-                        tracing::warn!(entity = %t.entity, "an entity stopped as a tell reached it");
-                    }
-                },
+            Some(d) => match (d.f)(&t.payload, actor, Hand::Tell) {
+                Handed::Delivered => Counters::add(&shared.stats.delivered),
+                Handed::Undecodable => Counters::add(&shared.stats.undecodable),
+                Handed::Refused => {
+                    Counters::add(&shared.stats.entity_gone);
+                    tracing::warn!(entity = %t.entity, "an entity stopped as a tell reached it");
+                }
             },
         },
-        Pending::Ask(a, reply, _) => match shared.asks.get(&a.tag).map(|t| &t.f) {
+        Pending::Ask(a, reply, _) => match shared.asks.get(&a.tag).map(|d| &d.f) {
             None => {
                 Counters::add(&shared.stats.unknown_types);
                 reply.reply(ShardReply::Refused(Refusal::UnknownType));
