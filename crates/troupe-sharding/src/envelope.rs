@@ -83,7 +83,28 @@ pub struct ShardTellView<'a> {
     pub payload: &'a [u8],
 }
 
-impl ShardTellView<'_> {
+impl<'a> ShardTellView<'a> {
+    /// Reads a [`ShardTell`]'s bytes borrowed, by hand: exactly what
+    /// postcard's decoding of this view accepts (a varint length and the
+    /// id's bytes, the tag's 4 bytes, the hop count, a varint length and
+    /// the payload, nothing after; a varint of at most 10 bytes whose last
+    /// byte holds at most the 64th bit, not necessarily the shortest), and
+    /// nothing else (`parse_agrees_with_postcard` checks both on a million
+    /// inputs). The inbox reads every entity tell with it: serde's visitor
+    /// read the tag a byte at a time, about a tenth of the direct path.
+    pub fn parse(body: &'a [u8]) -> Option<Self> {
+        let (entity, rest) = take_bytes(body)?;
+        let (tag, rest) = rest.split_first_chunk::<4>()?;
+        let (&hops, rest) = rest.split_first()?;
+        let (payload, rest) = take_bytes(rest)?;
+        rest.is_empty().then_some(ShardTellView {
+            entity,
+            tag: Tag(*tag),
+            hops,
+            payload,
+        })
+    }
+
     /// The owned envelope, for the region's path; `None` if the id is not
     /// UTF-8 (as `ShardTell` would not decode).
     pub fn to_tell(&self) -> Option<ShardTell> {
@@ -94,6 +115,31 @@ impl ShardTellView<'_> {
             payload: self.payload.to_vec(),
         })
     }
+}
+
+/// A postcard varint (at most 10 bytes, the last holding at most the
+/// 64th bit) and what follows it.
+fn take_varint(b: &[u8]) -> Option<(u64, &[u8])> {
+    let mut out = 0u64;
+    for i in 0..10 {
+        let byte = *b.get(i)?;
+        out |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            if i == 9 && byte > 1 {
+                return None;
+            }
+            return Some((out, b.get(i + 1..)?));
+        }
+    }
+    None
+}
+
+/// A postcard byte string (a varint length, then the bytes) and what
+/// follows it.
+fn take_bytes(b: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (n, rest) = take_varint(b)?;
+    let n = usize::try_from(n).ok()?;
+    (n <= rest.len()).then(|| rest.split_at(n))
 }
 
 /// A [`ShardTell`] as the sender writes it: the id borrowed, the message
@@ -304,6 +350,79 @@ mod tests {
                 postcard::to_allocvec(&out).unwrap(),
                 postcard::to_allocvec(&owned).unwrap()
             );
+        }
+    }
+
+    /// The hand-written reader and postcard's decoding of the view agree
+    /// on every input: well-formed envelopes (ids and payloads of 0 to 300
+    /// bytes, one- and two-byte lengths), each truncated, extended and
+    /// with a byte changed, long and non-shortest varints, and random
+    /// bytes; a million inputs in all.
+    #[test]
+    fn parse_agrees_with_postcard() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let agree = |b: &[u8]| {
+            let by_hand = ShardTellView::parse(b);
+            let by_postcard = troupe_remote::envelope::decode_body::<ShardTellView<'_>>(b).ok();
+            assert_eq!(by_hand, by_postcard, "{b:?}");
+        };
+        let mut inputs = 0;
+        while inputs < 1_000_000 {
+            let id_len = [0, 1, 3, 127, 128, 300][(next() % 6) as usize];
+            let pay_len = [0, 1, 8, 127, 128, 300][(next() % 6) as usize];
+            let env = ShardTell {
+                entity: "x".repeat(id_len),
+                tag: Tag::of(next()),
+                hops: next() as u8,
+                payload: (0..pay_len).map(|_| next() as u8).collect(),
+            };
+            let bytes = postcard::to_allocvec(&env).unwrap();
+            agree(&bytes);
+            for n in [0, 1, bytes.len() / 2, bytes.len().saturating_sub(1)] {
+                agree(&bytes[..n]);
+            }
+            let mut longer = bytes.clone();
+            longer.push(next() as u8);
+            agree(&longer);
+            for _ in 0..8 {
+                let mut changed = bytes.clone();
+                let at = (next() as usize) % changed.len();
+                changed[at] = next() as u8;
+                agree(&changed);
+            }
+            let random: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
+            agree(&random);
+            inputs += 15;
+        }
+        // Varints: not the shortest, ten bytes, an eleventh, bits past the
+        // 64th (which would wrap to a length of 0).
+        let zero_in_ten = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00];
+        let wraps_to_zero = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02];
+        for prefix in [
+            &[0x80, 0x00][..],
+            &[0x81, 0x80, 0x00],
+            &zero_in_ten,
+            &wraps_to_zero,
+            &[0x80; 9],
+            &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+            &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02],
+            &[0x80; 10],
+            &[0x80; 11],
+        ] {
+            let mut b = prefix.to_vec();
+            b.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+            agree(&b);
+            let mut id = vec![1, b'e', 1, 2, 3, 4, 0];
+            id.extend_from_slice(prefix);
+            agree(&id);
+            id.push(0);
+            agree(&id);
         }
     }
 

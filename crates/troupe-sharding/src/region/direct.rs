@@ -86,7 +86,6 @@ use hashbrown::HashTable;
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use smallvec::SmallVec;
 use troupe::{hold_in_batch, let_go_in_batch, Actor, ActorRef, BatchHold};
-use troupe_remote::envelope::decode_body;
 use troupe_remote::TellOutcome;
 
 use super::{Region, RegionMsg};
@@ -335,7 +334,7 @@ pub(crate) fn inbound<A: Actor>(
     region: &ActorRef<Region<A>>,
     body: &[u8],
 ) -> TellOutcome {
-    let Ok(env) = decode_body::<ShardTellView<'_>>(body) else {
+    let Some(env) = ShardTellView::parse(body) else {
         return TellOutcome::Undecodable;
     };
     let direct = &shared.direct;
