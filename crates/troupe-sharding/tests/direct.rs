@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use troupe::SendError;
+use troupe_sharding::placement::desired_owner;
 use troupe_sharding::Sharding;
 use troupe_test_nats::NatsServer;
 
@@ -180,5 +181,80 @@ fn per_sender_order_holds_through_passivation_and_reactivation() {
         tracker.fifo_violations(),
         0,
         "a sender's tells overtook each other"
+    );
+}
+
+/// Tells that take the direct path count as activity: an entity told
+/// directly every 20 ms is never passivated with an idle timeout of
+/// 150 ms (the region reads the direct path's marks on each tick), while
+/// one told once is. Fails if the region does not read the marks: the
+/// busy entity is then passivated and activated again.
+#[test]
+fn direct_tells_keep_an_entity_from_passivation() {
+    let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
+    let tracker = Tracker::default();
+    let cs: Vec<_> = (1..=2)
+        .map(|i| cluster(&server, &format!("k{i}")))
+        .collect();
+    let ss: Vec<_> = cs
+        .iter()
+        .map(|c| {
+            counters(c, &tracker)
+                .tick(Duration::from_millis(30))
+                .idle_timeout(Some(Duration::from_millis(150)))
+                .start()
+                .expect("start")
+        })
+        .collect();
+    settle(
+        &cs.iter().collect::<Vec<_>>(),
+        &ss.iter().collect::<Vec<_>>(),
+    );
+    // Two entities owned by node 2, told from node 1.
+    let names = ["k1".to_string(), "k2".to_string()];
+    let ids: Vec<String> = (0..200)
+        .map(|i| format!("kept-{i}"))
+        .filter(|id| desired_owner(&names, ss[1].shard_of(id)) == Some("k2"))
+        .take(2)
+        .collect();
+    assert_eq!(ids.len(), 2, "node 2 owns no shard");
+    let (busy, once) = (&ids[0], &ids[1]);
+    let mut sent = 0u64;
+    let tell = |id: &str, seq: u64| {
+        let mut m = Add { from: 1, seq };
+        loop {
+            match ss[0].entity(id).tell(m) {
+                Ok(()) => return,
+                Err(SendError::Full(back)) => {
+                    m = back;
+                    std::thread::yield_now();
+                }
+                Err(e) => panic!("a tell was refused: {e:?}"),
+            }
+        }
+    };
+    tell(once, 1);
+    sent += 1;
+    let end = Instant::now() + Duration::from_millis(2000);
+    let mut seq = 0;
+    while Instant::now() < end {
+        seq += 1;
+        tell(busy, seq);
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_handled_once(&tracker, sent);
+    let st = ss[1].stats();
+    assert!(st.delivered_direct > 50, "few direct tells: {st:?}");
+    assert_eq!(
+        tracker.get(busy).activations,
+        1,
+        "the busy entity was passivated: {st:?}"
+    );
+    assert!(
+        st.passivations >= 1,
+        "the idle entity was not passivated: {st:?}"
     );
 }

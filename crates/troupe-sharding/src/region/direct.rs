@@ -98,9 +98,10 @@ struct Entry<A: Actor> {
     /// The entity's id (its bytes), inline up to 24 bytes.
     id: SmallVec<[u8; 24]>,
     actor: ActorRef<A>,
-    /// Set on each direct tell (if not set already); the region reads it
-    /// as activity on `Tick` (passivation).
-    touched: Arc<AtomicBool>,
+    /// Set on each direct tell (if not set already); the region reads and
+    /// clears it as activity on `Tick` (passivation, [`Direct::touched`]).
+    /// Kept in the entry: no other line to load per tell.
+    touched: AtomicBool,
 }
 
 /// The entities the inbox may tell directly, by id (its bytes: the inbox
@@ -279,13 +280,29 @@ impl<A: Actor> Direct<A> {
     }
 
     /// Region: `actor` (entity `id`) may be told directly.
-    pub(super) fn insert(&self, id: &str, actor: &ActorRef<A>, touched: &Arc<AtomicBool>) {
+    pub(super) fn insert(&self, id: &str, actor: &ActorRef<A>) {
         let entry = Entry {
             id: SmallVec::from_slice(id.as_bytes()),
             actor: actor.clone(),
-            touched: touched.clone(),
+            touched: AtomicBool::new(false),
         };
         self.write().insert(entry);
+    }
+
+    /// Region: calls `f` with the id of each entity told directly since
+    /// the last call, and clears its mark. Under a read lock of its own:
+    /// the inbox goes on telling meanwhile (a tell after its entity's mark
+    /// was read marks it for the next call).
+    pub(super) fn touched(&self, mut f: impl FnMut(&str)) {
+        let map = self.table.map.read();
+        for e in map.entries.iter() {
+            if e.touched.load(Ordering::Relaxed) && e.touched.swap(false, Ordering::Relaxed) {
+                // Every id kept came from a `&str`.
+                if let Ok(id) = std::str::from_utf8(&e.id) {
+                    f(id);
+                }
+            }
+        }
     }
 
     /// Region: entity `id` is no longer told directly; once this returns,
@@ -501,7 +518,7 @@ mod tests {
         let system = troupe::ActorSystem::new();
         let actor = system.spawn(Nop);
         let direct = Arc::new(Direct::<Nop>::new());
-        direct.insert("e", &actor, &Arc::new(AtomicBool::new(false)));
+        direct.insert("e", &actor);
         let (held_tx, held_rx) = mpsc::channel();
         let (go_tx, go_rx) = mpsc::channel::<()>();
         let inbox = {
@@ -538,7 +555,7 @@ mod tests {
         region.join().unwrap();
         assert!(removed.load(Ordering::SeqCst));
         // No batch: each read locks for itself, and a write never waits.
-        direct.insert("f", &actor, &Arc::new(AtomicBool::new(false)));
+        direct.insert("f", &actor);
         assert!(direct.read().get(b"f").is_some());
         direct.remove("f");
         assert_eq!(direct.read().len(), 0);

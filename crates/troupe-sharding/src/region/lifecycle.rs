@@ -8,8 +8,7 @@
 //! invariants.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use troupe::{Actor, ActorRef, ReplyTo};
@@ -65,7 +64,6 @@ impl<A: Actor> Region<A> {
             Entity::Active {
                 actor: actor.clone(),
                 last: Instant::now(),
-                touched: Arc::new(AtomicBool::new(false)),
                 generation,
                 shard,
             },
@@ -241,13 +239,12 @@ impl<A: Actor> Region<A> {
         if let Some(idle) = self.shared.config.idle_timeout {
             let now = self.clock;
             // What the direct path told since the last tick is activity.
-            for e in self.entities.values_mut() {
-                if let Entity::Active { last, touched, .. } = e {
-                    if touched.swap(false, Ordering::Relaxed) {
-                        *last = now;
-                    }
+            let entities = &mut self.entities;
+            self.shared.direct.touched(|id| {
+                if let Some(Entity::Active { last, .. }) = entities.get_mut(id) {
+                    *last = now;
                 }
-            }
+            });
             let idle_ids: Vec<(String, u32)> = self
                 .entities
                 .iter()
@@ -288,19 +285,13 @@ impl<A: Actor> Region<A> {
             return;
         }
         for id in std::mem::take(&mut self.activated) {
-            if let Some(Entity::Active {
-                actor,
-                shard,
-                touched,
-                ..
-            }) = self.entities.get(&id)
-            {
+            if let Some(Entity::Active { actor, shard, .. }) = self.entities.get(&id) {
                 let owned = self
                     .shards
                     .get(shard)
                     .is_some_and(|s| s.releasing.is_none() && s.ids.contains(&id));
                 if owned {
-                    self.shared.direct.insert(&id, actor, touched);
+                    self.shared.direct.insert(&id, actor);
                 }
             }
         }

@@ -72,7 +72,6 @@
 //! on its way and what it keeps while it waits.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -162,10 +161,9 @@ struct OwnedShard {
 enum Entity<A: Actor> {
     Active {
         actor: ActorRef<A>,
+        /// The last time the region saw it handed a message (the direct
+        /// path's tells are read on `Tick`, `Direct::touched`).
         last: Instant,
-        /// Set by the direct path when it tells the entity; read and
-        /// cleared by the region on `Tick` as activity.
-        touched: Arc<AtomicBool>,
         generation: u64,
         shard: u32,
     },
