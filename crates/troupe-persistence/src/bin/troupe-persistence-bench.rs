@@ -7,6 +7,7 @@
 //! troupe-persistence-bench [--quick] [--events N] [--rounds R]
 //!                          [--entities 1,16] [--url nats://...] [--json FILE|-]
 //!                          [--workers W] [--wait-each]
+//!                          [--only events|recovery] [--json-rounds FILE|-]
 //! ```
 //!
 //! Workloads (BENCHMARKS.md's JSON line format, one line per figure):
@@ -52,6 +53,14 @@
 //! - `persist_recovery`: spawn one entity holding N events and get its
 //!   first reply, replaying the whole journal (`full`) or from a snapshot
 //!   taken after the last event (`snapshot`); events/s and ms, median of R.
+//!
+//! `--only` runs one of the two. `--json-rounds` writes *sample lines*, one
+//! per figure and round, for the suite (`troupe-bench cluster`):
+//! `{"framework","workload","label","params":{..,"op"},"round","seconds",
+//! "ops","unit",..extras}`, the round's own CPU and switches per event, and
+//! on a persisted side its round's `ratio` (raw seconds / persisted
+//! seconds) and `ratio_across_threads`. `params.op` names what a figure is
+//! compared on.
 //!
 //! The store runs on the process's I/O runtime, and the actor system is
 //! bridged to it (`tokio_handle`). It starts its own `nats-server -js` on
@@ -100,6 +109,12 @@ struct Args {
     /// instead of each entity's last reply first.
     #[arg(long)]
     wait_each: bool,
+    /// Run only the persisted events or only the recovery.
+    #[arg(long, value_parser = ["events", "recovery"])]
+    only: Option<String>,
+    /// Write one sample line per figure and round to FILE (`-`: stdout).
+    #[arg(long)]
+    json_rounds: Option<String>,
 }
 
 #[troupe_remote::remote("bench.Added")]
@@ -293,6 +308,44 @@ fn line(
     )
 }
 
+/// One sample line of `--json-rounds` (see the module docs): `events`
+/// events in `seconds`; `extra` holds further `,"key":value` fields.
+fn sample_line(
+    (framework, workload, label): (&str, &str, &str),
+    params: &str,
+    round: u32,
+    seconds: f64,
+    events: u64,
+    extra: String,
+) -> String {
+    format!(
+        "{{\"framework\":\"{framework}\",\"workload\":\"{workload}\",\"label\":\"{label}\",\
+         \"params\":{params},\"round\":{round},\"seconds\":{seconds:.6},\"ops\":{events},\
+         \"unit\":\"events/s\",\"rss_mb\":{:.1}{extra}}}",
+        rss_mb()
+    )
+}
+
+/// Writes `lines` to `to` (`-`: stdout), one a line.
+fn write_lines(to: &str, lines: &[String]) {
+    if to == "-" {
+        for l in lines {
+            println!("{l}");
+        }
+        return;
+    }
+    let written = std::fs::File::create(to).and_then(|mut f| {
+        for l in lines {
+            writeln!(f, "{l}")?;
+        }
+        Ok(())
+    });
+    if let Err(e) = written {
+        eprintln!("troupe-persistence-bench: cannot write {to}: {e}");
+        std::process::exit(2);
+    }
+}
+
 /// The peak resident memory of the process so far, in MiB.
 fn rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
@@ -313,12 +366,13 @@ fn main() {
     let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 5 });
     let own = match &args.url {
         Some(_) => None,
-        None => Some(
-            troupe_test_nats::NatsServer::builder()
-                .jetstream()
-                .start()
-                .expect("nats-server -js (install nats-server or pass --url)"),
-        ),
+        None => match troupe_test_nats::NatsServer::builder().jetstream().start() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("troupe-persistence-bench: nats-server -js did not start ({e}); pass --url to use a running one");
+                std::process::exit(2);
+            }
+        },
     };
     let url = args
         .url
@@ -364,7 +418,12 @@ fn main() {
     // Subjects unique to this process, so a reused server starts empty.
     let tag = std::process::id();
     let mut out = Vec::new();
-    for &entities in &args.entities {
+    let mut rounds_out = Vec::new();
+    let entity_counts: &[u64] = match args.only.as_deref() {
+        Some("recovery") => &[],
+        _ => &args.entities,
+    };
+    for &entities in entity_counts {
         let entities = entities.clamp(1, events);
         let (mut r, mut h, mut p, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut o, mut io_own_ratios) = (Vec::new(), Vec::new());
@@ -429,6 +488,59 @@ fn main() {
                 pm.2,
                 dm.2
             );
+            let params = format!(
+                "{{\"events\":{events},\"entities\":{entities},\"op\":\"persist {entities}\"}}"
+            );
+            let of = if entities == 1 {
+                "1 entity".to_string()
+            } else {
+                format!("{entities} entities")
+            };
+            for (framework, label, m, ratios) in [
+                ("nats-raw", format!("raw JetStream, {of}"), rm, None),
+                (
+                    "nats-raw",
+                    format!("raw JetStream across threads, {of}"),
+                    hm,
+                    None,
+                ),
+                (
+                    "nats-raw",
+                    format!("raw JetStream on the I/O runtime, {of}"),
+                    om,
+                    None,
+                ),
+                (
+                    "troupe",
+                    format!("persisted, {of}"),
+                    pm,
+                    Some((rs / ps, hs / ps)),
+                ),
+                (
+                    "troupe",
+                    format!("persisted on an I/O dispatcher, {of}"),
+                    dm,
+                    Some((rs / ds, hs / ds)),
+                ),
+            ] {
+                let mut extra = format!(
+                    ",\"cpu_us_per_event\":{:.2},\"switches_per_event\":{:.3}",
+                    m.1, m.2
+                );
+                if let Some((ratio, across)) = ratios {
+                    extra.push_str(&format!(
+                        ",\"ratio\":{ratio:.3},\"ratio_across_threads\":{across:.3}"
+                    ));
+                }
+                rounds_out.push(sample_line(
+                    (framework, "persist_events", &label),
+                    &params,
+                    round,
+                    m.0,
+                    events,
+                    extra,
+                ));
+            }
             for (side, m) in cost.iter_mut().zip([rm, hm, pm, dm, om]) {
                 side.0.push(m.1);
                 side.1.push(m.2);
@@ -513,32 +625,36 @@ fn main() {
              I/O dispatcher/raw on the I/O runtime {io_own_ratio:.2}"
         );
     }
-    out.extend(recovery(&system, &store, &tag.to_string(), events, rounds));
+    if args.only.as_deref() != Some("events") {
+        let tag = tag.to_string();
+        out.extend(recovery(
+            &system,
+            &store,
+            &tag,
+            events,
+            rounds,
+            &mut rounds_out,
+        ));
+    }
     system.shutdown();
-    match args.json.as_deref() {
-        None => {}
-        Some("-") => {
-            for l in &out {
-                println!("{l}");
-            }
-        }
-        Some(file) => {
-            let mut f = std::fs::File::create(file).expect("the JSON file");
-            for l in &out {
-                writeln!(f, "{l}").expect("write");
-            }
-        }
+    if let Some(to) = args.json.as_deref() {
+        write_lines(to, &out);
+    }
+    if let Some(to) = args.json_rounds.as_deref() {
+        write_lines(to, &rounds_out);
     }
 }
 
 /// Recovery of one entity with `events` events, in full and from a
-/// snapshot taken after the last event.
+/// snapshot taken after the last event; the rounds' sample lines go to
+/// `rounds_out`.
 fn recovery(
     system: &ActorSystem,
     store: &Arc<JetStreamStore>,
     tag: &str,
     events: u64,
     rounds: u32,
+    rounds_out: &mut Vec<String>,
 ) -> Vec<String> {
     let fill = |name: &str, snapshot: bool| {
         let id = PersistenceId::new("bench", format!("{name}-{tag}")).expect("id");
@@ -580,6 +696,19 @@ fn recovery(
             f[f.len() - 1] * 1e3,
             s[s.len() - 1] * 1e3
         );
+        for (label, from, took) in [
+            ("full replay", "full", f[f.len() - 1]),
+            ("from a snapshot", "snapshot", s[s.len() - 1]),
+        ] {
+            rounds_out.push(sample_line(
+                ("troupe", "persist_recovery", label),
+                &format!("{{\"events\":{events},\"from\":\"{from}\",\"op\":\"recover\"}}"),
+                round,
+                took,
+                events,
+                format!(",\"ms\":{:.3}", took * 1e3),
+            ));
+        }
     }
     let params =
         |from: &str| format!("{{\"events\":{events},\"from\":\"{from}\",\"rounds\":{rounds}}}");

@@ -22,6 +22,17 @@
 //! Repeats `RUNS` times (default 3), each on a fresh server, and prints a
 //! table and one JSON line per run.
 //!
+//! `--json` (after `bench` or `rebalance`): also prints *sample lines*, one
+//! JSON object per measured quantity and round (or run), for the suite
+//! (`troupe-bench cluster`), which turns them into its figures:
+//! `{"framework","workload","label","params":{..,"op"},"round","seconds",
+//! "ops","unit",..extras}`. `round` is absent where a quantity is measured
+//! once (the asks); `params.op` names what a figure is compared on (Troupe's
+//! side and its baseline share it). The text output stays as it is; the
+//! sample lines are the stdout lines that open with `{"framework"`.
+//!
+//! Without a nats-server the program says how to install one and exits 2.
+//!
 //! `troupe-sharding-bench node <url> <name> <heartbeat-ms>`: a node that
 //! hosts the `tally` sharding type (64 shards) and prints `READY`; the
 //! kill tests start it as a child and SIGKILL it.
@@ -147,11 +158,61 @@ fn wait_count(all: &AtomicU64, from: &Cluster, start: Fate, sent: u64, report: &
     }
 }
 
-fn bench(n: u64, rounds: usize) {
-    let server = troupe_test_nats::NatsServer::builder()
-        .jetstream()
-        .start()
-        .expect("nats-server (on PATH or TROUPE_NATS_SERVER)");
+/// A JetStream nats-server on loopback, or the reason and exit status 2.
+fn server() -> troupe_test_nats::NatsServer {
+    match troupe_test_nats::NatsServer::builder().jetstream().start() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("troupe-sharding-bench: nats-server -js did not start: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// One sample line of `--json` (see the module docs): `ops` operations in
+/// `seconds`; `extra` holds further `,"key":value` fields.
+#[allow(clippy::too_many_arguments)]
+fn sample_line(
+    framework: &str,
+    workload: &str,
+    label: &str,
+    params: &str,
+    round: Option<usize>,
+    (seconds, ops, unit): (f64, u64, &str),
+    extra: &str,
+) -> String {
+    let round = round.map_or(String::new(), |r| format!(",\"round\":{r}"));
+    format!(
+        "{{\"framework\":\"{framework}\",\"workload\":\"{workload}\",\"label\":\"{label}\",\
+         \"params\":{{{params}}}{round},\"seconds\":{seconds:.6},\"ops\":{ops},\"unit\":\"{unit}\"{extra}}}"
+    )
+}
+
+/// The sample line of one tell shape's round.
+fn tell_line(
+    framework: &str,
+    label: &str,
+    actors: usize,
+    round: usize,
+    n: u64,
+    r: &Rates,
+) -> String {
+    sample_line(
+        framework,
+        "entity_tell",
+        label,
+        &format!("\"tells\":{n},\"actors\":{actors},\"op\":\"tell {actors}\""),
+        Some(round),
+        (r.seconds, r.delivered, "tells/s"),
+        &format!(
+            ",\"cpu_ns_per_tell\":{:.1},\"sent\":{n},\"delivered\":{},\"refused\":{}",
+            r.cpu_ns, r.delivered, r.refused
+        ),
+    )
+}
+
+fn bench(n: u64, rounds: usize, json: bool) {
+    let server = server();
     let url = server.url();
     let hb = Duration::from_millis(250);
     let all = Arc::new(AtomicU64::new(0));
@@ -265,6 +326,39 @@ fn bench(n: u64, rounds: usize) {
             ent.arrived,
             ent.arrived / base64.arrived
         );
+        if json {
+            let many = refs.len();
+            println!(
+                "{}",
+                tell_line("troupe-remote", "remote tell, 1 actor", 1, round, n, &base)
+            );
+            println!(
+                "{}",
+                tell_line("troupe", "entity tell, 1 entity", 1, round, n, &ent_one)
+            );
+            println!(
+                "{}",
+                tell_line(
+                    "troupe-remote",
+                    &format!("remote tell, {many} actors"),
+                    many,
+                    round,
+                    n,
+                    &base64
+                )
+            );
+            println!(
+                "{}",
+                tell_line(
+                    "troupe",
+                    &format!("entity tell, {many} entities"),
+                    many,
+                    round,
+                    n,
+                    &ent
+                )
+            );
+        }
         println!(
             "round {round}: CPU per tell (process and nats-server): 1 actor: remote {:.0} ns, entity {:.0} ns, remote / entity {:.2}; {} actors: remote {:.0} ns, entity {:.0} ns, remote / entity {:.2}",
             base.cpu_ns,
@@ -291,15 +385,30 @@ fn bench(n: u64, rounds: usize) {
     for _ in 0..asks {
         direct_ask.ask(Read, Duration::from_secs(5)).expect("ask");
     }
-    let base = t.elapsed() / asks;
+    let base_all = t.elapsed();
+    let base = base_all / asks;
     let t = Instant::now();
     for i in 0..asks {
         refs[i as usize % refs.len()]
             .ask(Read, Duration::from_secs(5))
             .expect("ask");
     }
-    let ent = t.elapsed() / asks;
+    let ent_all = t.elapsed();
+    let ent = ent_all / asks;
     println!("ask round trip: remote {base:?}, entity {ent:?}");
+    if json {
+        let params = format!("\"asks\":{asks},\"op\":\"ask\"");
+        for (framework, label, took) in [
+            ("troupe-remote", "remote ask, 1 actor", base_all),
+            ("troupe", "entity ask, round-robin", ent_all),
+        ] {
+            let timing = (took.as_secs_f64(), u64::from(asks), "asks/s");
+            println!(
+                "{}",
+                sample_line(framework, "entity_tell", label, &params, None, timing, "")
+            );
+        }
+    }
     let mean =
         |r: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| r.iter().map(f).sum::<f64>() / r.len() as f64;
     let median = |r: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| {
@@ -331,6 +440,12 @@ fn bench(n: u64, rounds: usize) {
 struct Rates {
     /// Tells handled per second, from the first send to the last arrival.
     arrived: f64,
+    /// Seconds from the first send to the last arrival.
+    seconds: f64,
+    /// Tells handled by an actor.
+    delivered: u64,
+    /// Tells node 1's links report refused by the peer or lost.
+    refused: u64,
     /// CPU time of this process and of the nats-server, per tell sent (ns).
     cpu_ns: f64,
 }
@@ -391,7 +506,8 @@ fn rate(
     }
     let sent = t.elapsed();
     let fate = wait_count(all, from, start, n, report);
-    let arrived = fate.delivered as f64 / t.elapsed().as_secs_f64();
+    let seconds = t.elapsed().as_secs_f64();
+    let arrived = fate.delivered as f64 / seconds;
     let cpu_ns = cpu_now(pid).saturating_sub(cpu) as f64 / n as f64;
     println!(
         "  sent at {:.0}/s, arrived at {arrived:.0}/s, {cpu_ns:.0} ns of CPU per tell; delivered {} + refused {} {} sent {n}",
@@ -404,7 +520,13 @@ fn rate(
             "!="
         }
     );
-    Rates { arrived, cpu_ns }
+    Rates {
+        arrived,
+        seconds,
+        delivered: fate.delivered,
+        refused: fate.refused,
+        cpu_ns,
+    }
 }
 
 /// Tells bump `i` to the plain actor behind `r` (the baseline), retrying
@@ -489,16 +611,13 @@ fn sweep(via: &Sharding<Tally>, ids: &[String], threads: usize) -> u64 {
     retries.into_inner()
 }
 
-fn rebalance(n: usize, runs: usize) {
+fn rebalance(n: usize, runs: usize, json: bool) {
     println!(
         "| run | entities | sweep, no move | settled | all answer | shards moved | entities moved | retried asks |"
     );
     println!("|---|---|---|---|---|---|---|---|");
     for run in 0..runs {
-        let server = troupe_test_nats::NatsServer::builder()
-            .jetstream()
-            .start()
-            .expect("nats-server (on PATH or TROUPE_NATS_SERVER)");
+        let server = server();
         let url = server.url();
         let hb = Duration::from_millis(250);
         let all = Arc::new(AtomicU64::new(0));
@@ -563,12 +682,70 @@ fn rebalance(n: usize, runs: usize) {
             answered.as_secs_f64() * 1e3,
             st4.claims
         );
+        if json {
+            let params = |op: &str| {
+                format!(
+                    "\"entities\":{n},\"shards\":{SHARDS},\"heartbeat_ms\":{},\"op\":\"{op}\"",
+                    hb.as_millis()
+                )
+            };
+            let moves = format!(
+                ",\"shards_moved\":{},\"entities_moved\":{moved},\"retried_asks\":{retried}",
+                st4.claims
+            );
+            let n = n as u64;
+            for (framework, label, op, took, unit, extra) in [
+                (
+                    "baseline",
+                    "ask sweep, nothing moving",
+                    "answer all",
+                    base,
+                    "entities/s",
+                    "",
+                ),
+                (
+                    "troupe",
+                    "fourth node joins: all answer",
+                    "answer all",
+                    answered,
+                    "entities/s",
+                    moves.as_str(),
+                ),
+                // Placement settling is one event per run, not per entity.
+                (
+                    "troupe",
+                    "fourth node joins: placement settled",
+                    "settle",
+                    settled,
+                    "runs/s",
+                    "",
+                ),
+            ] {
+                let ops = if unit == "runs/s" { 1 } else { n };
+                let extra = format!(",\"ms\":{:.1}{extra}", took.as_secs_f64() * 1e3);
+                let timing = (took.as_secs_f64(), ops, unit);
+                println!(
+                    "{}",
+                    sample_line(
+                        framework,
+                        "rebalance",
+                        label,
+                        &params(op),
+                        Some(run),
+                        timing,
+                        &extra
+                    )
+                );
+            }
+        }
         drop(nodes);
     }
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let json = args.iter().skip(2).any(|a| a == "--json");
+    args.retain(|a| a != "--json");
     match args.get(1).map(String::as_str) {
         Some("node") if args.len() == 5 => {
             let hb = Duration::from_millis(args[4].parse().expect("heartbeat ms"));
@@ -580,15 +757,29 @@ fn main() {
             }
         }
         Some("rebalance") => rebalance(
-            args.get(2).map_or(10_000, |n| n.parse().expect("N")),
-            args.get(3).map_or(3, |n| n.parse().expect("RUNS")),
+            count(args.get(2), 10_000, "N") as usize,
+            count(args.get(3), 3, "RUNS") as usize,
+            json,
         ),
         Some("bench") => bench(
-            args.get(2).map_or(200_000, |n| n.parse().expect("N")),
-            args.get(3).map_or(2, |n| n.parse().expect("ROUNDS")),
+            count(args.get(2), 200_000, "N"),
+            count(args.get(3), 2, "ROUNDS") as usize,
+            json,
         ),
         _ => {
-            eprintln!("usage: troupe-sharding-bench bench [N] [ROUNDS] | rebalance [N] [RUNS] | node <url> <name> <heartbeat-ms>");
+            eprintln!("usage: troupe-sharding-bench bench [N] [ROUNDS] [--json] | rebalance [N] [RUNS] [--json] | node <url> <name> <heartbeat-ms>");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// A positive count argument, `default` when absent; exits 2 on a bad one.
+fn count(arg: Option<&String>, default: u64, what: &str) -> u64 {
+    match arg.map(|a| a.replace('_', "").parse::<u64>()) {
+        None => default,
+        Some(Ok(n)) if n > 0 => n,
+        _ => {
+            eprintln!("troupe-sharding-bench: {what} wants a positive integer");
             std::process::exit(2);
         }
     }
