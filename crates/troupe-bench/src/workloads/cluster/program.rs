@@ -64,23 +64,48 @@ fn profile_dir() -> Result<PathBuf, String> {
         .ok_or_else(|| "cannot find this executable's folder".to_string())
 }
 
-/// The `cargo build` flags of a profile folder's profile.
-fn profile_flags(dir: &Path) -> Vec<String> {
+/// The `cargo build` flags of a profile folder's profile: `debug` and
+/// `release` by name, another folder of a cargo target directory (one with
+/// `CACHEDIR.TAG`) as a custom profile; `None` for a folder cargo did not
+/// make.
+fn profile_flags(dir: &Path) -> Option<Vec<String>> {
+    let in_target = dir
+        .parent()
+        .is_some_and(|t| t.join("CACHEDIR.TAG").is_file());
     match dir.file_name().and_then(|n| n.to_str()) {
-        Some("debug") | None => Vec::new(),
-        Some("release") => vec!["--release".into()],
-        Some(other) => vec!["--profile".into(), other.into()],
+        Some("debug") => Some(Vec::new()),
+        Some("release") => Some(vec!["--release".into()]),
+        Some(other) if in_target => Some(vec!["--profile".into(), other.into()]),
+        _ => None,
     }
 }
 
 impl Program {
-    /// The command that builds this program with `dir`'s profile.
-    fn build_command(&self, dir: &Path) -> String {
+    /// The command that builds this program with `flags`.
+    fn build_command(&self, flags: &[String]) -> String {
         let mut words = vec!["cargo", "build"];
-        let flags = profile_flags(dir);
         words.extend(flags.iter().map(String::as_str));
         words.extend(["-p", self.package, "--bin", self.bin]);
         words.join(" ")
+    }
+
+    /// What to do when the program is not in `dir`.
+    fn missing(&self, dir: &Path) -> String {
+        match profile_flags(dir) {
+            Some(flags) => format!(
+                "`{}` is not in {}; build it with `{}`",
+                self.bin,
+                dir.display(),
+                self.build_command(&flags)
+            ),
+            None => format!(
+                "`{}` is not in {}; build it with `{}` and set ${PROGRAMS_VAR} to the folder \
+                 it is in (target/release)",
+                self.bin,
+                dir.display(),
+                self.build_command(&["--release".into()])
+            ),
+        }
     }
 
     /// The program's path, built first when `$CARGO` is set.
@@ -98,12 +123,13 @@ impl Program {
         }
         let dir = profile_dir()?;
         let path = dir.join(self.bin);
-        if let Some(cargo) = std::env::var_os("CARGO") {
+        if let (Some(cargo), Some(flags)) = (std::env::var_os("CARGO"), profile_flags(&dir)) {
+            let command = self.build_command(&flags);
             crate::stats::clear_progress();
-            eprintln!("[troupe-bench] {}", self.build_command(&dir));
+            eprintln!("[troupe-bench] {command}");
             let status = Command::new(cargo)
                 .arg("build")
-                .args(profile_flags(&dir))
+                .args(&flags)
                 .args(["-p", self.package, "--bin", self.bin])
                 .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
                 .stdin(Stdio::null())
@@ -111,18 +137,13 @@ impl Program {
                 .status()
                 .map_err(|e| format!("cannot run cargo: {e}"))?;
             if !status.success() {
-                return Err(format!("`{}` failed: {status}", self.build_command(&dir)));
+                return Err(format!("`{command}` failed: {status}"));
             }
         }
         if path.is_file() {
             Ok(path)
         } else {
-            Err(format!(
-                "`{}` is not in {}; build it with `{}`",
-                self.bin,
-                dir.display(),
-                self.build_command(&dir)
-            ))
+            Err(self.missing(&dir))
         }
     }
 
@@ -146,18 +167,25 @@ mod tests {
 
     #[test]
     fn the_build_command_names_the_profile() {
-        let at = |p: &str| SHARDING.build_command(Path::new(p));
-        assert_eq!(
-            at("/t/release"),
-            "cargo build --release -p troupe-sharding --bin troupe-sharding-bench"
+        let target =
+            std::env::temp_dir().join(format!("troupe-bench-target-{}", std::process::id()));
+        std::fs::create_dir_all(target.join("profiling")).unwrap();
+        let at = |p: &Path| SHARDING.missing(p);
+        assert!(at(Path::new("/t/release"))
+            .ends_with("`cargo build --release -p troupe-sharding --bin troupe-sharding-bench`"));
+        assert!(at(Path::new("/t/debug"))
+            .ends_with("`cargo build -p troupe-sharding --bin troupe-sharding-bench`"));
+        // A custom profile only inside a cargo target directory.
+        let custom = target.join("profiling");
+        assert!(
+            at(&custom).contains("$TROUPE_BENCH_PROGRAMS"),
+            "{}",
+            at(&custom)
         );
-        assert_eq!(
-            at("/t/debug"),
-            "cargo build -p troupe-sharding --bin troupe-sharding-bench"
-        );
-        assert_eq!(
-            at("/t/bench"),
-            "cargo build --profile bench -p troupe-sharding --bin troupe-sharding-bench"
-        );
+        std::fs::write(target.join("CACHEDIR.TAG"), "").unwrap();
+        assert!(at(&custom).ends_with(
+            "`cargo build --profile profiling -p troupe-sharding --bin troupe-sharding-bench`"
+        ));
+        std::fs::remove_dir_all(&target).unwrap();
     }
 }
