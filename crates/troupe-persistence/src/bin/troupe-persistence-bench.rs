@@ -271,9 +271,21 @@ fn usage() -> (u64, u64) {
     (ns, switches)
 }
 
-/// Runs `f` (which returns seconds) and returns (seconds, process CPU µs
-/// per event, context switches per event).
-fn measured(events: u64, f: impl FnOnce() -> f64) -> (f64, f64, f64) {
+/// The nats-server this process started, if it did (its CPU is not
+/// interference).
+static SERVER_PID: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+
+fn server_pid() -> Option<u32> {
+    SERVER_PID.get().copied().flatten()
+}
+
+/// What [`measured`] gives: seconds, process CPU µs per event, context
+/// switches per event, and the interference fields of a sample line.
+type Measured = (f64, f64, f64, String);
+
+/// Runs `f` (which returns seconds) and measures it.
+fn measured(events: u64, f: impl FnOnce() -> f64) -> Measured {
+    let window = Window::open(server_pid());
     let (ns0, sw0) = usage();
     let seconds = f();
     let (ns1, sw1) = usage();
@@ -282,7 +294,74 @@ fn measured(events: u64, f: impl FnOnce() -> f64) -> (f64, f64, f64) {
         seconds,
         ns1.saturating_sub(ns0) as f64 / 1e3 / per,
         sw1.saturating_sub(sw0) as f64 / per,
+        window.close(server_pid()),
     )
+}
+
+/// The machine's CPU use over a sample, for the suite's interference
+/// check: the busy CPU time of the whole machine (`/proc/stat`) less this
+/// process's and the nats-server's (`/proc/<pid>/stat`), all in clock ticks
+/// (100 a second) so that their rounding matches; 0 where unreadable.
+struct Window {
+    machine: u64,
+    ours: u64,
+    opened: Instant,
+}
+
+impl Window {
+    /// Opens a window; `server` is the nats-server's pid, if this process
+    /// started it.
+    fn open(server: Option<u32>) -> Window {
+        Window {
+            machine: machine_ticks(),
+            ours: process_ticks("self") + server.map_or(0, |p| process_ticks(&p.to_string())),
+            opened: Instant::now(),
+        }
+    }
+
+    /// `,"window_s":..,"other_cpu_s":..`: the window's wall seconds and the
+    /// CPU seconds other processes used in it.
+    fn close(&self, server: Option<u32>) -> String {
+        let ours = process_ticks("self") + server.map_or(0, |p| process_ticks(&p.to_string()));
+        let machine = machine_ticks().saturating_sub(self.machine);
+        let other = machine.saturating_sub(ours.saturating_sub(self.ours));
+        format!(
+            ",\"window_s\":{:.6},\"other_cpu_s\":{:.2}",
+            self.opened.elapsed().as_secs_f64(),
+            other as f64 / 100.0
+        )
+    }
+}
+
+/// Busy clock ticks of the whole machine so far: all but idle and iowait.
+fn machine_ticks() -> u64 {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| {
+            let v: Vec<u64> = s
+                .lines()
+                .next()?
+                .strip_prefix("cpu ")?
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let busy = v.iter().take(8).sum::<u64>();
+            busy.checked_sub(v.get(3)? + v.get(4)?)
+        })
+        .unwrap_or(0)
+}
+
+/// User and system clock ticks of process `pid` (`self` for this one).
+fn process_ticks(pid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // After the parenthesised command name: utime and stime are
+            // fields 14 and 15.
+            let f: Vec<&str> = s.get(s.rfind(')')? + 2..)?.split_whitespace().collect();
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+        .unwrap_or(0)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -374,6 +453,7 @@ fn main() {
             }
         },
     };
+    let _ = SERVER_PID.set(own.as_ref().and_then(|s| s.pid()));
     let url = args
         .url
         .clone()
@@ -459,6 +539,7 @@ fn main() {
             let pm = persisted_on(&run, None);
             let dm = persisted_on(&format!("{run}-io"), Some(&journal));
             let (rs, hs, ps, ds, os) = (rm.0, hm.0, pm.0, dm.0, om.0);
+            let (rm, hm, pm, dm, om) = (&rm, &hm, &pm, &dm, &om);
             eprintln!(
                 "{entities:>2} entities, round {round}: raw {:>7.0}, raw across threads {:>7.0}, \
                  raw on the I/O runtime {:>7.0}, \
@@ -524,8 +605,8 @@ fn main() {
                 ),
             ] {
                 let mut extra = format!(
-                    ",\"cpu_us_per_event\":{:.2},\"switches_per_event\":{:.3}",
-                    m.1, m.2
+                    ",\"cpu_us_per_event\":{:.2},\"switches_per_event\":{:.3}{}",
+                    m.1, m.2, m.3
                 );
                 if let Some((ratio, across)) = ratios {
                     extra.push_str(&format!(
@@ -674,6 +755,7 @@ fn recovery(
         id
     };
     let time = |id: &PersistenceId| {
+        let window = Window::open(server_pid());
         let t0 = Instant::now();
         let a = spawn_persistent(system, Counter { id: id.clone() }, store.clone());
         let total = a
@@ -683,22 +765,24 @@ fn recovery(
         let took = t0.elapsed().as_secs_f64();
         a.stop();
         assert_eq!(total, events * (events + 1) / 2, "recovered state");
-        took
+        (took, window.close(server_pid()))
     };
     let full = fill("recover-full", false);
     let snap = fill("recover-snap", true);
     let (mut f, mut s) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        f.push(time(&full));
-        s.push(time(&snap));
+        let (full_took, full_window) = time(&full);
+        let (snap_took, snap_window) = time(&snap);
+        f.push(full_took);
+        s.push(snap_took);
         eprintln!(
             "recovery of {events} events, round {round}: full replay {:.1} ms, from a snapshot {:.1} ms",
             f[f.len() - 1] * 1e3,
             s[s.len() - 1] * 1e3
         );
-        for (label, from, took) in [
-            ("full replay", "full", f[f.len() - 1]),
-            ("from a snapshot", "snapshot", s[s.len() - 1]),
+        for (label, from, took, window) in [
+            ("full replay", "full", full_took, &full_window),
+            ("from a snapshot", "snapshot", snap_took, &snap_window),
         ] {
             rounds_out.push(sample_line(
                 ("troupe", "persist_recovery", label),
@@ -706,7 +790,7 @@ fn recovery(
                 round,
                 took,
                 events,
-                format!(",\"ms\":{:.3}", took * 1e3),
+                format!(",\"ms\":{:.3}{window}", took * 1e3),
             ));
         }
     }

@@ -205,8 +205,8 @@ fn tell_line(
         Some(round),
         (r.seconds, r.delivered, "tells/s"),
         &format!(
-            ",\"cpu_ns_per_tell\":{:.1},\"sent\":{n},\"delivered\":{},\"refused\":{}",
-            r.cpu_ns, r.delivered, r.refused
+            ",\"cpu_ns_per_tell\":{:.1},\"sent\":{n},\"delivered\":{},\"refused\":{}{}",
+            r.cpu_ns, r.delivered, r.refused, r.window
         ),
     )
 }
@@ -446,6 +446,8 @@ struct Rates {
     delivered: u64,
     /// Tells node 1's links report refused by the peer or lost.
     refused: u64,
+    /// The interference fields of the sample line ([`Window::close`]).
+    window: String,
     /// CPU time of this process and of the nats-server, per tell sent (ns).
     cpu_ns: f64,
 }
@@ -468,6 +470,72 @@ fn cpu_now(pid: Option<u32>) -> u64 {
         }
     };
     own + pid.map_or(0, server_cpu)
+}
+
+/// The machine's CPU use over a sample, for the suite's interference
+/// check: the busy CPU time of the whole machine (`/proc/stat`) less this
+/// process's and the nats-server's (`/proc/<pid>/stat`), all in clock ticks
+/// (100 a second) so that their rounding matches; 0 where unreadable.
+struct Window {
+    machine: u64,
+    ours: u64,
+    opened: Instant,
+}
+
+impl Window {
+    /// Opens a window; `server` is the nats-server's pid, if this process
+    /// started it.
+    fn open(server: Option<u32>) -> Window {
+        Window {
+            machine: machine_ticks(),
+            ours: process_ticks("self") + server.map_or(0, |p| process_ticks(&p.to_string())),
+            opened: Instant::now(),
+        }
+    }
+
+    /// `,"window_s":..,"other_cpu_s":..`: the window's wall seconds and the
+    /// CPU seconds other processes used in it.
+    fn close(&self, server: Option<u32>) -> String {
+        let ours = process_ticks("self") + server.map_or(0, |p| process_ticks(&p.to_string()));
+        let machine = machine_ticks().saturating_sub(self.machine);
+        let other = machine.saturating_sub(ours.saturating_sub(self.ours));
+        format!(
+            ",\"window_s\":{:.6},\"other_cpu_s\":{:.2}",
+            self.opened.elapsed().as_secs_f64(),
+            other as f64 / 100.0
+        )
+    }
+}
+
+/// Busy clock ticks of the whole machine so far: all but idle and iowait.
+fn machine_ticks() -> u64 {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| {
+            let v: Vec<u64> = s
+                .lines()
+                .next()?
+                .strip_prefix("cpu ")?
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let busy = v.iter().take(8).sum::<u64>();
+            busy.checked_sub(v.get(3)? + v.get(4)?)
+        })
+        .unwrap_or(0)
+}
+
+/// User and system clock ticks of process `pid` (`self` for this one).
+fn process_ticks(pid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // After the parenthesised command name: utime and stime are
+            // fields 14 and 15.
+            let f: Vec<&str> = s.get(s.rfind(')')? + 2..)?.split_whitespace().collect();
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+        .unwrap_or(0)
 }
 
 /// The summed run time of process `pid`'s threads, in ns (`schedstat`).
@@ -499,6 +567,7 @@ fn rate(
         delivered: all.load(Ordering::Relaxed),
         refused: not_delivered(from),
     };
+    let window = Window::open(pid);
     let cpu = cpu_now(pid);
     let t = Instant::now();
     for i in 0..n {
@@ -509,6 +578,7 @@ fn rate(
     let seconds = t.elapsed().as_secs_f64();
     let arrived = fate.delivered as f64 / seconds;
     let cpu_ns = cpu_now(pid).saturating_sub(cpu) as f64 / n as f64;
+    let window = window.close(pid);
     println!(
         "  sent at {:.0}/s, arrived at {arrived:.0}/s, {cpu_ns:.0} ns of CPU per tell; delivered {} + refused {} {} sent {n}",
         n as f64 / sent.as_secs_f64(),
@@ -526,6 +596,7 @@ fn rate(
         delivered: fate.delivered,
         refused: fate.refused,
         cpu_ns,
+        window,
     }
 }
 
@@ -648,15 +719,19 @@ fn rebalance(n: usize, runs: usize, json: bool) {
         let active: usize = nodes.iter().map(|(_, s)| s.local_entities().len()).sum();
         assert_eq!(active, n, "every entity active once");
         // The baseline: the same sweep with nothing moving.
+        let pid = server.pid();
+        let base_window = Window::open(pid);
         let t = Instant::now();
         sweep(&nodes[0].1, &ids, 8);
         let base = t.elapsed();
+        let base_window = base_window.close(pid);
         // The fourth node joins; placement is done when it owns exactly
         // the shards rendezvous hashing gives it among the four.
         let names: Vec<String> = (1..=4).map(|i| format!("r{i}")).collect();
         let want4 = (0..SHARDS)
             .filter(|&s| desired_owner(&names, s) == Some("r4"))
             .count() as u64;
+        let join_window = Window::open(pid);
         let t0 = Instant::now();
         nodes.push(node(&url, "r4", hb, &all));
         let s4 = &nodes[3].1;
@@ -665,6 +740,7 @@ fn rebalance(n: usize, runs: usize, json: bool) {
         });
         let retried = sweep(&nodes[0].1, &ids, 8);
         let answered = t0.elapsed();
+        let join_window = join_window.close(pid);
         let st4 = nodes[3].1.stats();
         let moved = nodes[3].1.local_entities().len();
         println!(
@@ -690,7 +766,7 @@ fn rebalance(n: usize, runs: usize, json: bool) {
                 )
             };
             let moves = format!(
-                ",\"shards_moved\":{},\"entities_moved\":{moved},\"retried_asks\":{retried}",
+                ",\"shards_moved\":{},\"entities_moved\":{moved},\"retried_asks\":{retried}{join_window}",
                 st4.claims
             );
             let n = n as u64;
@@ -701,7 +777,7 @@ fn rebalance(n: usize, runs: usize, json: bool) {
                     "answer all",
                     base,
                     "entities/s",
-                    "",
+                    base_window.as_str(),
                 ),
                 (
                     "troupe",
@@ -718,7 +794,7 @@ fn rebalance(n: usize, runs: usize, json: bool) {
                     "settle",
                     settled,
                     "runs/s",
-                    "",
+                    join_window.as_str(),
                 ),
             ] {
                 let ops = if unit == "runs/s" { 1 } else { n };

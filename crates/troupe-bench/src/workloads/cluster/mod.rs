@@ -21,7 +21,10 @@
 //! their own nats-server, so the group needs one installed: the quick suite
 //! leaves the group out, and `all` includes it only when a nats-server is
 //! found. Interference is not measured for a child process (the samples'
-//! `other_cpu_s` is 0): its own CPU would count as another process's.
+//! `other_cpu_s` is 0): its own CPU would count as another process's. The
+//! programs size their own threads (`--threads` does not apply): the nodes'
+//! default systems, and one worker for the persistent actors as for the raw
+//! publishers.
 
 pub mod entity_tell;
 pub mod persist_events;

@@ -13,7 +13,11 @@
 //! numeric field beyond the known ones is an extra of its sample (the
 //! figure carries the median sample's, as the suite's own figures do),
 //! except the `ratio…` fields, which become the median over the kept
-//! rounds. Lines that do not open with `{"framework"` are the programs'
+//! rounds. `window_s` and `other_cpu_s` are the sample's interference
+//! window as the program measured it (the machine's busy CPU time less the
+//! program's and its nats-server's): a disturbed sample is dropped as the
+//! suite drops its own ([`crate::stats::undisturbed`]); a line without them
+//! counts as undisturbed. Lines that do not open with `{"framework"` are the programs'
 //! text output and are skipped; a sample line that is malformed, a count
 //! that does not add up (`delivered + refused != sent`) or a figure with
 //! another number of rounds than asked for fails the workload.
@@ -33,6 +37,8 @@ const KNOWN: &[&str] = &[
     "unit",
     "rss_mb",
     "threads",
+    "window_s",
+    "other_cpu_s",
 ];
 
 /// One parsed sample line.
@@ -65,6 +71,8 @@ fn parse(workload: &str, text: &str) -> Result<Option<Line>, String> {
         .filter(|o| o.is_finite() && *o >= 0.0)
         .ok_or_else(|| bad("no `ops`"))?;
     let mut sample = Sample::new(seconds, ops);
+    sample.window_s = num_of("window_s").unwrap_or(0.0);
+    sample.other_cpu_s = num_of("other_cpu_s").unwrap_or(0.0);
     for (k, v) in obj {
         if !KNOWN.contains(&k.as_str()) {
             sample.extra.insert(k.clone(), v.clone());
@@ -158,7 +166,13 @@ fn figure(workload: &str, lines: Vec<Line>, rounds: usize) -> Result<Figure, Str
             lines.len()
         ));
     }
-    let samples: Vec<Sample> = lines.iter().map(|l| l.sample.clone()).collect();
+    let all: Vec<Sample> = lines.iter().map(|l| l.sample.clone()).collect();
+    // The samples the figure is computed from, for the ratios' medians.
+    let samples: Vec<Sample> =
+        crate::stats::undisturbed(&all, |s: &Sample| (s.window_s, s.other_cpu_s))
+            .into_iter()
+            .cloned()
+            .collect();
     let mut fig = Figure::from_samples(
         &first.framework,
         workload,
@@ -166,7 +180,7 @@ fn figure(workload: &str, lines: Vec<Line>, rounds: usize) -> Result<Figure, Str
         first.params.clone(),
         &first.unit,
         first.threads,
-        &samples,
+        &all,
     );
     fig.rss_mb = lines.iter().map(|l| l.rss_mb).fold(0.0, f64::max);
     let ratio_keys: Vec<String> = fig
@@ -244,6 +258,30 @@ mod tests {
         let figs = figures("persist_events", &text, 1, 3).unwrap();
         assert_eq!(figs.len(), 1);
         assert_eq!(figs[0].extra["ratio"], 0.6);
+    }
+
+    #[test]
+    fn disturbed_rounds_are_dropped_with_their_ratios() {
+        let line = |round: u32, seconds: f64, other: f64, ratio: f64| {
+            format!(
+                r#"{{"framework":"troupe","workload":"persist_recovery","label":"full replay","params":{{"op":"recover"}},"round":{round},"seconds":{seconds},"ops":100,"unit":"events/s","window_s":{seconds},"other_cpu_s":{other},"ratio":{ratio}}}"#
+            )
+        };
+        // Round 1 ran beside another process's 0.5 s of CPU in its 1 s.
+        let text = [
+            line(0, 1.0, 0.0, 1.0),
+            line(1, 4.0, 2.0, 9.0),
+            line(2, 1.2, 0.0, 2.0),
+        ]
+        .join("\n");
+        let figs = figures("persist_recovery", &text, 0, 3).unwrap();
+        let f = &figs[0];
+        assert_eq!(f.samples, 2);
+        assert_eq!(f.extra["samples_total"], 3);
+        assert_eq!(f.extra["samples_disturbed"], 1);
+        assert!(f.ns_per_op_p99 < 13_000_000.0, "{}", f.ns_per_op_p99);
+        assert_eq!(f.extra["ratio"], 1.5);
+        assert!(!f.extra.contains_key("window_s"));
     }
 
     #[test]
