@@ -59,8 +59,10 @@
 //! `{"framework","workload","label","params":{..,"op"},"round","seconds",
 //! "ops","unit",..extras}`, the round's own CPU and switches per event, and
 //! on a persisted side its round's `ratio` (raw seconds / persisted
-//! seconds) and `ratio_across_threads`. `params.op` names what a figure is
-//! compared on.
+//! seconds) and `ratio_across_threads`, and its `window_s` and
+//! `other_cpu_s` (the CPU time other processes used meanwhile: the
+//! machine's less this process's and its nats-server's). `params.op` names
+//! what a figure is compared on.
 //!
 //! The store runs on the process's I/O runtime, and the actor system is
 //! bridged to it (`tokio_handle`). It starts its own `nats-server -js` on

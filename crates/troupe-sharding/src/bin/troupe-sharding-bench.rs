@@ -28,7 +28,9 @@
 //! `{"framework","workload","label","params":{..,"op"},"round","seconds",
 //! "ops","unit",..extras}`. `round` is absent where a quantity is measured
 //! once (the asks); `params.op` names what a figure is compared on (Troupe's
-//! side and its baseline share it). The text output stays as it is; the
+//! side and its baseline share it); `window_s` and `other_cpu_s` are the
+//! sample's wall time and the CPU time other processes used in it (the
+//! machine's less this process's and its nats-server's). The text output stays as it is; the
 //! sample lines are the stdout lines that open with `{"framework"`.
 //!
 //! Without a nats-server the program says how to install one and exits 2.

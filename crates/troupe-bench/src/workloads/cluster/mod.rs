@@ -20,8 +20,9 @@
 //! run is a fresh cluster (no warm-up; `--samples` runs). The programs start
 //! their own nats-server, so the group needs one installed: the quick suite
 //! leaves the group out, and `all` includes it only when a nats-server is
-//! found. Interference is not measured for a child process (the samples'
-//! `other_cpu_s` is 0): its own CPU would count as another process's. The
+//! found. The suite's probe cannot judge a child process (the child's CPU
+//! would count as another process's), so the programs report each sample's
+//! interference themselves (`window_s`, `other_cpu_s`). The
 //! programs size their own threads (`--threads` does not apply): the nodes'
 //! default systems, and one worker for the persistent actors as for the raw
 //! publishers.
