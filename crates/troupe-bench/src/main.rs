@@ -60,7 +60,8 @@ fn command() -> Command {
          troupe-bench mixed_case --ring-masters 10 --ring-size 100 --token 1000 --repetitions 4\n  \
          troupe-bench ring --baseline old.jsonl --threshold 10 --fail-on-regression\n  \
          troupe-bench reader_db ring --plot plots/\n  \
-         troupe-bench --quick savina        # the Savina suite (also savina-micro, savina-concurrency, savina-parallel)",
+         troupe-bench --quick savina        # the Savina suite (also savina-micro, savina-concurrency, savina-parallel)\n  \
+         troupe-bench --quick cluster       # entity tells, persistence, rebalancing (needs nats-server)",
     );
     let mut cmd = Command::new("troupe-bench")
         .about("The Troupe benchmark suite (shared/BENCHMARKS.md)")
@@ -68,7 +69,7 @@ fn command() -> Command {
         .arg(
             Arg::new("workloads")
                 .num_args(0..)
-                .help("`all`, workload names, or Savina groups (savina, savina-micro, savina-concurrency, savina-parallel); none = the quick suite"),
+                .help("`all`, workload names, Savina groups (savina, savina-micro, savina-concurrency, savina-parallel) or `cluster`; none = the quick suite (without `cluster`)"),
         )
         .arg(flag("quick", "Scale every workload down (the default when no workload is named)"))
         .arg(opt("threads", "N", "Worker threads", "2"))
@@ -208,9 +209,16 @@ fn header(cfg: &RunCfg) -> String {
 
 fn main() {
     let cli = Cli::parse();
-    let every = || workloads::ALL.to_vec();
+    // `all`: every workload, the cluster group only where a nats-server is.
+    let every = || match workloads::cluster::program::missing_nats() {
+        None => workloads::ALL.to_vec(),
+        Some(why) => {
+            eprintln!("troupe-bench: skipping the cluster group: {why}");
+            workloads::quick_suite()
+        }
+    };
     let (selected, quick): (Vec<&Workload>, bool) = if cli.workloads.is_empty() {
-        (every(), true)
+        (workloads::quick_suite(), true)
     } else if cli.workloads.iter().any(|w| w == "all") {
         (every(), cli.quick)
     } else {
@@ -218,8 +226,9 @@ fn main() {
             workloads::select(n).ok_or_else(|| {
                 let known: Vec<&str> = workloads::ALL.iter().map(|w| w.spec.name).collect();
                 format!(
-                    "unknown workload `{n}`; known: all, {}, {}",
+                    "unknown workload `{n}`; known: all, {}, {}, {}",
                     workloads::savina::GROUPS.join(", "),
+                    workloads::cluster::NAME,
                     known.join(", ")
                 )
             })

@@ -104,10 +104,11 @@ pub fn run_with_timeout(prog: &Path, args: &[String], timeout: Duration) -> Resu
     let stdout = out_t.join().unwrap_or_default();
     let stderr = err_t.join().unwrap_or_default();
     if !status.success() {
+        // The last line that says something (not a panic's backtrace hint).
         let last = stderr
             .lines()
             .rev()
-            .find(|l| !l.trim().is_empty())
+            .find(|l| !l.trim().is_empty() && !l.starts_with("note: run with `RUST_BACKTRACE"))
             .unwrap_or("")
             .trim()
             .to_string();

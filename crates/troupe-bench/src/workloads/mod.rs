@@ -13,6 +13,7 @@ pub mod async_actors;
 pub mod baseline;
 pub mod channels;
 pub mod chaos;
+pub mod cluster;
 pub mod mailbox_performance;
 pub mod max_throughput;
 pub mod message;
@@ -131,12 +132,30 @@ pub const ALL: &[&Workload] = &[
     &savina::quicksort::WORKLOAD,
     &savina::sieve::WORKLOAD,
     &savina::nqueenk::WORKLOAD,
+    // The distributed benchmarks (need nats-server; not in the quick suite).
+    &cluster::entity_tell::WORKLOAD,
+    &cluster::persist_events::WORKLOAD,
+    &cluster::persist_recovery::WORKLOAD,
+    &cluster::rebalance::WORKLOAD,
 ];
 
-/// The workloads a name argument selects: a workload, or a Savina group
-/// (`savina`, `savina-micro`, `savina-concurrency`, `savina-parallel`).
+/// The workloads a name argument selects: a workload, a Savina group
+/// (`savina`, `savina-micro`, `savina-concurrency`, `savina-parallel`), or
+/// the `cluster` group.
 pub fn select(name: &str) -> Option<Vec<&'static Workload>> {
-    find(name).map(|w| vec![w]).or_else(|| savina::group(name))
+    find(name)
+        .map(|w| vec![w])
+        .or_else(|| savina::group(name))
+        .or_else(|| cluster::group(name))
+}
+
+/// The quick suite (no workload named): every workload but the cluster
+/// group's.
+pub fn quick_suite() -> Vec<&'static Workload> {
+    ALL.iter()
+        .copied()
+        .filter(|w| !cluster::is_member(w))
+        .collect()
 }
 
 /// The workload called `name`.
@@ -255,6 +274,15 @@ mod tests {
             .iter()
             .all(|s| ALL.iter().any(|w| w.spec.name == s.spec.name)));
         assert_eq!(select("ring").map(|v| v.len()), Some(1));
+        // The cluster group: in ALL, not in the quick suite.
+        let cluster = select("cluster").unwrap();
+        assert_eq!(cluster.len(), 4);
+        assert!(cluster
+            .iter()
+            .all(|c| ALL.iter().any(|w| w.spec.name == c.spec.name)));
+        let quick = quick_suite();
+        assert_eq!(quick.len(), ALL.len() - 4);
+        assert!(!quick.iter().any(|w| cluster::is_member(w)));
         assert!(select("savina-nothing").is_none());
     }
 }

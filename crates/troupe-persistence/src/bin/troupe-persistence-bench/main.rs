@@ -7,6 +7,7 @@
 //! troupe-persistence-bench [--quick] [--events N] [--rounds R]
 //!                          [--entities 1,16] [--url nats://...] [--json FILE|-]
 //!                          [--workers W] [--wait-each]
+//!                          [--only events|recovery] [--json-rounds FILE|-]
 //! ```
 //!
 //! Workloads (BENCHMARKS.md's JSON line format, one line per figure):
@@ -53,6 +54,16 @@
 //!   first reply, replaying the whole journal (`full`) or from a snapshot
 //!   taken after the last event (`snapshot`); events/s and ms, median of R.
 //!
+//! `--only` runs one of the two. `--json-rounds` writes *sample lines*, one
+//! per figure and round, for the suite (`troupe-bench cluster`):
+//! `{"framework","workload","label","params":{..,"op"},"round","seconds",
+//! "ops","unit",..extras}`, the round's own CPU and switches per event, and
+//! on a persisted side its round's `ratio` (raw seconds / persisted
+//! seconds) and `ratio_across_threads`, and its `window_s` and
+//! `other_cpu_s` (the CPU time other processes used meanwhile: the
+//! machine's less this process's and its nats-server's). `params.op` names
+//! what a figure is compared on.
+//!
 //! The store runs on the process's I/O runtime, and the actor system is
 //! bridged to it (`tokio_handle`). It starts its own `nats-server -js` on
 //! loopback unless `--url` names one. `--quick` is a smoke run for CI
@@ -61,7 +72,6 @@
 use async_nats::jetstream::{self, context::Publish};
 use clap::Parser;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use troupe::dispatcher::Dispatcher;
@@ -70,6 +80,12 @@ use troupe_persistence::{
     spawn_persistent, spawn_persistent_with, Effect, JetStreamStore, PersistError, PersistenceId,
     PersistentActor,
 };
+
+mod measure;
+mod recovery;
+
+use measure::*;
+use recovery::recovery;
 
 #[derive(Parser)]
 #[command(about = "Persisted events/s beside raw JetStream publishing; recovery time")]
@@ -100,6 +116,12 @@ struct Args {
     /// instead of each entity's last reply first.
     #[arg(long)]
     wait_each: bool,
+    /// Run only the persisted events or only the recovery.
+    #[arg(long, value_parser = ["events", "recovery"])]
+    only: Option<String>,
+    /// Write one sample line per figure and round to FILE (`-`: stdout).
+    #[arg(long)]
+    json_rounds: Option<String>,
 }
 
 #[troupe_remote::remote("bench.Added")]
@@ -227,84 +249,6 @@ fn raw(
     })
 }
 
-/// CPU time (ns) and context switches of this process's threads so far,
-/// from `/proc/self/task/*/{schedstat,status}` ((0, 0) where unreadable):
-/// what a side costs the process per event, apart from the wall clock
-/// that a loaded machine swings.
-fn usage() -> (u64, u64) {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return (0, 0);
-    };
-    let (mut ns, mut switches) = (0, 0);
-    for task in tasks.flatten() {
-        let path = task.path();
-        if let Ok(s) = std::fs::read_to_string(path.join("schedstat")) {
-            ns += s
-                .split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-        if let Ok(s) = std::fs::read_to_string(path.join("status")) {
-            switches += s
-                .lines()
-                .filter(|l| l.contains("ctxt_switches:"))
-                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .sum::<u64>();
-        }
-    }
-    (ns, switches)
-}
-
-/// Runs `f` (which returns seconds) and returns (seconds, process CPU µs
-/// per event, context switches per event).
-fn measured(events: u64, f: impl FnOnce() -> f64) -> (f64, f64, f64) {
-    let (ns0, sw0) = usage();
-    let seconds = f();
-    let (ns1, sw1) = usage();
-    let per = events as f64;
-    (
-        seconds,
-        ns1.saturating_sub(ns0) as f64 / 1e3 / per,
-        sw1.saturating_sub(sw0) as f64 / per,
-    )
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
-    v[v.len() / 2]
-}
-
-/// One JSON line (BENCHMARKS.md's fields, plus `label` and extras).
-fn line(
-    framework: &str,
-    workload: &str,
-    label: &str,
-    params: String,
-    (seconds, rate, unit): (f64, f64, &str),
-    extra: String,
-) -> String {
-    format!(
-        "{{\"framework\":\"{framework}\",\"workload\":\"{workload}\",\"label\":\"{label}\",\
-         \"params\":{params},\"seconds\":{seconds:.6},\"rate\":{rate:.1},\"unit\":\"{unit}\",\
-         \"rss_mb\":{rss:.1},\"threads\":{threads}{extra}}}",
-        rss = rss_mb(),
-        threads = std::thread::available_parallelism().map_or(1, |n| n.get())
-    )
-}
-
-/// The peak resident memory of the process so far, in MiB.
-fn rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 fn main() {
     let args = Args::parse();
     let events = args
@@ -313,13 +257,15 @@ fn main() {
     let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 5 });
     let own = match &args.url {
         Some(_) => None,
-        None => Some(
-            troupe_test_nats::NatsServer::builder()
-                .jetstream()
-                .start()
-                .expect("nats-server -js (install nats-server or pass --url)"),
-        ),
+        None => match troupe_test_nats::NatsServer::builder().jetstream().start() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("troupe-persistence-bench: nats-server -js did not start ({e}); pass --url to use a running one");
+                std::process::exit(2);
+            }
+        },
     };
+    let _ = SERVER_PID.set(own.as_ref().and_then(|s| s.pid()));
     let url = args
         .url
         .clone()
@@ -364,7 +310,12 @@ fn main() {
     // Subjects unique to this process, so a reused server starts empty.
     let tag = std::process::id();
     let mut out = Vec::new();
-    for &entities in &args.entities {
+    let mut rounds_out = Vec::new();
+    let entity_counts: &[u64] = match args.only.as_deref() {
+        Some("recovery") => &[],
+        _ => &args.entities,
+    };
+    for &entities in entity_counts {
         let entities = entities.clamp(1, events);
         let (mut r, mut h, mut p, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut o, mut io_own_ratios) = (Vec::new(), Vec::new());
@@ -400,6 +351,7 @@ fn main() {
             let pm = persisted_on(&run, None);
             let dm = persisted_on(&format!("{run}-io"), Some(&journal));
             let (rs, hs, ps, ds, os) = (rm.0, hm.0, pm.0, dm.0, om.0);
+            let (rm, hm, pm, dm, om) = (&rm, &hm, &pm, &dm, &om);
             eprintln!(
                 "{entities:>2} entities, round {round}: raw {:>7.0}, raw across threads {:>7.0}, \
                  raw on the I/O runtime {:>7.0}, \
@@ -429,6 +381,59 @@ fn main() {
                 pm.2,
                 dm.2
             );
+            let params = format!(
+                "{{\"events\":{events},\"entities\":{entities},\"op\":\"persist {entities}\"}}"
+            );
+            let of = if entities == 1 {
+                "1 entity".to_string()
+            } else {
+                format!("{entities} entities")
+            };
+            for (framework, label, m, ratios) in [
+                ("nats-raw", format!("raw JetStream, {of}"), rm, None),
+                (
+                    "nats-raw",
+                    format!("raw JetStream across threads, {of}"),
+                    hm,
+                    None,
+                ),
+                (
+                    "nats-raw",
+                    format!("raw JetStream on the I/O runtime, {of}"),
+                    om,
+                    None,
+                ),
+                (
+                    "troupe",
+                    format!("persisted, {of}"),
+                    pm,
+                    Some((rs / ps, hs / ps)),
+                ),
+                (
+                    "troupe",
+                    format!("persisted on an I/O dispatcher, {of}"),
+                    dm,
+                    Some((rs / ds, hs / ds)),
+                ),
+            ] {
+                let mut extra = format!(
+                    ",\"cpu_us_per_event\":{:.2},\"switches_per_event\":{:.3}{}",
+                    m.1, m.2, m.3
+                );
+                if let Some((ratio, across)) = ratios {
+                    extra.push_str(&format!(
+                        ",\"ratio\":{ratio:.3},\"ratio_across_threads\":{across:.3}"
+                    ));
+                }
+                rounds_out.push(sample_line(
+                    (framework, "persist_events", &label),
+                    &params,
+                    round,
+                    m.0,
+                    events,
+                    extra,
+                ));
+            }
             for (side, m) in cost.iter_mut().zip([rm, hm, pm, dm, om]) {
                 side.0.push(m.1);
                 side.1.push(m.2);
@@ -513,93 +518,22 @@ fn main() {
              I/O dispatcher/raw on the I/O runtime {io_own_ratio:.2}"
         );
     }
-    out.extend(recovery(&system, &store, &tag.to_string(), events, rounds));
+    if args.only.as_deref() != Some("events") {
+        let tag = tag.to_string();
+        out.extend(recovery(
+            &system,
+            &store,
+            &tag,
+            events,
+            rounds,
+            &mut rounds_out,
+        ));
+    }
     system.shutdown();
-    match args.json.as_deref() {
-        None => {}
-        Some("-") => {
-            for l in &out {
-                println!("{l}");
-            }
-        }
-        Some(file) => {
-            let mut f = std::fs::File::create(file).expect("the JSON file");
-            for l in &out {
-                writeln!(f, "{l}").expect("write");
-            }
-        }
+    if let Some(to) = args.json.as_deref() {
+        write_lines(to, &out);
     }
-}
-
-/// Recovery of one entity with `events` events, in full and from a
-/// snapshot taken after the last event.
-fn recovery(
-    system: &ActorSystem,
-    store: &Arc<JetStreamStore>,
-    tag: &str,
-    events: u64,
-    rounds: u32,
-) -> Vec<String> {
-    let fill = |name: &str, snapshot: bool| {
-        let id = PersistenceId::new("bench", format!("{name}-{tag}")).expect("id");
-        let a = spawn_persistent(system, Counter { id: id.clone() }, store.clone());
-        let pending: Vec<_> = (1..=events).map(|n| a.ask_async(move |r| (n, r))).collect();
-        for p in pending {
-            p.wait_timeout(Duration::from_secs(60))
-                .expect("reply")
-                .expect("persisted");
-        }
-        if snapshot {
-            a.ask(|r| (u64::MAX, r), Duration::from_secs(60))
-                .expect("reply")
-                .expect("snapshot");
-        }
-        a.stop();
-        id
-    };
-    let time = |id: &PersistenceId| {
-        let t0 = Instant::now();
-        let a = spawn_persistent(system, Counter { id: id.clone() }, store.clone());
-        let total = a
-            .ask(|r| (0, r), Duration::from_secs(60))
-            .expect("reply")
-            .expect("recovered");
-        let took = t0.elapsed().as_secs_f64();
-        a.stop();
-        assert_eq!(total, events * (events + 1) / 2, "recovered state");
-        took
-    };
-    let full = fill("recover-full", false);
-    let snap = fill("recover-snap", true);
-    let (mut f, mut s) = (Vec::new(), Vec::new());
-    for round in 0..rounds {
-        f.push(time(&full));
-        s.push(time(&snap));
-        eprintln!(
-            "recovery of {events} events, round {round}: full replay {:.1} ms, from a snapshot {:.1} ms",
-            f[f.len() - 1] * 1e3,
-            s[s.len() - 1] * 1e3
-        );
+    if let Some(to) = args.json_rounds.as_deref() {
+        write_lines(to, &rounds_out);
     }
-    let params =
-        |from: &str| format!("{{\"events\":{events},\"from\":\"{from}\",\"rounds\":{rounds}}}");
-    let (f, s) = (median(f), median(s));
-    vec![
-        line(
-            "troupe",
-            "persist_recovery",
-            "full replay",
-            params("full"),
-            (f, events as f64 / f, "events/s"),
-            format!(",\"ms\":{:.3}", f * 1e3),
-        ),
-        line(
-            "troupe",
-            "persist_recovery",
-            "from a snapshot",
-            params("snapshot"),
-            (s, events as f64 / s, "events/s"),
-            format!(",\"ms\":{:.3}", s * 1e3),
-        ),
-    ]
 }

@@ -22,6 +22,19 @@
 //! Repeats `RUNS` times (default 3), each on a fresh server, and prints a
 //! table and one JSON line per run.
 //!
+//! `--json` (after `bench` or `rebalance`): also prints *sample lines*, one
+//! JSON object per measured quantity and round (or run), for the suite
+//! (`troupe-bench cluster`), which turns them into its figures:
+//! `{"framework","workload","label","params":{..,"op"},"round","seconds",
+//! "ops","unit",..extras}`. `round` is absent where a quantity is measured
+//! once (the asks); `params.op` names what a figure is compared on (Troupe's
+//! side and its baseline share it); `window_s` and `other_cpu_s` are the
+//! sample's wall time and the CPU time other processes used in it (the
+//! machine's less this process's and its nats-server's). The text output stays as it is; the
+//! sample lines are the stdout lines that open with `{"framework"`.
+//!
+//! Without a nats-server the program says how to install one and exits 2.
+//!
 //! `troupe-sharding-bench node <url> <name> <heartbeat-ms>`: a node that
 //! hosts the `tally` sharding type (64 shards) and prints `READY`; the
 //! kill tests start it as a child and SIGKILL it.
@@ -36,6 +49,12 @@ use troupe_cluster::Cluster;
 use troupe_remote::remote;
 use troupe_sharding::placement::desired_owner;
 use troupe_sharding::{ClusterSharding, Sharding};
+
+mod rebalance;
+mod sample;
+
+use rebalance::rebalance;
+use sample::{sample_line, Window};
 
 #[remote("sharding.bench.Bump")]
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -147,11 +166,42 @@ fn wait_count(all: &AtomicU64, from: &Cluster, start: Fate, sent: u64, report: &
     }
 }
 
-fn bench(n: u64, rounds: usize) {
-    let server = troupe_test_nats::NatsServer::builder()
-        .jetstream()
-        .start()
-        .expect("nats-server (on PATH or TROUPE_NATS_SERVER)");
+/// A JetStream nats-server on loopback, or the reason and exit status 2.
+fn server() -> troupe_test_nats::NatsServer {
+    match troupe_test_nats::NatsServer::builder().jetstream().start() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("troupe-sharding-bench: nats-server -js did not start: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The sample line of one tell shape's round.
+fn tell_line(
+    framework: &str,
+    label: &str,
+    actors: usize,
+    round: usize,
+    n: u64,
+    r: &Rates,
+) -> String {
+    sample_line(
+        framework,
+        "entity_tell",
+        label,
+        &format!("\"tells\":{n},\"actors\":{actors},\"op\":\"tell {actors}\""),
+        Some(round),
+        (r.seconds, r.delivered, "tells/s"),
+        &format!(
+            ",\"cpu_ns_per_tell\":{:.1},\"sent\":{n},\"delivered\":{},\"refused\":{}{}",
+            r.cpu_ns, r.delivered, r.refused, r.window
+        ),
+    )
+}
+
+fn bench(n: u64, rounds: usize, json: bool) {
+    let server = server();
     let url = server.url();
     let hb = Duration::from_millis(250);
     let all = Arc::new(AtomicU64::new(0));
@@ -265,6 +315,39 @@ fn bench(n: u64, rounds: usize) {
             ent.arrived,
             ent.arrived / base64.arrived
         );
+        if json {
+            let many = refs.len();
+            println!(
+                "{}",
+                tell_line("troupe-remote", "remote tell, 1 actor", 1, round, n, &base)
+            );
+            println!(
+                "{}",
+                tell_line("troupe", "entity tell, 1 entity", 1, round, n, &ent_one)
+            );
+            println!(
+                "{}",
+                tell_line(
+                    "troupe-remote",
+                    &format!("remote tell, {many} actors"),
+                    many,
+                    round,
+                    n,
+                    &base64
+                )
+            );
+            println!(
+                "{}",
+                tell_line(
+                    "troupe",
+                    &format!("entity tell, {many} entities"),
+                    many,
+                    round,
+                    n,
+                    &ent
+                )
+            );
+        }
         println!(
             "round {round}: CPU per tell (process and nats-server): 1 actor: remote {:.0} ns, entity {:.0} ns, remote / entity {:.2}; {} actors: remote {:.0} ns, entity {:.0} ns, remote / entity {:.2}",
             base.cpu_ns,
@@ -291,15 +374,30 @@ fn bench(n: u64, rounds: usize) {
     for _ in 0..asks {
         direct_ask.ask(Read, Duration::from_secs(5)).expect("ask");
     }
-    let base = t.elapsed() / asks;
+    let base_all = t.elapsed();
+    let base = base_all / asks;
     let t = Instant::now();
     for i in 0..asks {
         refs[i as usize % refs.len()]
             .ask(Read, Duration::from_secs(5))
             .expect("ask");
     }
-    let ent = t.elapsed() / asks;
+    let ent_all = t.elapsed();
+    let ent = ent_all / asks;
     println!("ask round trip: remote {base:?}, entity {ent:?}");
+    if json {
+        let params = format!("\"asks\":{asks},\"op\":\"ask\"");
+        for (framework, label, took) in [
+            ("troupe-remote", "remote ask, 1 actor", base_all),
+            ("troupe", "entity ask, round-robin", ent_all),
+        ] {
+            let timing = (took.as_secs_f64(), u64::from(asks), "asks/s");
+            println!(
+                "{}",
+                sample_line(framework, "entity_tell", label, &params, None, timing, "")
+            );
+        }
+    }
     let mean =
         |r: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| r.iter().map(f).sum::<f64>() / r.len() as f64;
     let median = |r: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| {
@@ -331,6 +429,14 @@ fn bench(n: u64, rounds: usize) {
 struct Rates {
     /// Tells handled per second, from the first send to the last arrival.
     arrived: f64,
+    /// Seconds from the first send to the last arrival.
+    seconds: f64,
+    /// Tells handled by an actor.
+    delivered: u64,
+    /// Tells node 1's links report refused by the peer or lost.
+    refused: u64,
+    /// The interference fields of the sample line ([`Window::close`]).
+    window: String,
     /// CPU time of this process and of the nats-server, per tell sent (ns).
     cpu_ns: f64,
 }
@@ -384,6 +490,7 @@ fn rate(
         delivered: all.load(Ordering::Relaxed),
         refused: not_delivered(from),
     };
+    let window = Window::open(pid);
     let cpu = cpu_now(pid);
     let t = Instant::now();
     for i in 0..n {
@@ -391,8 +498,10 @@ fn rate(
     }
     let sent = t.elapsed();
     let fate = wait_count(all, from, start, n, report);
-    let arrived = fate.delivered as f64 / t.elapsed().as_secs_f64();
+    let seconds = t.elapsed().as_secs_f64();
+    let arrived = fate.delivered as f64 / seconds;
     let cpu_ns = cpu_now(pid).saturating_sub(cpu) as f64 / n as f64;
+    let window = window.close(pid);
     println!(
         "  sent at {:.0}/s, arrived at {arrived:.0}/s, {cpu_ns:.0} ns of CPU per tell; delivered {} + refused {} {} sent {n}",
         n as f64 / sent.as_secs_f64(),
@@ -404,7 +513,14 @@ fn rate(
             "!="
         }
     );
-    Rates { arrived, cpu_ns }
+    Rates {
+        arrived,
+        seconds,
+        delivered: fate.delivered,
+        refused: fate.refused,
+        cpu_ns,
+        window,
+    }
 }
 
 /// Tells bump `i` to the plain actor behind `r` (the baseline), retrying
@@ -433,142 +549,10 @@ fn tell_to(refs: &[troupe_sharding::EntityRef<Tally>], i: u64) {
     }
 }
 
-/// Waits until every node sees the others, `placed` holds, and every
-/// node has reported `settled` without a break for three coordinator
-/// ticks (a node whose coordinator has not yet ticked since the join still
-/// shows the old view's flag); the time from `t` when that stable stretch
-/// began.
-fn settle(
-    nodes: &[(Arc<Cluster>, Sharding<Tally>)],
-    t: Instant,
-    limit: Duration,
-    placed: impl Fn() -> bool,
-) -> Duration {
-    let end = Instant::now() + limit;
-    let mut since: Option<Duration> = None;
-    loop {
-        let ok = nodes
-            .iter()
-            .all(|(c, s)| c.peers().len() == nodes.len() - 1 && s.settled())
-            && placed();
-        since = match (ok, since) {
-            (false, _) => None,
-            (true, None) => Some(t.elapsed()),
-            (true, s) => s,
-        };
-        if let Some(s) = since {
-            if t.elapsed() - s >= 3 * TICK {
-                return s;
-            }
-        }
-        assert!(Instant::now() < end, "the cluster did not settle");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Asks every id from `via` on `threads` threads until each has answered
-/// once (a failed ask is retried).
-fn sweep(via: &Sharding<Tally>, ids: &[String], threads: usize) -> u64 {
-    let retries = AtomicU64::new(0);
-    let chunk = ids.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        for part in ids.chunks(chunk) {
-            let retries = &retries;
-            scope.spawn(move || {
-                let end = Instant::now() + Duration::from_secs(120);
-                for id in part {
-                    let e = via.entity(id);
-                    while e.ask(Read, Duration::from_millis(500)).is_err() {
-                        assert!(Instant::now() < end, "{id} never answered");
-                        retries.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            });
-        }
-    });
-    retries.into_inner()
-}
-
-fn rebalance(n: usize, runs: usize) {
-    println!(
-        "| run | entities | sweep, no move | settled | all answer | shards moved | entities moved | retried asks |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
-    for run in 0..runs {
-        let server = troupe_test_nats::NatsServer::builder()
-            .jetstream()
-            .start()
-            .expect("nats-server (on PATH or TROUPE_NATS_SERVER)");
-        let url = server.url();
-        let hb = Duration::from_millis(250);
-        let all = Arc::new(AtomicU64::new(0));
-        let mut nodes: Vec<_> = (1..=3)
-            .map(|i| node(&url, &format!("r{i}"), hb, &all))
-            .collect();
-        settle(&nodes, Instant::now(), Duration::from_secs(30), || true);
-        // Activate: one tell each, then wait until all have been handled.
-        let ids: Vec<String> = (0..n).map(|i| format!("e{i}")).collect();
-        for (i, id) in ids.iter().enumerate() {
-            let mut m = Bump(i as u64);
-            let e = nodes[0].1.entity(id);
-            while let Err(err) = e.tell(m) {
-                m = err.into_inner();
-                std::thread::sleep(Duration::from_micros(100));
-            }
-        }
-        wait_count(
-            &all,
-            &nodes[0].0,
-            Fate {
-                delivered: 0,
-                refused: not_delivered(&nodes[0].0),
-            },
-            n as u64,
-            &|| {},
-        );
-        let active: usize = nodes.iter().map(|(_, s)| s.local_entities().len()).sum();
-        assert_eq!(active, n, "every entity active once");
-        // The baseline: the same sweep with nothing moving.
-        let t = Instant::now();
-        sweep(&nodes[0].1, &ids, 8);
-        let base = t.elapsed();
-        // The fourth node joins; placement is done when it owns exactly
-        // the shards rendezvous hashing gives it among the four.
-        let names: Vec<String> = (1..=4).map(|i| format!("r{i}")).collect();
-        let want4 = (0..SHARDS)
-            .filter(|&s| desired_owner(&names, s) == Some("r4"))
-            .count() as u64;
-        let t0 = Instant::now();
-        nodes.push(node(&url, "r4", hb, &all));
-        let s4 = &nodes[3].1;
-        let settled = settle(&nodes, t0, Duration::from_secs(60), || {
-            s4.stats().shards_owned == want4
-        });
-        let retried = sweep(&nodes[0].1, &ids, 8);
-        let answered = t0.elapsed();
-        let st4 = nodes[3].1.stats();
-        let moved = nodes[3].1.local_entities().len();
-        println!(
-            "| {run} | {n} | {:.0} ms | {:.0} ms | {:.0} ms | {} | {moved} | {retried} |",
-            base.as_secs_f64() * 1e3,
-            settled.as_secs_f64() * 1e3,
-            answered.as_secs_f64() * 1e3,
-            st4.claims
-        );
-        println!(
-            "{{\"figure\":\"rebalance_ms\",\"run\":{run},\"entities\":{n},\"shards\":{SHARDS},\"heartbeat_ms\":{},\"sweep_no_move\":{:.1},\"settled\":{:.1},\"all_answer\":{:.1},\"shards_moved\":{},\"entities_moved\":{moved},\"retried_asks\":{retried}}}",
-            hb.as_millis(),
-            base.as_secs_f64() * 1e3,
-            settled.as_secs_f64() * 1e3,
-            answered.as_secs_f64() * 1e3,
-            st4.claims
-        );
-        drop(nodes);
-    }
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let json = args.iter().skip(2).any(|a| a == "--json");
+    args.retain(|a| a != "--json");
     match args.get(1).map(String::as_str) {
         Some("node") if args.len() == 5 => {
             let hb = Duration::from_millis(args[4].parse().expect("heartbeat ms"));
@@ -580,15 +564,29 @@ fn main() {
             }
         }
         Some("rebalance") => rebalance(
-            args.get(2).map_or(10_000, |n| n.parse().expect("N")),
-            args.get(3).map_or(3, |n| n.parse().expect("RUNS")),
+            count(args.get(2), 10_000, "N") as usize,
+            count(args.get(3), 3, "RUNS") as usize,
+            json,
         ),
         Some("bench") => bench(
-            args.get(2).map_or(200_000, |n| n.parse().expect("N")),
-            args.get(3).map_or(2, |n| n.parse().expect("ROUNDS")),
+            count(args.get(2), 200_000, "N"),
+            count(args.get(3), 2, "ROUNDS") as usize,
+            json,
         ),
         _ => {
-            eprintln!("usage: troupe-sharding-bench bench [N] [ROUNDS] | rebalance [N] [RUNS] | node <url> <name> <heartbeat-ms>");
+            eprintln!("usage: troupe-sharding-bench bench [N] [ROUNDS] [--json] | rebalance [N] [RUNS] [--json] | node <url> <name> <heartbeat-ms>");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// A positive count argument, `default` when absent; exits 2 on a bad one.
+fn count(arg: Option<&String>, default: u64, what: &str) -> u64 {
+    match arg.map(|a| a.replace('_', "").parse::<u64>()) {
+        None => default,
+        Some(Ok(n)) if n > 0 => n,
+        _ => {
+            eprintln!("troupe-sharding-bench: {what} wants a positive integer");
             std::process::exit(2);
         }
     }
