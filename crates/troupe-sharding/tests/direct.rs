@@ -48,6 +48,35 @@ fn send_until(
     sent
 }
 
+/// Two nodes (`{prefix}1`, `{prefix}2`) of the counter type, ticking
+/// every `tick_ms` and passivating entities idle for `idle_ms`, settled.
+fn two_passivating(
+    server: &NatsServer,
+    prefix: &str,
+    tracker: &Tracker,
+    tick_ms: u64,
+    idle_ms: u64,
+) -> (Vec<Arc<troupe_cluster::Cluster>>, Vec<Sharding<Counter>>) {
+    let cs: Vec<_> = (1..=2)
+        .map(|i| cluster(server, &format!("{prefix}{i}")))
+        .collect();
+    let ss: Vec<_> = cs
+        .iter()
+        .map(|c| {
+            counters(c, tracker)
+                .tick(Duration::from_millis(tick_ms))
+                .idle_timeout(Some(Duration::from_millis(idle_ms)))
+                .start()
+                .expect("start")
+        })
+        .collect();
+    settle(
+        &cs.iter().collect::<Vec<_>>(),
+        &ss.iter().collect::<Vec<_>>(),
+    );
+    (cs, ss)
+}
+
 #[test]
 fn remote_tells_arrive_once_through_a_join_and_a_leave() {
     let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
@@ -117,23 +146,7 @@ fn per_sender_order_holds_through_passivation_and_reactivation() {
         return;
     };
     let tracker = Tracker::default();
-    let cs: Vec<_> = (1..=2)
-        .map(|i| cluster(&server, &format!("p{i}")))
-        .collect();
-    let ss: Vec<_> = cs
-        .iter()
-        .map(|c| {
-            counters(c, &tracker)
-                .tick(Duration::from_millis(50))
-                .idle_timeout(Some(Duration::from_millis(100)))
-                .start()
-                .expect("start")
-        })
-        .collect();
-    settle(
-        &cs.iter().collect::<Vec<_>>(),
-        &ss.iter().collect::<Vec<_>>(),
-    );
+    let (_cs, ss) = two_passivating(&server, "p", &tracker, 50, 100);
     // Every sender sends in bursts of 60 ms every 300 ms: the entities
     // passivate 100 to 150 ms after a burst, their stop takes 150 ms, so
     // the next burst lands on stopping instances, waits for the stop and
@@ -195,23 +208,7 @@ fn direct_tells_keep_an_entity_from_passivation() {
         return;
     };
     let tracker = Tracker::default();
-    let cs: Vec<_> = (1..=2)
-        .map(|i| cluster(&server, &format!("k{i}")))
-        .collect();
-    let ss: Vec<_> = cs
-        .iter()
-        .map(|c| {
-            counters(c, &tracker)
-                .tick(Duration::from_millis(30))
-                .idle_timeout(Some(Duration::from_millis(150)))
-                .start()
-                .expect("start")
-        })
-        .collect();
-    settle(
-        &cs.iter().collect::<Vec<_>>(),
-        &ss.iter().collect::<Vec<_>>(),
-    );
+    let (_cs, ss) = two_passivating(&server, "k", &tracker, 30, 150);
     // Two entities owned by node 2, told from node 1.
     let names = ["k1".to_string(), "k2".to_string()];
     let ids: Vec<String> = (0..200)

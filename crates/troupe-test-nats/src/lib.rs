@@ -41,6 +41,8 @@
 
 #![warn(missing_docs)]
 
+pub mod cpu;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
