@@ -272,7 +272,8 @@ impl<A: Actor> Direct<A> {
                 // ends or on `let_go_in_batch`: both after this call,
                 // which runs inside the batch (the inbox's tell handler)
                 // and never lets go while the reference lives.
-                return Read::Held(unsafe { &*t.map.data_ptr() });
+                let held = unsafe { &*t.map.data_ptr() };
+                return Read::Held(held);
             }
             let_go_in_batch(t);
         }
