@@ -19,8 +19,6 @@
 //!   the same stable name is refused before decoding (see
 //!   [`schema`](crate::schema)).
 
-use std::collections::HashMap;
-
 use futures::FutureExt;
 use troupe::{Actor, ActorRef, ReplyTo};
 
@@ -29,7 +27,7 @@ use crate::protocol::envelope::{decode_body, encode_frame, Frame, Header, Kind, 
 use crate::protocol::error::status_of;
 use crate::protocol::message::{RemoteAsk, RemoteMessage, TypeEntry};
 use crate::protocol::schema;
-use crate::protocol::serve::{status_frame, AskFn, Handlers, Target, TellFn, TellOutcome};
+use crate::protocol::serve::{status_frame, AskFn, Handlers, IdMap, Target, TellFn, TellOutcome};
 use crate::NodeError;
 
 /// Which remote types an exposed actor takes; finish with [`serve`](Self::serve).
@@ -169,7 +167,7 @@ impl<'n, A: Actor> Exposure<'n, A> {
                 self.name
             )));
         }
-        let mut by_type: HashMap<u64, Handlers> = HashMap::new();
+        let mut by_type: IdMap<Handlers> = IdMap::default();
         for (t, fp, f) in self.tells {
             let h = by_type.entry(t.id).or_default();
             (h.entry, h.tell_schema, h.tell) = (Some(t), fp, Some(f));

@@ -33,7 +33,7 @@ use crate::protocol::links::LinkIn;
 use crate::protocol::message::{type_id, TypeEntry, TypeRegistry};
 use crate::protocol::outbox::Outbox;
 use crate::protocol::schema::SchemaMismatch;
-use crate::protocol::serve::Target;
+use crate::protocol::serve::{IdMap, Target};
 use crate::protocol::stats::{Counters, NodeStats};
 use crate::transport::{Transport, TransportError};
 
@@ -95,7 +95,7 @@ pub(crate) struct Core {
     pub(super) transport: Arc<dyn Transport>,
     pub(super) handle: Handle,
     pub(super) types: Mutex<TypeRegistry>,
-    pub(super) targets: RwLock<HashMap<u64, Target>>,
+    pub(super) targets: RwLock<IdMap<Target>>,
     pub(super) peers: Mutex<HashMap<String, Arc<Outbox>>>,
     pub(super) flushers: Mutex<Vec<JoinHandle<()>>>,
     pub(super) counters: Arc<Counters>,
@@ -190,7 +190,7 @@ impl Core {
             transport,
             handle: handle.clone(),
             types: Mutex::new(c.types),
-            targets: RwLock::new(HashMap::new()),
+            targets: RwLock::new(IdMap::default()),
             peers: Mutex::new(HashMap::new()),
             flushers: Mutex::new(Vec::new()),
             counters: Arc::new(Counters::default()),

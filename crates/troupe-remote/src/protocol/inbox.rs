@@ -17,8 +17,12 @@
 //!   an actor.
 //! - A tell's fingerprint is checked against the handler's before its body
 //!   is decoded (see [`schema`](crate::schema)).
+//! - A batch looks up each tell's actor and handlers by `(target, type)`,
+//!   and keeps the last pair found ([`Last`]): a run of tells to one actor
+//!   and type (a sharding region's envelopes, a burst to one actor) pays
+//!   for two hashed lookups once, not per frame. The table cannot change
+//!   within a batch (its read lock is held throughout).
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
@@ -30,7 +34,7 @@ use crate::protocol::links::LinkRun;
 use crate::protocol::message::TypeEntry;
 use crate::protocol::otel;
 use crate::protocol::schema::{self, SchemaMismatch, SchemaSide};
-use crate::protocol::serve::{Handlers, Target, TellOutcome};
+use crate::protocol::serve::{Handlers, IdMap, Target, TellOutcome};
 use crate::protocol::stats::{bump, bump_and_log};
 use crate::transport::{Message, Subscription};
 
@@ -86,6 +90,7 @@ impl Core {
 
     fn on_batch(&self, payload: &[u8]) {
         let targets = self.targets.read();
+        let mut last: Option<Last<'_>> = None;
         let mut run: Option<LinkRun<'_>> = None;
         for frame in Frames::new(payload, self.max_frame_body) {
             let frame = match frame {
@@ -135,7 +140,8 @@ impl Core {
                     continue;
                 }
             }
-            let delivered = self.deliver(&targets, &frame, run.as_ref().map(|r| r.sender));
+            let delivered =
+                self.deliver(&targets, &mut last, &frame, run.as_ref().map(|r| r.sender));
             match run.as_mut() {
                 Some(r) => {
                     r.tells += 1;
@@ -196,20 +202,37 @@ impl Core {
         *self.last_mismatch.lock() = Some(m);
     }
 
-    /// Hands one tell to its actor; says whether it was delivered.
-    fn deliver(
+    /// Hands one tell to its actor; says whether it was delivered. `last`:
+    /// the batch's last lookup, reused when this frame has its target and
+    /// type.
+    fn deliver<'t>(
         &self,
-        targets: &HashMap<u64, Target>,
+        targets: &'t IdMap<Target>,
+        last: &mut Option<Last<'t>>,
         frame: &Frame<'_>,
         sender: Option<&str>,
     ) -> bool {
-        let Some(target) = targets.get(&frame.target) else {
-            if bump_and_log(&self.counters.unknown_target) {
-                tracing::warn!(node = %self.name, target = format_args!("{:#018x}", frame.target), "tell for an actor not exposed here");
+        let (target, handlers) = match last {
+            Some(l) if l.target_id == frame.target && l.type_id == frame.type_id => {
+                (l.target, l.handlers)
             }
-            return false;
+            _ => {
+                let Some(target) = targets.get(&frame.target) else {
+                    if bump_and_log(&self.counters.unknown_target) {
+                        tracing::warn!(node = %self.name, target = format_args!("{:#018x}", frame.target), "tell for an actor not exposed here");
+                    }
+                    return false;
+                };
+                let handlers = target.by_type.get(&frame.type_id);
+                *last = Some(Last {
+                    target_id: frame.target,
+                    type_id: frame.type_id,
+                    target,
+                    handlers,
+                });
+                (target, handlers)
+            }
         };
-        let handlers = target.by_type.get(&frame.type_id);
         if let Some(h) = handlers.filter(|h| h.tell.is_some()) {
             if !self.schema_agrees(h, h.tell_schema, frame.correlation, sender, false) {
                 return false;
@@ -241,4 +264,14 @@ impl Core {
             }
         }
     }
+}
+
+/// A batch's last tell lookup: the actor and handlers found for
+/// `(target_id, type_id)` (`handlers` `None`: the actor takes no such type).
+#[derive(Clone, Copy)]
+struct Last<'t> {
+    target_id: u64,
+    type_id: u64,
+    target: &'t Target,
+    handlers: Option<&'t Handlers>,
 }

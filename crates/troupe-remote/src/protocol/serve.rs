@@ -58,10 +58,17 @@ pub(crate) struct Handlers {
     pub ask_schema: u64,
 }
 
+/// A table by u64 id (an exposed actor's `type_id(name)`, a message's
+/// `TYPE_ID`), read per received tell with ids that come off the network.
+/// Its entries are made here only (`expose`); a keyed hash seeded at
+/// random per process (foldhash), cheaper than std's SipHash, which cost
+/// the inbox two hashes per tell.
+pub(crate) type IdMap<V> = HashMap<u64, V, foldhash::fast::RandomState>;
+
 /// An exposed actor: its name and its handlers by type id.
 pub(crate) struct Target {
     pub name: String,
-    pub by_type: HashMap<u64, Handlers>,
+    pub by_type: IdMap<Handlers>,
 }
 
 /// A reply frame holding only a status.

@@ -535,13 +535,25 @@ fn rate(
     }
 }
 
+/// How long a sender waits when the outbox is full before it tries again
+/// (as `troupe-remote-bench` does). Both sides of every pair wait alike.
+/// A `yield_now` loop instead kept the sending thread busy while the
+/// receiving side, on the same 2 cores, was the bottleneck: it took CPU
+/// from whichever side filled its outbox more often, and so widened the
+/// gap it was measuring (2026-11-27, bench/results/2026-11-26-sharding).
+const FULL_WAIT: Duration = Duration::from_micros(50);
+
+fn wait_for_room() {
+    std::thread::sleep(FULL_WAIT);
+}
+
 /// Tells bump `i` to the plain actor behind `r` (the baseline), retrying
 /// while full.
 fn tell_remote(r: &troupe_remote::RemoteRef<Bump>, i: u64) {
     let mut m = Bump(i);
     while let Err(e) = r.tell(m) {
         m = e.into_inner();
-        std::thread::yield_now();
+        wait_for_room();
     }
 }
 
@@ -557,7 +569,7 @@ fn tell_to(refs: &[troupe_sharding::EntityRef<Tally>], i: u64) {
     let r = &refs[i as usize % refs.len()];
     while let Err(e) = r.tell(m) {
         m = e.into_inner();
-        std::thread::yield_now();
+        wait_for_room();
     }
 }
 
