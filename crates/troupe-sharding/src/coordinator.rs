@@ -1,7 +1,9 @@
 //! The coordinator: one thread per node and sharding type that follows
 //! membership and moves shards, through the ownership store.
 //!
-//! Each tick (and at once when the cluster declares a node down) it:
+//! Ticks start at a fixed rate: `tick` after the last one began, or at
+//! once when it took longer (and at once when the cluster declares a node
+//! down). Each tick:
 //! 1. takes the live nodes: this node and those of `cluster.peers()` that
 //!    host the sharding type (the type's member list in the store, which
 //!    each node joins at start and leaves on a graceful leave);
@@ -124,14 +126,20 @@ const LEAVE_DRAIN_TICK_MAX: Duration = Duration::from_millis(500);
 
 impl<A: Actor> Coordinator<A> {
     pub fn run(mut self) {
-        let mut first = true;
+        // Ticks start at a fixed rate (`tick` after the last one began, or
+        // at once if it took longer), not `tick` after the last one ended:
+        // each tick's `Verified` renews the lease from the time its reads
+        // began, so a gap of a whole tick plus the reads' time between two
+        // starts let a lease of 3 ticks lapse whenever reads took a tick
+        // (a node flooded with tells, 2026-11-27).
+        // The first tick runs at once: a starting node claims what
+        // placement gives it without waiting a tick.
+        let mut next = Instant::now();
         loop {
             let cmd = {
                 let mut cmd = self.control.command.lock();
-                // The first tick runs at once: a starting node claims what
-                // placement gives it without waiting a tick.
-                if *cmd == Command::Run && !std::mem::take(&mut first) {
-                    self.control.cv.wait_for(&mut cmd, self.shared.config.tick);
+                if *cmd == Command::Run {
+                    self.control.cv.wait_until(&mut cmd, next);
                 }
                 let c = *cmd;
                 if c == Command::Wake {
@@ -139,6 +147,9 @@ impl<A: Actor> Coordinator<A> {
                 }
                 c
             };
+            if matches!(cmd, Command::Run | Command::Wake) {
+                next = Instant::now() + self.shared.config.tick;
+            }
             match cmd {
                 Command::Run | Command::Wake => self.tick(),
                 Command::Leave => {

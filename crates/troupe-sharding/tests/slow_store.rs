@@ -1,0 +1,105 @@
+//! Ownership reads that take longer than a tick (a node flooded with
+//! tells reads its records behind the flood): the coordinator's ticks
+//! start at a fixed rate, so each `Verified` renews the region's lease
+//! before the last one runs out, and no tell waits in the buffer. When a
+//! tick started a whole tick after the last one *ended*, reads of 1.15
+//! ticks let the 3-tick lease lapse for 0.45 tick in every cycle, and the
+//! tells of those windows were buffered. In-memory transport and store.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use troupe_cluster::Cluster;
+use troupe_remote::transport::memory::MemoryNetwork;
+use troupe_sharding::ownership::{MemoryOwnership, OwnershipStore, ShardOwner, StoreError};
+
+/// A store whose `owners` read takes `delay_ms` longer.
+struct Slow {
+    inner: MemoryOwnership,
+    delay_ms: AtomicU64,
+}
+
+impl OwnershipStore for Slow {
+    fn owners(&self, kind: &str, shards: u32) -> Result<Vec<ShardOwner>, StoreError> {
+        std::thread::sleep(Duration::from_millis(self.delay_ms.load(Ordering::Relaxed)));
+        self.inner.owners(kind, shards)
+    }
+    fn owner(&self, kind: &str, shard: u32) -> Result<ShardOwner, StoreError> {
+        self.inner.owner(kind, shard)
+    }
+    fn claim(&self, kind: &str, shard: u32, node: &str, expected: u64) -> Result<u64, StoreError> {
+        self.inner.claim(kind, shard, node, expected)
+    }
+    fn release(&self, kind: &str, shard: u32, token: u64) -> Result<u64, StoreError> {
+        self.inner.release(kind, shard, token)
+    }
+    fn remembered(&self, kind: &str, shard: u32) -> Result<Vec<String>, StoreError> {
+        self.inner.remembered(kind, shard)
+    }
+    fn remember(&self, kind: &str, shard: u32, ids: &[String]) -> Result<(), StoreError> {
+        self.inner.remember(kind, shard, ids)
+    }
+    fn members(&self, kind: &str) -> Result<(Vec<String>, u64), StoreError> {
+        self.inner.members(kind)
+    }
+    fn set_members(&self, kind: &str, nodes: &[String], expected: u64) -> Result<u64, StoreError> {
+        self.inner.set_members(kind, nodes, expected)
+    }
+}
+
+const TICK: Duration = Duration::from_millis(200);
+
+#[test]
+fn reads_longer_than_a_tick_do_not_let_the_lease_lapse() {
+    let net = MemoryNetwork::new();
+    let tracker = Tracker::default();
+    let store = Arc::new(Slow {
+        inner: MemoryOwnership::new(),
+        delay_ms: AtomicU64::new(0),
+    });
+    let node = Arc::new(
+        Cluster::builder_on(net.connect(), "s1")
+            .heartbeat(HB)
+            .connect()
+            .expect("connect"),
+    );
+    let sharding = counters(&node, &tracker)
+        .tick(TICK)
+        .store(store.clone())
+        .start()
+        .expect("start");
+    settle(&[&node], &[&sharding]);
+    let entity = sharding.entity("busy");
+    entity.tell(Add { from: 1, seq: 1 }).expect("tell");
+    assert!(wait_until(Duration::from_secs(10), || tracker.delivered() == 1));
+
+    // Reads of 1.15 ticks: ticks now start 1.15 ticks apart and each
+    // renewal comes 2.3 ticks after the last one began (lease: 3 ticks).
+    store.delay_ms.store(230, Ordering::Relaxed);
+    let before = sharding.stats();
+    let end = Instant::now() + Duration::from_millis(2500);
+    let mut seq = 1;
+    while Instant::now() < end {
+        seq += 1;
+        entity.tell(Add { from: 1, seq }).expect("tell");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    store.delay_ms.store(0, Ordering::Relaxed);
+    assert!(
+        wait_until(Duration::from_secs(10), || tracker.delivered() == seq),
+        "{} of {seq} delivered; stats {:?}",
+        tracker.delivered(),
+        sharding.stats()
+    );
+    let after = sharding.stats();
+    assert_eq!(
+        after.buffered - before.buffered,
+        0,
+        "tells waited for a lapsed lease; stats {after:?}"
+    );
+    assert_eq!(tracker.fifo_violations(), 0);
+}
