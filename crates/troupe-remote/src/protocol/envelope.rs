@@ -321,6 +321,9 @@ impl fmt::Display for EncodeError {
 /// straight into the batch it travels in (no intermediate buffer).
 struct Append<'a>(&'a mut Vec<u8>);
 
+/// The longest run [`Append`] copies without `memmove`.
+const SHORT_RUN: usize = 16;
+
 impl postcard::ser_flavors::Flavor for Append<'_> {
     type Output = ();
 
@@ -330,9 +333,20 @@ impl postcard::ser_flavors::Flavor for Append<'_> {
         Ok(())
     }
 
+    /// Runs of up to [`SHORT_RUN`] bytes (a varint, a short id or name)
+    /// are pushed byte by byte: `extend_from_slice` of a length unknown at
+    /// compile time calls `memmove`, which cost more than the copy (2-3
+    /// calls per tell, 4-8% of the sending thread's samples).
     #[inline]
     fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
-        self.0.extend_from_slice(data);
+        if data.len() <= SHORT_RUN {
+            self.0.reserve(data.len());
+            for &b in data {
+                self.0.push(b);
+            }
+        } else {
+            self.0.extend_from_slice(data);
+        }
         Ok(())
     }
 
@@ -532,6 +546,54 @@ pub fn decode_body<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, postcard
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A frame's body is postcard's encoding, whichever way `Append`
+    /// copies a run: strings and byte strings of 0 to 40 bytes (either
+    /// side of `SHORT_RUN`) and varints of every length.
+    #[test]
+    fn bodies_are_postcard_bytes_on_both_sides_of_the_short_run() {
+        let h = Header::new(Kind::Tell, 1, 2, 3);
+        let check = |body: &dyn erased_serde_like::Body| {
+            let mut out = vec![0xee; 5];
+            let n = body.frame(&mut out, h);
+            assert_eq!(n, out.len() - 5);
+            assert_eq!(&out[..5], &[0xee; 5], "what was there is kept");
+            assert_eq!(&out[5 + HEADER_LEN..], &body.postcard()[..]);
+        };
+        for len in 0..=40usize {
+            let text: String = (0..len)
+                .map(|i| char::from(b'a' + (i % 26) as u8))
+                .collect();
+            check(&text);
+            let bytes: Vec<u8> = (0..len as u8).collect();
+            check(&bytes);
+            check(&(text.clone(), len as u64, text));
+        }
+        for shift in 0..64 {
+            check(&(1u64 << shift));
+            check(&((1u64 << shift) - 1));
+        }
+        check(&u64::MAX);
+    }
+
+    /// Encodes values of several types through one closure.
+    mod erased_serde_like {
+        use super::super::*;
+
+        pub trait Body {
+            fn frame(&self, out: &mut Vec<u8>, h: Header) -> usize;
+            fn postcard(&self) -> Vec<u8>;
+        }
+
+        impl<T: Serialize> Body for T {
+            fn frame(&self, out: &mut Vec<u8>, h: Header) -> usize {
+                encode_frame(out, h, self, usize::MAX).unwrap()
+            }
+            fn postcard(&self) -> Vec<u8> {
+                postcard::to_allocvec(self).unwrap()
+            }
+        }
+    }
 
     #[test]
     fn header_layout_is_as_documented() {
