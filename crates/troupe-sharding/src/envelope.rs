@@ -150,8 +150,9 @@ fn take_bytes(b: &[u8]) -> Option<(&[u8], &[u8])> {
 /// `msg` encoded by the same serializer), so the message is encoded once,
 /// straight into the outgoing frame.
 pub(crate) struct ShardTellOut<'a, M> {
-    /// The entity id.
-    pub entity: &'a str,
+    /// The entity id's bytes (a `str`'s: written as postcard writes a
+    /// string, its length then its bytes).
+    pub entity: &'a [u8],
     /// The type of `msg`.
     pub tag: Tag,
     /// Forwards so far.
@@ -185,7 +186,7 @@ impl<M: Serialize> Serialize for ShardTellOut<'_, M> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut t = s.serialize_struct("ShardTell", 4)?;
-        t.serialize_field("entity", self.entity)?;
+        t.serialize_field("entity", &IdBytes(self.entity))?;
         t.serialize_field("tag", &self.tag)?;
         t.serialize_field("hops", &self.hops)?;
         t.serialize_field(
@@ -200,6 +201,16 @@ impl<M: Serialize> Serialize for ShardTellOut<'_, M> {
 }
 
 impl<M: Serialize> troupe_remote::EncodesAs<ShardTell> for ShardTellOut<'_, M> {}
+
+/// An id's bytes, written as one byte string: postcard writes it exactly
+/// as the `str` it came from (length, then bytes).
+struct IdBytes<'a>(&'a [u8]);
+
+impl Serialize for IdBytes<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
+}
 
 /// One ask for entity `entity`; answered with a [`ShardReply`].
 #[remote("troupe.sharding.Ask.v2", reply = ShardReply)]
@@ -340,7 +351,7 @@ mod tests {
                 payload,
             };
             let out = ShardTellOut {
-                entity: &owned.entity,
+                entity: owned.entity.as_bytes(),
                 tag: owned.tag,
                 hops: 0,
                 len: postcard::experimental::serialized_size(m).unwrap(),

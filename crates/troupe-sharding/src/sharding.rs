@@ -362,7 +362,7 @@ impl<A: Actor> Sharding<A> {
         EntityRef {
             shared: self.shared.clone(),
             region: self.region.clone(),
-            id: id.into(),
+            id: Id::new(id),
             shard: shard_of(id, self.shared.config.shards),
             _a: PhantomData,
         }
@@ -421,11 +421,54 @@ impl<A: Actor> Drop for Sharding<A> {
     }
 }
 
+/// An entity reference's id: inline up to [`INLINE_ID`] bytes, so that a
+/// tell copies it into its envelope without following a pointer of its
+/// own per reference (with 64 references told in turn, 64 separate
+/// lines); longer ids are shared, so a clone never allocates.
+#[derive(Clone)]
+enum Id {
+    Inline { len: u8, bytes: [u8; INLINE_ID] },
+    Shared(Arc<str>),
+}
+
+/// The longest id an [`Id`] keeps inline.
+const INLINE_ID: usize = 22;
+
+impl Id {
+    fn new(id: &str) -> Id {
+        let b = id.as_bytes();
+        match u8::try_from(b.len()) {
+            Ok(len) if b.len() <= INLINE_ID => {
+                let mut bytes = [0; INLINE_ID];
+                bytes[..b.len()].copy_from_slice(b);
+                Id::Inline { len, bytes }
+            }
+            _ => Id::Shared(id.into()),
+        }
+    }
+
+    /// The id's bytes (a `str`'s).
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Id::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or_default(),
+            Id::Shared(s) => s.as_bytes(),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Always a `str`'s bytes (`Id::new`).
+            Id::Inline { .. } => std::str::from_utf8(self.bytes()).unwrap_or_default(),
+            Id::Shared(s) => s,
+        }
+    }
+}
+
 /// A reference to one entity, wherever it runs. Cheap to clone.
 pub struct EntityRef<A: Actor> {
     shared: Arc<Shared<A>>,
     region: ActorRef<Region<A>>,
-    id: Arc<str>,
+    id: Id,
     shard: u32,
     _a: PhantomData<fn(A)>,
 }
@@ -444,14 +487,15 @@ impl<A: Actor> Clone for EntityRef<A> {
 
 impl<A: Actor> fmt::Debug for EntityRef<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "EntityRef({}/{})", self.shared.kind, self.id)
+        write!(f, "EntityRef({}/{})", self.shared.kind, self.id())
     }
 }
 
 impl<A: Actor> EntityRef<A> {
     /// The entity's id.
     pub fn id(&self) -> &str {
-        &self.id
+        // Always a `str`'s bytes (`Sharding::entity`).
+        self.id.as_str()
     }
 
     /// Sends `msg` to the entity. Never blocks. Hands `msg` back as
@@ -463,7 +507,7 @@ impl<A: Actor> EntityRef<A> {
     where
         A::Msg: From<M>,
     {
-        if !self.shared.tells.takes(M::TYPE_ID) || !check(self.id.as_bytes(), 0) {
+        if !self.shared.tells.takes(M::TYPE_ID) || !check(self.id.bytes(), 0) {
             return Err(SendError::Closed(msg));
         }
         // To a live owner: the message is encoded once, straight into the
@@ -474,7 +518,7 @@ impl<A: Actor> EntityRef<A> {
                     return Sent::Unencodable;
                 };
                 let out = ShardTellOut {
-                    entity: &self.id,
+                    entity: self.id.bytes(),
                     tag: Tag::of(M::TYPE_ID),
                     hops: 0,
                     len,
@@ -512,7 +556,7 @@ impl<A: Actor> EntityRef<A> {
             return Err(SendError::Full(msg));
         }
         let env = ShardTell {
-            entity: self.id.to_string(),
+            entity: self.id().to_string(),
             tag: Tag::of(M::TYPE_ID),
             hops: 0,
             payload,
@@ -523,13 +567,13 @@ impl<A: Actor> EntityRef<A> {
     }
 
     fn ask_envelope<Q: RemoteAsk>(&self, q: &Q) -> Result<ShardAsk, AskError> {
-        if !self.shared.asks.takes(Q::TYPE_ID) || !check(self.id.as_bytes(), 0) {
+        if !self.shared.asks.takes(Q::TYPE_ID) || !check(self.id.bytes(), 0) {
             return Err(AskError::NoResponders);
         }
         let payload = postcard::to_allocvec(q).map_err(|_| AskError::NoReply)?;
         Counters::add(&self.shared.stats.asks);
         Ok(ShardAsk {
-            entity: self.id.to_string(),
+            entity: self.id().to_string(),
             tag: Tag::of(Q::TYPE_ID),
             hops: 0,
             payload,
@@ -582,5 +626,26 @@ fn decode_reply<Q: RemoteAsk>(reply: ShardReply) -> Result<Q::Reply, AskError> {
     match reply {
         ShardReply::Ok(b) => postcard::from_bytes(&b).map_err(|_| AskError::NoReply),
         ShardReply::Refused(r) => Err(r.to_ask_error()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ids of 0 to 40 bytes, either side of the inline limit and with
+    /// multi-byte characters, come back as they went in.
+    #[test]
+    fn an_id_keeps_its_bytes_inline_and_shared() {
+        for n in 0..=40usize {
+            let id: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            let kept = Id::new(&id);
+            assert_eq!(kept.bytes(), id.as_bytes(), "{n}");
+            assert_eq!(kept.as_str(), id, "{n}");
+            assert_eq!(matches!(kept, Id::Inline { .. }), n <= INLINE_ID, "{n}");
+            assert_eq!(kept.clone().bytes(), id.as_bytes());
+        }
+        let wide = "ü-7-€".repeat(3);
+        assert_eq!(Id::new(&wide).as_str(), wide);
     }
 }
