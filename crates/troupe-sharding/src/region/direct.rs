@@ -267,11 +267,12 @@ impl<A: Actor> Direct<A> {
         let t = &self.table;
         if hold_in_batch(t, || std::mem::forget(t.map.read())) {
             if !t.wanted.load(Ordering::Relaxed) {
-                // SAFETY: this thread's open batch holds the read lock
-                // (`hold_in_batch`), and releases it only when the batch
+                // This thread's open batch holds the read lock
+                // (`hold_in_batch`) and releases it only when the batch
                 // ends or on `let_go_in_batch`: both after this call,
                 // which runs inside the batch (the inbox's tell handler)
                 // and never lets go while the reference lives.
+                // SAFETY: the read lock is held while `held` lives (above).
                 let held = unsafe { &*t.map.data_ptr() };
                 return Read::Held(held);
             }
