@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use troupe::ActorSystem;
-use troupe_remote::envelope::{encode_link, Header, Kind};
+use troupe_remote::envelope::{encode_frame, encode_link, Header, Kind};
 use troupe_remote::transport::memory::MemoryNetwork;
 use troupe_remote::{Node, RemoteMessage};
 
@@ -42,19 +42,15 @@ fn a_batch_looks_up_again_when_the_target_or_the_type_changes() {
 
     let mut batch = Vec::new();
     encode_link(&mut batch, 7, 1, "raw");
-    let frame = |out: &mut Vec<u8>, to: &str, type_id: u64, body: &dyn erased::Body| {
-        let h = Header::new(Kind::Tell, type_id, troupe_remote::type_id(to), 0);
-        body.encode(out, h);
-    };
-    frame(&mut batch, "x", Add::TYPE_ID, &Add(1));
-    frame(&mut batch, "x", Add::TYPE_ID, &Add(2));
-    frame(&mut batch, "y", Add::TYPE_ID, &Add(10));
-    frame(&mut batch, "y", Blob::TYPE_ID, &Blob(vec![1, 2, 3]));
-    frame(&mut batch, "x", Blob::TYPE_ID, &Blob(vec![4, 5, 6, 7]));
-    frame(&mut batch, "x", Add::TYPE_ID, &Add(3));
-    frame(&mut batch, "y", Add::TYPE_ID, &Add(11));
-    frame(&mut batch, "nobody", Add::TYPE_ID, &Add(99));
-    frame(&mut batch, "y", Add::TYPE_ID, &Add(12));
+    frame(&mut batch, "x", &Add(1));
+    frame(&mut batch, "x", &Add(2));
+    frame(&mut batch, "y", &Add(10));
+    frame(&mut batch, "y", &Blob(vec![1, 2, 3]));
+    frame(&mut batch, "x", &Blob(vec![4, 5, 6, 7]));
+    frame(&mut batch, "x", &Add(3));
+    frame(&mut batch, "y", &Add(11));
+    frame(&mut batch, "nobody", &Add(99));
+    frame(&mut batch, "y", &Add(12));
 
     let raw = net.connect();
     let subject = b.subject();
@@ -87,17 +83,8 @@ fn a_batch_looks_up_again_when_the_target_or_the_type_changes() {
     );
 }
 
-/// Encodes a frame of one of several message types through one closure.
-mod erased {
-    use troupe_remote::envelope::{encode_frame, Header};
-
-    pub trait Body {
-        fn encode(&self, out: &mut Vec<u8>, h: Header);
-    }
-
-    impl<T: serde::Serialize> Body for T {
-        fn encode(&self, out: &mut Vec<u8>, h: Header) {
-            encode_frame(out, h, self, 1 << 20).unwrap();
-        }
-    }
+/// Appends a tell of `body` to the actor exposed as `to`.
+fn frame<M: RemoteMessage>(out: &mut Vec<u8>, to: &str, body: &M) {
+    let h = Header::new(Kind::Tell, M::TYPE_ID, troupe_remote::type_id(to), 0);
+    encode_frame(out, h, body, 1 << 20).unwrap();
 }

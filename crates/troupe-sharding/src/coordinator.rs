@@ -147,11 +147,11 @@ impl<A: Actor> Coordinator<A> {
                 }
                 c
             };
-            if matches!(cmd, Command::Run | Command::Wake) {
-                next = Instant::now() + self.shared.config.tick;
-            }
             match cmd {
-                Command::Run | Command::Wake => self.tick(),
+                Command::Run | Command::Wake => {
+                    next = Instant::now() + self.shared.config.tick;
+                    self.tick();
+                }
                 Command::Leave => {
                     self.leave();
                     break;

@@ -268,7 +268,6 @@ impl Core {
 
 /// A batch's last tell lookup: the actor and handlers found for
 /// `(target_id, type_id)` (`handlers` `None`: the actor takes no such type).
-#[derive(Clone, Copy)]
 struct Last<'t> {
     target_id: u64,
     type_id: u64,
