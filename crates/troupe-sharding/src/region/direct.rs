@@ -12,7 +12,9 @@
 //! - the delivery lease the region holds is valid now (`lease_until`,
 //!   written by the region on each `Verified`: the region's deadline,
 //!   moved earlier by the coarse clock's margin, so the direct path never
-//!   delivers later than the region would);
+//!   delivers later than the region would; inside a batch "now" is a
+//!   clock read at most [`CLOCK_REUSE`] direct tells old, which the
+//!   margin covers);
 //! - the entity has an entry in its shard's map, the payload's type is
 //!   known and decodes, and the entity's mailbox takes it (`try_tell`).
 //!
@@ -70,7 +72,8 @@
 //!   the region's.
 //!
 //! Cost per message on this path: a borrowed decode, three
-//! atomic loads, one coarse clock read (`Clock`), a look at the batch's
+//! atomic loads, a coarse clock read (`Clock`) per [`CLOCK_REUSE`]
+//! tells of a batch (one per tell cost 4 ns), a look at the batch's
 //! holds (the read lock itself once per batch: two locked operations per
 //! tell, 3% of all the CPU an entity tell costs, before 2026-11-27), a
 //! keyed hash lookup, the payload's decode, the entity's `try_tell` and a
@@ -78,7 +81,7 @@
 //! user's message decode allocates.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -196,6 +199,39 @@ struct Table<A: Actor> {
     /// The region waits for the write lock: a batch that holds the read
     /// side lets go at its next direct tell instead of at its end.
     wanted: AtomicBool,
+    /// The clock as the batch holding the read side last read it
+    /// ([`Table::recent_now`]); written by the inbox loop alone.
+    seen: AtomicU64,
+    /// How many more direct tells of that batch may use `seen`; the
+    /// batch's first sets it to 0 (`Direct::read`).
+    reuses: AtomicU32,
+}
+
+/// How many direct tells of one batch share a clock read: the first,
+/// then one read per this many. A tell's lease check may use a reading
+/// up to this many tells old (a few microseconds of the inbox's work);
+/// the lease's margin (twice the coarse clock's resolution, milliseconds)
+/// covers that as it covers the time between a fresh read and the
+/// delivery. A read per tell was 4 ns of the inbox's ~60 ns per entity
+/// tell on this VM.
+const CLOCK_REUSE: u32 = 32;
+
+impl<A: Actor> Table<A> {
+    /// Inbox, inside the batch that holds the read side: the clock,
+    /// read afresh at the batch's first direct tell and then once per
+    /// [`CLOCK_REUSE`] tells. The inbox loop (one task) is the only
+    /// caller: loads and stores, no locked operation.
+    fn recent_now(&self, clock: &Clock) -> u64 {
+        let left = self.reuses.load(Ordering::Relaxed);
+        if left == 0 {
+            let now = clock.now();
+            self.seen.store(now, Ordering::Relaxed);
+            self.reuses.store(CLOCK_REUSE - 1, Ordering::Relaxed);
+            return now;
+        }
+        self.reuses.store(left - 1, Ordering::Relaxed);
+        self.seen.load(Ordering::Relaxed)
+    }
 }
 
 impl<A: Actor> BatchHold for Table<A> {
@@ -240,6 +276,8 @@ impl<A: Actor> Direct<A> {
             table: Arc::new(Table {
                 map: RwLock::new(Map::new()),
                 wanted: AtomicBool::new(false),
+                seen: AtomicU64::new(0),
+                reuses: AtomicU32::new(0),
             }),
             lease_until: AtomicU64::new(0),
             clock: Clock::new(),
@@ -265,7 +303,12 @@ impl<A: Actor> Direct<A> {
     /// (waiting for the region's write).
     fn read(&self) -> Read<'_, A> {
         let t = &self.table;
-        if hold_in_batch(t, || std::mem::forget(t.map.read())) {
+        let take = || {
+            std::mem::forget(t.map.read());
+            // The batch's first direct tell reads the clock afresh.
+            t.reuses.store(0, Ordering::Relaxed);
+        };
+        if hold_in_batch(t, take) {
             if !t.wanted.load(Ordering::Relaxed) {
                 // This thread's open batch holds the read lock
                 // (`hold_in_batch`) and releases it only when the batch
@@ -336,13 +379,24 @@ impl<A: Actor> Direct<A> {
     }
 
     /// Whether the direct path is open: nothing of the inbox's waits in
-    /// the region, the buffer is empty, the lease holds.
+    /// the region, the buffer is empty, and there is a lease (whether it
+    /// holds now: [`lease_holds`](Self::lease_holds)).
     fn open(&self, pending: &AtomicUsize) -> bool {
-        if self.inflight.load(Ordering::Acquire) != 0 || pending.load(Ordering::Acquire) != 0 {
-            return false;
-        }
+        self.inflight.load(Ordering::Acquire) == 0
+            && pending.load(Ordering::Acquire) == 0
+            && self.lease_until.load(Ordering::Acquire) != 0
+    }
+
+    /// Whether the lease holds now, `map` read: inside a batch that holds
+    /// the map, on the batch's recent clock read ([`Table::recent_now`]),
+    /// else on a fresh one.
+    fn lease_holds(&self, map: &Read<'_, A>) -> bool {
         let until = self.lease_until.load(Ordering::Acquire);
-        until != 0 && self.clock.now() < until
+        let now = match map {
+            Read::Held(_) => self.table.recent_now(&self.clock),
+            Read::Guard(_) => self.clock.now(),
+        };
+        until != 0 && now < until
     }
 }
 
@@ -360,9 +414,12 @@ pub(crate) fn inbound<A: Actor>(
     if check(env.entity, env.hops) && direct.open(&shared.pending) {
         let map = direct.read();
         if let (Some(entry), Some(d)) = (map.get(env.entity), shared.tells.get(&env.tag)) {
-            // Unknown types, undecodable payloads and a full or stopped
-            // mailbox go on to the region, which counts them.
-            if (d.f)(env.payload, &entry.actor, Hand::Try) == Handed::Delivered {
+            // An expired lease, unknown types, undecodable payloads and a
+            // full or stopped mailbox go on to the region, which counts
+            // them.
+            if direct.lease_holds(&map)
+                && (d.f)(env.payload, &entry.actor, Hand::Try) == Handed::Delivered
+            {
                 // Written only when the region has cleared it: the line is
                 // not bounced on every message.
                 if !entry.touched.load(Ordering::Relaxed) {
@@ -561,6 +618,45 @@ mod tests {
         assert!(direct.read().get(b"f").is_some());
         direct.remove("f");
         assert_eq!(direct.read().len(), 0);
+    }
+
+    /// Inside a batch the lease check reads the clock at the batch's
+    /// first direct tell and then once per [`CLOCK_REUSE`] tells: a lease
+    /// that ends during a batch is seen ended within that many checks,
+    /// and a batch never starts from the last batch's reading. (One
+    /// reading for a whole batch fails the first part; a batch that does
+    /// not read afresh at its start, the second.)
+    #[test]
+    fn a_batch_sees_its_lease_end() {
+        let direct = Direct::<Nop>::new();
+        let lease = Duration::from_millis(60);
+        let past = Duration::from_millis(100);
+        direct.set_lease(Instant::now() + lease);
+        troupe::batch_wakes(|| {
+            let map = direct.read();
+            assert!(matches!(map, Read::Held(_)), "the batch holds the map");
+            assert!(direct.lease_holds(&map));
+            std::thread::sleep(past);
+            let mut stale = 0;
+            while direct.lease_holds(&map) {
+                stale += 1;
+                assert!(stale < CLOCK_REUSE, "the batch never read the clock again");
+            }
+        });
+        direct.set_lease(Instant::now() + lease);
+        troupe::batch_wakes(|| assert!(direct.lease_holds(&direct.read())));
+        std::thread::sleep(past);
+        troupe::batch_wakes(|| {
+            assert!(
+                !direct.lease_holds(&direct.read()),
+                "a batch used the last batch's clock reading"
+            );
+        });
+        // Outside a batch every check reads the clock.
+        direct.set_lease(Instant::now() + lease);
+        assert!(direct.lease_holds(&direct.read()));
+        std::thread::sleep(past);
+        assert!(!direct.lease_holds(&direct.read()));
     }
 
     #[test]
