@@ -73,3 +73,55 @@ fn a_handler_delivers_refuses_and_fails_to_decode_and_each_is_counted() {
     assert_eq!(sum.ask(Sum, T), Ok(100 * 101 / 2 - tens + 4));
     system.shutdown();
 }
+
+/// An `Add`'s wire shape (a newtype writes its one field), written from a
+/// borrowed number.
+#[derive(serde::Serialize)]
+struct AddOut<'a>(&'a u64);
+
+impl troupe_remote::EncodesAs<Add> for AddOut<'_> {}
+
+/// `RemoteRef::tell_other_as`: a reference typed by one message type
+/// tells the same actor another type it takes, with that type's schema
+/// fingerprint, in order with its own tells; a fingerprint that is not
+/// the receiver's for that type is refused there as a schema mismatch,
+/// never decoded. (Written with the reference's own type id or
+/// fingerprint, the adds would reach the actor as blobs or be refused.)
+#[test]
+fn a_reference_tells_another_type_with_that_type_s_fingerprint() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let system = ActorSystem::builder().threads(2).build();
+    let seen = Arc::new(AtomicU64::new(0));
+    let counter = system.spawn(Counter::new(seen.clone()));
+    let b = Node::connect(&server.url(), "b").unwrap();
+    b.expose("counter", &counter)
+        .tell::<Add>()
+        .tell::<Blob>()
+        .ask::<Sum>(CounterMsg::Sum)
+        .serve()
+        .unwrap();
+
+    let a = Node::connect(&server.url(), "a").unwrap();
+    let blob = a.lookup::<Blob>("counter@b").unwrap();
+    let add_schema = troupe_remote::schema::tell_fingerprint::<Add>();
+    for i in 1..=10u64 {
+        blob.tell_other_as::<Add, _>(add_schema, &AddOut(&i))
+            .unwrap();
+        blob.tell(Blob(vec![0; 100])).unwrap();
+    }
+    blob.tell_other_as::<Add, _>(add_schema ^ 1, &AddOut(&1000))
+        .unwrap();
+
+    assert!(wait_until(T, || {
+        let s = b.stats();
+        s.delivered + s.schema_mismatches == 21
+    }));
+    let s = b.stats();
+    assert_eq!((s.delivered, s.schema_mismatches), (20, 1), "{s:?}");
+    assert!(wait_until(T, || seen.load(Ordering::Relaxed) == 20));
+    let sum = blob.retype::<Sum>().unwrap();
+    assert_eq!(sum.ask(Sum, T), Ok(55 + 10 * 100));
+    system.shutdown();
+}

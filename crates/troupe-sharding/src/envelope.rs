@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 use troupe::AskError;
-use troupe_remote::remote;
+use troupe_remote::{remote, RemoteMessage};
 
 /// The longest entity id, in bytes.
 pub const MAX_ID_BYTES: usize = 256;
@@ -142,65 +142,119 @@ fn take_bytes(b: &[u8]) -> Option<(&[u8], &[u8])> {
     (n <= rest.len()).then(|| rest.split_at(n))
 }
 
-/// A [`ShardTell`] as the sender writes it: the id borrowed, the message
-/// encoded in place of the payload's bytes. It encodes to exactly the
-/// bytes of the `ShardTell` whose payload is `msg`'s postcard encoding
-/// (postcard writes a byte string as its length, a varint, then the
-/// bytes; here the length is `len`, computed beforehand, and the bytes are
-/// `msg` encoded by the same serializer), so the message is encoded once,
-/// straight into the outgoing frame.
-pub(crate) struct ShardTellOut<'a, M> {
-    /// The entity id's bytes (a `str`'s: written as postcard writes a
-    /// string, its length then its bytes).
+/// One tell of message type `M` for entity `entity`, as an entity
+/// reference sends it to the owner's region: a remote type of its own
+/// per message type (stable name [`ENTITY_TELL`], type id
+/// [`entity_tell_id`] of `M`'s name), so that the message travels as
+/// itself, not as bytes inside bytes. Against a [`ShardTell`] the frame
+/// drops the tag (the frame's type id says it) and the payload's length
+/// (`msg` is the rest of the body); the sender encodes `msg` once,
+/// straight into the frame, without first sizing it; the frame's schema
+/// fingerprint is `EntityTell<M>`'s, which covers `M`'s shape; and the
+/// owner's inbox finds the decoder by the frame's type (the same lookup
+/// as any remote tell's), not by a tag. 5 bytes besides `msg` for the id
+/// `e17` (a `ShardTell` took 10).
+///
+/// A region forwarding an envelope to another region sends a
+/// [`ShardTell`] (hops counted); a node takes both.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct EntityTell<M> {
+    /// The entity id.
+    pub entity: String,
+    /// Forwards so far (0 from an entity reference).
+    pub hops: u8,
+    /// The message.
+    pub msg: M,
+}
+
+/// The stable name every [`EntityTell`] type shares; each one's type id
+/// is [`entity_tell_id`] of its message type's name.
+pub const ENTITY_TELL: &str = "troupe.sharding.EntityTell.v1";
+
+/// The type id of `EntityTell<M>` for the message type named `name`:
+/// `type_id(ENTITY_TELL + "/" + name)` (FNV-1a 64, as every stable type
+/// id, carried on from the prefix's state over `name`).
+pub const fn entity_tell_id(name: &str) -> u64 {
+    const PREFIX: u64 = troupe_remote::type_id("troupe.sharding.EntityTell.v1/");
+    let bytes = name.as_bytes();
+    let mut hash = PREFIX;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+impl<M: RemoteMessage> RemoteMessage for EntityTell<M> {
+    const NAME: &'static str = ENTITY_TELL;
+    const TYPE_ID: u64 = entity_tell_id(M::NAME);
+}
+
+/// An [`EntityTell`] read borrowed from its frame: the id's bytes (not
+/// yet checked as UTF-8, as in [`ShardTellView`]), the hop count, and the
+/// message's bytes (the rest of the body; its decoder demands that it
+/// decodes to the end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntityTellView<'a> {
+    /// The entity id's bytes.
     pub entity: &'a [u8],
-    /// The type of `msg`.
-    pub tag: Tag,
     /// Forwards so far.
     pub hops: u8,
-    /// The length of `msg`'s postcard encoding
-    /// (`postcard::experimental::serialized_size`).
-    pub len: usize,
+    /// The message's postcard bytes.
+    pub msg: &'a [u8],
+}
+
+impl<'a> EntityTellView<'a> {
+    /// Reads an [`EntityTell`]'s id and hop count off its body, by hand
+    /// (a varint length and the id's bytes, the hop count), and leaves
+    /// the rest as the message's bytes. `None` if the body is shorter.
+    pub fn parse(body: &'a [u8]) -> Option<Self> {
+        let (entity, rest) = take_bytes(body)?;
+        let (&hops, msg) = rest.split_first()?;
+        Some(EntityTellView { entity, hops, msg })
+    }
+
+    /// The [`ShardTell`] the region takes for it, its payload `msg`
+    /// (tagged as `M`); `None` if the id is not UTF-8 (as an
+    /// `EntityTell` would not decode).
+    pub fn to_tell<M: RemoteMessage>(&self) -> Option<ShardTell> {
+        Some(ShardTell {
+            entity: std::str::from_utf8(self.entity).ok()?.to_string(),
+            tag: Tag::of(M::TYPE_ID),
+            hops: self.hops,
+            payload: self.msg.to_vec(),
+        })
+    }
+}
+
+/// An [`EntityTell`] as the sender writes it: the id borrowed, the
+/// message borrowed. It encodes to exactly the bytes of the
+/// `EntityTell<M>` holding the same id and message (the same three
+/// fields in order; the id as postcard writes a string, its length then
+/// its bytes), so the message is encoded once, straight into the frame.
+pub(crate) struct EntityTellOut<'a, M> {
+    /// The entity id's bytes (a `str`'s).
+    pub entity: &'a [u8],
+    /// Forwards so far.
+    pub hops: u8,
     /// The message.
     pub msg: &'a M,
 }
 
-/// The payload field of a [`ShardTellOut`]: the length, then the message.
-struct Nested<'a, M> {
-    len: usize,
-    msg: &'a M,
-}
-
-impl<M: Serialize> Serialize for Nested<'_, M> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeTuple;
-        // A postcard tuple has no prefix of its own; a usize is written as
-        // the same varint as a byte string's length.
-        let mut t = s.serialize_tuple(2)?;
-        t.serialize_element(&self.len)?;
-        t.serialize_element(self.msg)?;
-        t.end()
-    }
-}
-
-impl<M: Serialize> Serialize for ShardTellOut<'_, M> {
+impl<M: Serialize> Serialize for EntityTellOut<'_, M> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut t = s.serialize_struct("ShardTell", 4)?;
+        let mut t = s.serialize_struct("EntityTell", 3)?;
         t.serialize_field("entity", &IdBytes(self.entity))?;
-        t.serialize_field("tag", &self.tag)?;
         t.serialize_field("hops", &self.hops)?;
-        t.serialize_field(
-            "payload",
-            &Nested {
-                len: self.len,
-                msg: self.msg,
-            },
-        )?;
+        t.serialize_field("msg", self.msg)?;
         t.end()
     }
 }
 
-impl<M: Serialize> troupe_remote::EncodesAs<ShardTell> for ShardTellOut<'_, M> {}
+impl<M: RemoteMessage> troupe_remote::EncodesAs<EntityTell<M>> for EntityTellOut<'_, M> {}
 
 /// An id's bytes, written as one byte string: postcard writes it exactly
 /// as the `str` it came from (length, then bytes).
@@ -315,16 +369,19 @@ mod tests {
         assert!(troupe_remote::envelope::decode_body::<ShardTellView<'_>>(&long).is_err());
     }
 
-    #[test]
-    fn the_sender_s_envelope_encodes_as_the_owned_one() {
-        #[derive(Serialize)]
-        struct Msg {
-            n: u64,
-            s: String,
-            v: Vec<u16>,
-        }
-        let long = "x".repeat(300);
-        let msgs = [
+    #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+    struct Msg {
+        n: u64,
+        s: String,
+        v: Vec<u16>,
+    }
+
+    #[remote("test.sharding.Msg")]
+    #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+    struct Named(u8);
+
+    fn msgs() -> Vec<Msg> {
+        vec![
             Msg {
                 n: 0,
                 s: String::new(),
@@ -335,33 +392,87 @@ mod tests {
                 s: "cart".into(),
                 v: vec![1, 300, 65535],
             },
-            // A payload of 300+ bytes: a two-byte length.
+            // 300+ bytes.
             Msg {
                 n: 7,
-                s: long,
+                s: "x".repeat(300),
                 v: (0..100).collect(),
             },
-        ];
-        for (i, m) in msgs.iter().enumerate() {
-            let payload = postcard::to_allocvec(m).unwrap();
-            let owned = ShardTell {
-                entity: format!("user-{i}"),
-                tag: Tag::of(u64::MAX - i as u64),
-                hops: 0,
-                payload,
-            };
-            let out = ShardTellOut {
-                entity: owned.entity.as_bytes(),
-                tag: owned.tag,
-                hops: 0,
-                len: postcard::experimental::serialized_size(m).unwrap(),
-                msg: m,
-            };
-            assert_eq!(
-                postcard::to_allocvec(&out).unwrap(),
-                postcard::to_allocvec(&owned).unwrap()
-            );
+        ]
+    }
+
+    /// The sender's borrowed envelope encodes as the owned `EntityTell`,
+    /// and the view reads back what went in: ids of 1 to 300 bytes (one-
+    /// and two-byte lengths), every hop count the check allows.
+    #[test]
+    fn the_sender_s_envelope_encodes_as_the_owned_one() {
+        for (i, m) in msgs().into_iter().enumerate() {
+            for id_len in [1, 3, 127, 128, 300] {
+                for hops in 0..=MAX_HOPS {
+                    let owned = EntityTell {
+                        entity: format!("u{i}").repeat(id_len)[..id_len].to_string(),
+                        hops,
+                        msg: m.clone(),
+                    };
+                    let out = EntityTellOut {
+                        entity: owned.entity.as_bytes(),
+                        hops,
+                        msg: &m,
+                    };
+                    let bytes = postcard::to_allocvec(&out).unwrap();
+                    assert_eq!(bytes, postcard::to_allocvec(&owned).unwrap());
+                    let view = EntityTellView::parse(&bytes).unwrap();
+                    assert_eq!(view.entity, owned.entity.as_bytes());
+                    assert_eq!(view.hops, hops);
+                    let back: Msg = troupe_remote::envelope::decode_body(view.msg).unwrap();
+                    assert_eq!(back, m);
+                    let tell = view.to_tell::<Named>().unwrap();
+                    assert_eq!(tell.tag, Tag::of(Named::TYPE_ID));
+                    assert_eq!((tell.entity, tell.hops), (owned.entity, hops));
+                    assert_eq!(tell.payload, postcard::to_allocvec(&m).unwrap());
+                }
+            }
         }
+        // Too short for an id and a hop count.
+        for short in [&[][..], &[1], &[1, b'e'], &[3, b'e', b'1']] {
+            assert_eq!(EntityTellView::parse(short), None, "{short:?}");
+        }
+        assert_eq!(
+            EntityTellView::parse(&[1, b'e', 2]),
+            Some(EntityTellView {
+                entity: b"e",
+                hops: 2,
+                msg: &[]
+            })
+        );
+    }
+
+    /// Each message type's `EntityTell` has a type id of its own: the
+    /// stable id of the shared name, a slash and the message's name.
+    #[test]
+    fn an_entity_tell_s_type_id_is_its_message_s() {
+        assert_eq!(
+            EntityTell::<Named>::TYPE_ID,
+            troupe_remote::type_id(&format!("{ENTITY_TELL}/test.sharding.Msg"))
+        );
+        assert_eq!(
+            entity_tell_id(""),
+            troupe_remote::type_id(&format!("{ENTITY_TELL}/"))
+        );
+        assert_ne!(entity_tell_id("a"), entity_tell_id("b"));
+        assert_ne!(EntityTell::<Named>::TYPE_ID, ShardTell::TYPE_ID);
+    }
+
+    #[test]
+    fn an_entity_tell_s_envelope_is_small() {
+        let bytes = postcard::to_allocvec(&EntityTellOut {
+            entity: b"e17",
+            hops: 0,
+            msg: &[7u8; 8],
+        })
+        .unwrap();
+        // id 1 + 3, hops 1.
+        assert_eq!(bytes.len() - 8, 5);
     }
 
     /// The hand-written reader and postcard's decoding of the view agree

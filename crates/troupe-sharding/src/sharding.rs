@@ -20,11 +20,13 @@ use troupe::{
     Actor, ActorRef, ActorSystem, AskError, ReplyTo, SendError, SpawnOptions, SystemHandle,
 };
 use troupe_cluster::Cluster;
-use troupe_remote::{RemoteAsk, RemoteMessage};
+use troupe_remote::{Exposure, RemoteAsk, RemoteMessage};
 
 use crate::config::Config;
 use crate::coordinator::{Command, Control, Coordinator};
-use crate::envelope::{check, Refusal, ShardAsk, ShardReply, ShardTell, ShardTellOut, Tag};
+use crate::envelope::{
+    check, EntityTell, EntityTellOut, Refusal, ShardAsk, ShardReply, ShardTell, Tag,
+};
 use crate::ownership::bucket::BucketOwnership;
 use crate::ownership::{update_members, OwnershipStore, StoreError};
 use crate::placement::shard_of;
@@ -94,6 +96,7 @@ impl ClusterSharding for Arc<Cluster> {
             tells: TypeTable::default(),
             asks: TypeTable::default(),
             clash: None,
+            exposers: Vec::new(),
             store: None,
             system: None,
         }
@@ -113,6 +116,9 @@ pub struct ShardingBuilder<A: Actor> {
     asks: TypeTable<AskFn<A>>,
     /// Two types registered with the same tag; `start` reports it.
     clash: Option<(&'static str, &'static str)>,
+    /// The region's handler for each tell type's `EntityTell`, installed
+    /// by `start`.
+    exposers: Vec<Exposer<A>>,
     store: Option<Arc<dyn OwnershipStore>>,
     system: Option<SystemHandle>,
 }
@@ -123,9 +129,19 @@ impl<A: Actor> ShardingBuilder<A> {
     where
         A::Msg: From<M>,
     {
-        if let Err(c) = self.tells.register(M::TYPE_ID, M::NAME, tell_fn::<A, M>()) {
+        let wire_schema = troupe_remote::schema::tell_fingerprint::<EntityTell<M>>();
+        if let Err(c) = self
+            .tells
+            .register(M::TYPE_ID, M::NAME, wire_schema, tell_fn::<A, M>())
+        {
             self.clash.get_or_insert(c);
         }
+        self.exposers.push(Box::new(|exposure, shared, region| {
+            let (shared, region) = (shared.clone(), region.clone());
+            exposure.tell_with::<EntityTell<M>>(move |body| {
+                direct::inbound_typed::<A, M>(&shared, &region, body)
+            })
+        }));
         self
     }
 
@@ -156,7 +172,7 @@ impl<A: Actor> ShardingBuilder<A> {
                 true
             },
         );
-        if let Err(c) = self.asks.register(Q::TYPE_ID, Q::NAME, f) {
+        if let Err(c) = self.asks.register(Q::TYPE_ID, Q::NAME, 0, f) {
             self.clash.get_or_insert(c);
         }
         self
@@ -294,13 +310,18 @@ impl<A: Actor> ShardingBuilder<A> {
             SpawnOptions::new().dedicated_thread(),
         );
         let region_name = format!("shard-region-{}", self.kind);
-        self.cluster
+        let mut exposure = self
+            .cluster
             .expose(&region_name, &region)
             .tell_with::<ShardTell>({
                 let (shared, region) = (shared.clone(), region.clone());
                 move |body: &[u8]| direct::inbound(&shared, &region, body)
             })
-            .ask::<ShardAsk>(RegionMsg::Ask)
+            .ask::<ShardAsk>(RegionMsg::Ask);
+        for expose in self.exposers {
+            exposure = expose(exposure, &shared, &region);
+        }
+        exposure
             .serve()
             .map_err(|e| ShardingError::Expose(e.to_string()))?;
         let control = Arc::new(Control::new());
@@ -464,6 +485,17 @@ impl Id {
     }
 }
 
+/// Installs the region's handler for one tell type's
+/// [`EntityTell`](crate::envelope::EntityTell)s on the region's exposure.
+type Exposer<A> = Box<
+    dyn for<'n> FnOnce(
+            Exposure<'n, Region<A>>,
+            &Arc<Shared<A>>,
+            &ActorRef<Region<A>>,
+        ) -> Exposure<'n, Region<A>>
+        + Send,
+>;
+
 /// A reference to one entity, wherever it runs. Cheap to clone.
 pub struct EntityRef<A: Actor> {
     shared: Arc<Shared<A>>,
@@ -500,31 +532,31 @@ impl<A: Actor> EntityRef<A> {
 
     /// Sends `msg` to the entity. Never blocks. Hands `msg` back as
     /// `Closed` if the sharding does not take `M` or the id is invalid,
-    /// `Full` if the owner's outbox is full (as a remote tell), or the shard
-    /// has no owner and this node's buffer is full,
-    /// `Stopped` if this node's sharding has stopped.
+    /// `Full` if the owner's outbox is full or the message cannot be sent
+    /// (as a remote tell), or the shard has no owner and this node's
+    /// buffer is full, `Stopped` if this node's sharding has stopped.
     pub fn tell<M: RemoteMessage>(&self, msg: M) -> Result<(), SendError<M>>
     where
         A::Msg: From<M>,
     {
-        if !self.shared.tells.takes(M::TYPE_ID) || !check(self.id.bytes(), 0) {
+        let Some(typed) = self.shared.tells.find(M::TYPE_ID) else {
+            return Err(SendError::Closed(msg));
+        };
+        if !check(self.id.bytes(), 0) {
             return Err(SendError::Closed(msg));
         }
-        // To a live owner: the message is encoded once, straight into the
-        // owner's outbox, with the id borrowed; nothing is allocated.
+        let wire_schema = typed.wire_schema;
+        // To a live owner: an `EntityTell<M>`, the message encoded once,
+        // straight into the owner's outbox, with the id borrowed; nothing
+        // is allocated.
         let sent = self.shared.with_route(self.shard, |route| match route {
             Route::Remote { tell, .. } => {
-                let Ok(len) = postcard::experimental::serialized_size(&msg) else {
-                    return Sent::Unencodable;
-                };
-                let out = ShardTellOut {
+                let out = EntityTellOut {
                     entity: self.id.bytes(),
-                    tag: Tag::of(M::TYPE_ID),
                     hops: 0,
-                    len,
                     msg: &msg,
                 };
-                match tell.tell_as(&out) {
+                match tell.tell_other_as::<EntityTell<M>, _>(wire_schema, &out) {
                     Ok(()) => Sent::Yes,
                     Err(SendError::Full(())) => Sent::Full,
                     Err(_) => Sent::NotTried,
@@ -541,7 +573,6 @@ impl<A: Actor> EntityRef<A> {
             // (a detour through this node's region would overtake nothing
             // but reorder what follows).
             Sent::Full => return Err(SendError::Full(msg)),
-            Sent::Unencodable => return Err(SendError::Closed(msg)),
             Sent::NotTried => {}
         }
         // This node's region: it delivers, forwards or buffers.
@@ -618,8 +649,6 @@ enum Sent {
     Full,
     /// No remote owner, or the connection is down: this node's region takes it.
     NotTried,
-    /// serde refused the message.
-    Unencodable,
 }
 
 fn decode_reply<Q: RemoteAsk>(reply: ShardReply) -> Result<Q::Reply, AskError> {

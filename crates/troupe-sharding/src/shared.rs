@@ -64,7 +64,9 @@ where
     A::Msg: From<M>,
 {
     Box::new(|payload, actor, hand| {
-        let Ok(m) = postcard::from_bytes::<M>(payload) else {
+        // The whole payload, as a remote tell's body: trailing bytes are
+        // not a message.
+        let Ok(m) = troupe_remote::envelope::decode_body::<M>(payload) else {
             return Handed::Undecodable;
         };
         let sent = match hand {
@@ -84,6 +86,10 @@ pub(crate) struct Typed<F> {
     pub type_id: u64,
     /// The stable name, for the error that reports two equal tags.
     pub name: &'static str,
+    /// Tells: the fingerprint of `EntityTell<M>`, which an entity
+    /// reference writes in each tell of `M` (computed once, here: the
+    /// computation takes a lock). Asks: 0, not used.
+    pub wire_schema: u64,
     pub f: F,
 }
 
@@ -111,22 +117,37 @@ impl<F> TypeTable<F> {
         self.entries.iter().find(|(t, _)| t == tag).map(|(_, d)| d)
     }
 
-    /// Whether the table takes the type `type_id` (registered for that
-    /// very type).
-    pub fn takes(&self, type_id: u64) -> bool {
-        self.entries.iter().any(|(_, d)| d.type_id == type_id)
+    /// The entry of the type `type_id`, if the table takes it (registered
+    /// for that very type).
+    pub fn find(&self, type_id: u64) -> Option<&Typed<F>> {
+        self.entries
+            .iter()
+            .find(|(_, d)| d.type_id == type_id)
+            .map(|(_, d)| d)
     }
 
-    /// Adds `f` for the type `(type_id, name)` (replacing that type's);
-    /// the names of the two types if another type has the same tag.
+    /// Whether the table takes the type `type_id`.
+    pub fn takes(&self, type_id: u64) -> bool {
+        self.find(type_id).is_some()
+    }
+
+    /// Adds `f` for the type `(type_id, name)` (replacing that type's),
+    /// with the fingerprint its tells carry ([`Typed::wire_schema`]); the
+    /// names of the two types if another type has the same tag.
     pub fn register(
         &mut self,
         type_id: u64,
         name: &'static str,
+        wire_schema: u64,
         f: F,
     ) -> Result<(), (&'static str, &'static str)> {
         let tag = Tag::of(type_id);
-        let typed = Typed { type_id, name, f };
+        let typed = Typed {
+            type_id,
+            name,
+            wire_schema,
+            f,
+        };
         match self.entries.iter_mut().find(|(t, _)| *t == tag) {
             Some((_, d)) if d.type_id != type_id => Err((d.name, name)),
             Some((_, d)) => {
@@ -364,18 +385,18 @@ mod tests {
     #[test]
     fn two_types_with_one_tag_are_refused() {
         let mut t: TypeTable<u8> = TypeTable::default();
-        assert_eq!(t.register(1, "a", 0), Ok(()));
+        assert_eq!(t.register(1, "a", 0, 0), Ok(()));
         // The same type again: replaced, no clash.
-        assert_eq!(t.register(1, "a", 1), Ok(()));
+        assert_eq!(t.register(1, "a", 0, 1), Ok(()));
         assert_eq!(t.len(), 1);
         assert_eq!(t.get(&Tag::of(1)).map(|d| d.f), Some(1));
         // 1 << 32 folds to the tag of 1.
         assert_eq!(Tag::of(1 << 32), Tag::of(1));
-        assert_eq!(t.register(1 << 32, "b", 2), Err(("a", "b")));
+        assert_eq!(t.register(1 << 32, "b", 0, 2), Err(("a", "b")));
         assert!(t.takes(1));
         assert!(!t.takes(1 << 32), "a tag registered for another type");
         assert!(!t.takes(2));
-        assert_eq!(t.register(2, "c", 3), Ok(()));
+        assert_eq!(t.register(2, "c", 0, 3), Ok(()));
         assert_eq!(t.get(&Tag::of(2)).map(|d| d.f), Some(3));
         assert!(t.get(&Tag::of(3)).is_none());
     }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::*;
-use troupe_sharding::envelope::{ShardTell, Tag};
+use troupe_sharding::envelope::{EntityTell, ShardTell, Tag};
 use troupe_test_nats::NatsServer;
 
 const ASK: Duration = Duration::from_secs(5);
@@ -85,6 +85,18 @@ fn every_node_reaches_every_entity_and_each_activates_once() {
     }
 }
 
+/// An `EntityTell<Add>` with the id's bytes and the message's bytes of
+/// the test's choosing (postcard writes a `&[u8]` as a string's length
+/// and bytes, and a `[u8; 3]` as three bytes).
+#[derive(serde::Serialize)]
+struct RawEntityTell<'a> {
+    entity: &'a [u8],
+    hops: u8,
+    msg: [u8; 3],
+}
+
+impl troupe_remote::EncodesAs<EntityTell<Add>> for RawEntityTell<'_> {}
+
 #[test]
 fn hostile_envelopes_are_counted_not_obeyed() {
     let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
@@ -137,7 +149,30 @@ fn hostile_envelopes_are_counted_not_obeyed() {
     for b in bad {
         raw.tell(b).expect("sent");
     }
-    let want = (3, 1, 1);
+    // An entity reference's envelope, `EntityTell<Add>`, from a hostile
+    // peer: a long id, an empty one, too many hops, a message that does
+    // not decode, an id that is not UTF-8.
+    let typed = c2
+        .node()
+        .lookup::<EntityTell<Add>>("shard-region-counter@h1")
+        .expect("lookup");
+    let add = |entity: &str, hops| EntityTell {
+        entity: entity.to_string(),
+        hops,
+        msg: Add { from: 0, seq: 1 },
+    };
+    for b in [add(&"x".repeat(300), 0), add("", 0), add("e", 200)] {
+        typed.tell(b).expect("sent");
+    }
+    for (entity, msg) in [(&b"e"[..], [0xff; 3]), (&[0xff, b'e'][..], [0, 1, 0])] {
+        let body = RawEntityTell {
+            entity,
+            hops: 0,
+            msg,
+        };
+        typed.tell_as(&body).expect("sent");
+    }
+    let want = (6, 1, 2);
     assert!(
         wait_until(Duration::from_secs(10), || {
             let s = s1.stats();
@@ -146,8 +181,14 @@ fn hostile_envelopes_are_counted_not_obeyed() {
         "{:?}",
         s1.stats()
     );
-    // The entity "e" was activated by the two envelopes that passed the
-    // id check, and nothing reached it.
+    // The id that is not UTF-8 is refused by the node as undecodable.
+    assert!(wait_until(Duration::from_secs(10), || c1
+        .node()
+        .stats()
+        .undecodable
+        == 1));
+    // The entity "e" was activated by the envelopes that passed the id
+    // check, and nothing reached it.
     assert_eq!(tracker.get("e").delivered, 0);
     assert_eq!(tracker.get(&"x".repeat(300)).activations, 0);
 }

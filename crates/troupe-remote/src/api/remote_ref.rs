@@ -110,7 +110,7 @@ impl<M: RemoteMessage> RemoteRef<M> {
     /// As [`tell`](Self::tell), for a sender that keeps the message (it is
     /// encoded from the borrow); errors carry `()` instead of the message.
     pub fn tell_ref(&self, msg: &M) -> Result<(), SendError<()>> {
-        self.push_tell(msg)
+        self.push_tell(M::TYPE_ID, self.schema, msg)
     }
 
     /// As [`tell_ref`](Self::tell_ref), with `body` encoded in place of an
@@ -119,15 +119,40 @@ impl<M: RemoteMessage> RemoteRef<M> {
     /// to exactly an `M`'s bytes, see [`EncodesAs`]). The peer decodes the
     /// body as an `M`; nothing is allocated or copied on the way.
     pub fn tell_as<B: EncodesAs<M>>(&self, body: &B) -> Result<(), SendError<()>> {
-        self.push_tell(body)
+        self.push_tell(M::TYPE_ID, self.schema, body)
     }
 
-    /// Queues a tell whose body is `body`'s encoding, to be read as an `M`.
-    fn push_tell<B: serde::Serialize>(&self, body: &B) -> Result<(), SendError<()>> {
+    /// As [`tell_as`](Self::tell_as), for a message of another type `N`
+    /// that the same actor takes: what [`retype`](Self::retype) then
+    /// `tell_as` would send, without a reference per type (for a sender
+    /// that tells one actor many types, each through its own generic
+    /// code). `schema` is `N`'s tell fingerprint,
+    /// [`schema::tell_fingerprint::<N>()`](crate::schema::tell_fingerprint),
+    /// computed once by the caller (the call takes a lock); the peer
+    /// refuses a tell whose fingerprint is not its own `N`'s as a schema
+    /// mismatch. As with `retype`, `N` should be registered on this node
+    /// (exposing an actor that takes it does) so that a clash of stable
+    /// names is reported here.
+    pub fn tell_other_as<N: RemoteMessage, B: EncodesAs<N>>(
+        &self,
+        schema: u64,
+        body: &B,
+    ) -> Result<(), SendError<()>> {
+        self.push_tell(N::TYPE_ID, schema, body)
+    }
+
+    /// Queues a tell whose body is `body`'s encoding, to be read as the
+    /// type `type_id` whose fingerprint is `schema`.
+    fn push_tell<B: serde::Serialize>(
+        &self,
+        type_id: u64,
+        schema: u64,
+        body: &B,
+    ) -> Result<(), SendError<()>> {
         if !self.core.accepting() {
             return Err(closed(()));
         }
-        let header = Header::new(Kind::Tell, M::TYPE_ID, self.target, self.schema);
+        let header = Header::new(Kind::Tell, type_id, self.target, schema);
         match self.outbox.push(header, body, self.core.max_body()) {
             Ok(()) => Ok(()),
             Err(Refusal::Closed) => Err(closed(())),

@@ -2,11 +2,13 @@
 //! handed to the entity by the node's inbox loop, without the hop to the
 //! region's thread.
 //!
-//! The region publishes a table of its active entities ([`Direct`]), one
-//! map per shard. The inbox's tell handler ([`inbound`]) reads the
-//! envelope borrowed from the frame ([`ShardTellView`]) and delivers it
-//! directly when all of these hold, else hands the owned envelope to the
-//! region as before (`RegionMsg::Inbound`):
+//! The region publishes a table of its active entities ([`Direct`]). The
+//! inbox's tell handlers ([`inbound_typed`] for an entity reference's
+//! [`EntityTell`](crate::envelope::EntityTell), one per message type;
+//! [`inbound`] for a region's forwarded [`ShardTell`]) read the envelope
+//! borrowed from the frame ([`EntityTellView`], [`ShardTellView`]) and
+//! deliver it directly when all of these hold, else hand the owned
+//! envelope to the region (`RegionMsg::Inbound`):
 //! - no envelope the inbox handed to the region is still unhandled there
 //!   (`inflight == 0`) and the region's buffer is empty (`pending == 0`);
 //! - the delivery lease the region holds is valid now (`lease_until`,
@@ -20,10 +22,12 @@
 //!
 //! Writers: the region alone inserts and removes entries and writes the
 //! lease; the inbox sets an entry's `touched` flag (activity, read and
-//! cleared by the region on `Tick` for passivation); the inbox loop alone increments `inflight` (the region
-//! decrements it once it has routed the envelope) and `delivered_direct`
-//! (one task: [`inbound`] is the node's tell handler for the region, run
-//! by the node's one inbox loop; a load and a store, no locked add).
+//! cleared by the region on `Tick` for passivation); the inbox loop
+//! alone increments `inflight` (the region decrements it once it has
+//! routed the envelope) and `delivered_direct` and reads the clock into
+//! the table (one task: the handlers here are the node's tell handlers
+//! for the region, run by the node's one inbox loop; loads and stores,
+//! no locked add).
 //!
 //! Invariants (with region/mod.rs's, which stay true):
 //! - An entry exists only for an `Active` instance of an owned shard that
@@ -89,10 +93,11 @@ use hashbrown::HashTable;
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use smallvec::SmallVec;
 use troupe::{hold_in_batch, let_go_in_batch, Actor, ActorRef, BatchHold};
-use troupe_remote::TellOutcome;
+use troupe_remote::envelope::decode_body;
+use troupe_remote::{RemoteMessage, TellOutcome};
 
 use super::{Region, RegionMsg};
-use crate::envelope::{check, ShardTellView};
+use crate::envelope::{check, EntityTellView, ShardTell, ShardTellView};
 use crate::shared::{Hand, Handed, Shared};
 use crate::stats::Counters;
 
@@ -401,7 +406,8 @@ impl<A: Actor> Direct<A> {
 }
 
 /// The inbox's handler for a remote [`ShardTell`](crate::envelope::ShardTell)
-/// to `region`: the direct path when it may, else the region's.
+/// to `region` (a region's forward, hops counted): the direct path when
+/// it may, else the region's.
 pub(crate) fn inbound<A: Actor>(
     shared: &Shared<A>,
     region: &ActorRef<Region<A>>,
@@ -420,27 +426,75 @@ pub(crate) fn inbound<A: Actor>(
             if direct.lease_holds(&map)
                 && (d.f)(env.payload, &entry.actor, Hand::Try) == Handed::Delivered
             {
-                // Written only when the region has cleared it: the line is
-                // not bounced on every message.
-                if !entry.touched.load(Ordering::Relaxed) {
-                    entry.touched.store(true, Ordering::Relaxed);
-                }
-                // Counted in `delivered` too (stats.rs). The node's inbox
-                // loop (one task) is the only writer.
-                Counters::add_single_writer(&shared.stats.delivered_direct);
-                return TellOutcome::Delivered;
+                return delivered(shared, entry);
             }
         }
     }
+    to_region(shared, region, || env.to_tell())
+}
+
+/// The inbox's handler for a remote [`EntityTell<M>`](crate::envelope::EntityTell)
+/// to `region` (an entity reference's tell): as [`inbound`], with the
+/// message type known from the frame's type (no tag to look up) and the
+/// message decoded here, in `M`'s own code.
+pub(crate) fn inbound_typed<A: Actor, M: RemoteMessage>(
+    shared: &Shared<A>,
+    region: &ActorRef<Region<A>>,
+    body: &[u8],
+) -> TellOutcome
+where
+    A::Msg: From<M>,
+{
+    let Some(env) = EntityTellView::parse(body) else {
+        return TellOutcome::Undecodable;
+    };
+    let direct = &shared.direct;
+    if check(env.entity, env.hops) && direct.open(&shared.pending) {
+        let map = direct.read();
+        if let Some(entry) = map.get(env.entity) {
+            // As in `inbound`: what fails here goes on to the region.
+            if direct.lease_holds(&map) {
+                if let Ok(m) = decode_body::<M>(env.msg) {
+                    if entry.actor.try_tell(A::Msg::from(m)).is_ok() {
+                        return delivered(shared, entry);
+                    }
+                }
+            }
+        }
+    }
+    to_region(shared, region, || env.to_tell::<M>())
+}
+
+/// Counts a direct delivery to `entry`'s entity and marks it touched.
+fn delivered<A: Actor>(shared: &Shared<A>, entry: &Entry<A>) -> TellOutcome {
+    // Written only when the region has cleared it: the line is not
+    // bounced on every message.
+    if !entry.touched.load(Ordering::Relaxed) {
+        entry.touched.store(true, Ordering::Relaxed);
+    }
+    // Counted in `delivered` too (stats.rs). The node's inbox loop (one
+    // task) is the only writer.
+    Counters::add_single_writer(&shared.stats.delivered_direct);
+    TellOutcome::Delivered
+}
+
+/// The region's path for an envelope the direct path did not deliver:
+/// `tell` builds the owned envelope (`None`: the id is not UTF-8).
+fn to_region<A: Actor>(
+    shared: &Shared<A>,
+    region: &ActorRef<Region<A>>,
+    tell: impl FnOnce() -> Option<ShardTell>,
+) -> TellOutcome {
     // The region may have to buffer it: confirm it only if the buffer can
     // take it, so that the sender hears of every refusal.
     if shared.buffer_held() >= shared.config.buffer {
         Counters::add(&shared.stats.buffer_full);
         return TellOutcome::Refused;
     }
-    let Some(env) = env.to_tell() else {
+    let Some(env) = tell() else {
         return TellOutcome::Undecodable;
     };
+    let direct = &shared.direct;
     direct.inflight.fetch_add(1, Ordering::AcqRel);
     match region.try_tell(RegionMsg::Inbound(env)) {
         Ok(()) => TellOutcome::Delivered,
