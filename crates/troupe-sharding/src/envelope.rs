@@ -1,17 +1,16 @@
 //! What regions say to each other: an entity id with one message for it.
 //!
-//! A tell or an ask to an entity travels as a [`ShardTell`] or
-//! [`ShardAsk`] to the region actor of the node that owns (or is believed
-//! to own) the entity's shard. The user's message rides inside as
-//! `payload`: its postcard bytes, with its [`Tag`] (its stable type id
-//! folded to 32 bits), so one pair of remote types serves every sharding
-//! type and every message type.
-//!
-//! A tell's envelope is what an entity tell costs over a plain remote
-//! tell on the wire: the id, the tag (4 bytes; the full type id was a
-//! 10-byte varint and took a tenth of the owner's decode), the hop count
-//! and the payload's length: 10 bytes besides the payload for the id
-//! `e17`.
+//! An entity reference's tell travels to the region actor of the node
+//! that owns (or is believed to own) the entity's shard as an
+//! [`EntityTell<M>`]: a remote type of its own per message type, holding
+//! the id and the message itself (4 bytes besides the message for the id
+//! `e17`: what an entity tell costs over a plain remote tell on the
+//! wire). A region that forwards an envelope to another region, and every
+//! ask, use [`ShardTell`] and [`ShardAsk`]: the user's message rides
+//! inside as `payload`, its postcard bytes, with its [`Tag`] (its stable
+//! type id folded to 32 bits) and the hop count, so one pair of remote
+//! types serves every message type (10 bytes besides the payload for the
+//! id `e17`).
 //!
 //! Everything here comes off the network and is hostile. [`check`] is the
 //! gate every envelope meets before anything else reads it: the id must be
@@ -147,13 +146,14 @@ fn take_bytes(b: &[u8]) -> Option<(&[u8], &[u8])> {
 /// per message type (stable name [`ENTITY_TELL`], type id
 /// [`entity_tell_id`] of `M`'s name), so that the message travels as
 /// itself, not as bytes inside bytes. Against a [`ShardTell`] the frame
-/// drops the tag (the frame's type id says it) and the payload's length
-/// (`msg` is the rest of the body); the sender encodes `msg` once,
+/// drops the tag (the frame's type id says it), the hop count (it is 0:
+/// a region forwards a [`ShardTell`]) and the payload's length (`msg` is
+/// the rest of the body); the sender encodes `msg` once,
 /// straight into the frame, without first sizing it; the frame's schema
 /// fingerprint is `EntityTell<M>`'s, which covers `M`'s shape; and the
 /// owner's inbox finds the decoder by the frame's type (the same lookup
-/// as any remote tell's), not by a tag. 5 bytes besides `msg` for the id
-/// `e17` (a `ShardTell` took 10).
+/// as any remote tell's), not by a tag. 4 bytes besides `msg` for the id
+/// `e17` (a `ShardTell` takes 10).
 ///
 /// A region forwarding an envelope to another region sends a
 /// [`ShardTell`] (hops counted); a node takes both.
@@ -161,8 +161,6 @@ fn take_bytes(b: &[u8]) -> Option<(&[u8], &[u8])> {
 pub struct EntityTell<M> {
     /// The entity id.
     pub entity: String,
-    /// Forwards so far (0 from an entity reference).
-    pub hops: u8,
     /// The message.
     pub msg: M,
 }
@@ -193,37 +191,34 @@ impl<M: RemoteMessage> RemoteMessage for EntityTell<M> {
 }
 
 /// An [`EntityTell`] read borrowed from its frame: the id's bytes (not
-/// yet checked as UTF-8, as in [`ShardTellView`]), the hop count, and the
-/// message's bytes (the rest of the body; its decoder demands that it
-/// decodes to the end).
+/// yet checked as UTF-8, as in [`ShardTellView`]) and the message's bytes
+/// (the rest of the body; its decoder demands that it decodes to the
+/// end).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntityTellView<'a> {
     /// The entity id's bytes.
     pub entity: &'a [u8],
-    /// Forwards so far.
-    pub hops: u8,
     /// The message's postcard bytes.
     pub msg: &'a [u8],
 }
 
 impl<'a> EntityTellView<'a> {
-    /// Reads an [`EntityTell`]'s id and hop count off its body, by hand
-    /// (a varint length and the id's bytes, the hop count), and leaves
-    /// the rest as the message's bytes. `None` if the body is shorter.
+    /// Reads an [`EntityTell`]'s id off its body, by hand (a varint
+    /// length and the id's bytes), and leaves the rest as the message's
+    /// bytes. `None` if the body is shorter than the id.
     pub fn parse(body: &'a [u8]) -> Option<Self> {
-        let (entity, rest) = take_bytes(body)?;
-        let (&hops, msg) = rest.split_first()?;
-        Some(EntityTellView { entity, hops, msg })
+        let (entity, msg) = take_bytes(body)?;
+        Some(EntityTellView { entity, msg })
     }
 
     /// The [`ShardTell`] the region takes for it, its payload `msg`
-    /// (tagged as `M`); `None` if the id is not UTF-8 (as an
-    /// `EntityTell` would not decode).
+    /// (tagged as `M`, no forwards yet); `None` if the id is not UTF-8
+    /// (as an `EntityTell` would not decode).
     pub fn to_tell<M: RemoteMessage>(&self) -> Option<ShardTell> {
         Some(ShardTell {
             entity: std::str::from_utf8(self.entity).ok()?.to_string(),
             tag: Tag::of(M::TYPE_ID),
-            hops: self.hops,
+            hops: 0,
             payload: self.msg.to_vec(),
         })
     }
@@ -231,14 +226,12 @@ impl<'a> EntityTellView<'a> {
 
 /// An [`EntityTell`] as the sender writes it: the id borrowed, the
 /// message borrowed. It encodes to exactly the bytes of the
-/// `EntityTell<M>` holding the same id and message (the same three
-/// fields in order; the id as postcard writes a string, its length then
-/// its bytes), so the message is encoded once, straight into the frame.
+/// `EntityTell<M>` holding the same id and message (the same two fields
+/// in order; the id as postcard writes a string, its length then its
+/// bytes), so the message is encoded once, straight into the frame.
 pub(crate) struct EntityTellOut<'a, M> {
     /// The entity id's bytes (a `str`'s).
     pub entity: &'a [u8],
-    /// Forwards so far.
-    pub hops: u8,
     /// The message.
     pub msg: &'a M,
 }
@@ -246,9 +239,8 @@ pub(crate) struct EntityTellOut<'a, M> {
 impl<M: Serialize> Serialize for EntityTellOut<'_, M> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut t = s.serialize_struct("EntityTell", 3)?;
+        let mut t = s.serialize_struct("EntityTell", 2)?;
         t.serialize_field("entity", &IdBytes(self.entity))?;
-        t.serialize_field("hops", &self.hops)?;
         t.serialize_field("msg", self.msg)?;
         t.end()
     }
@@ -402,47 +394,41 @@ mod tests {
     }
 
     /// The sender's borrowed envelope encodes as the owned `EntityTell`,
-    /// and the view reads back what went in: ids of 1 to 300 bytes (one-
-    /// and two-byte lengths), every hop count the check allows.
+    /// and the view reads back what went in: ids of 0 to 300 bytes (one-
+    /// and two-byte lengths).
     #[test]
     fn the_sender_s_envelope_encodes_as_the_owned_one() {
         for (i, m) in msgs().into_iter().enumerate() {
-            for id_len in [1, 3, 127, 128, 300] {
-                for hops in 0..=MAX_HOPS {
-                    let owned = EntityTell {
-                        entity: format!("u{i}").repeat(id_len)[..id_len].to_string(),
-                        hops,
-                        msg: m.clone(),
-                    };
-                    let out = EntityTellOut {
-                        entity: owned.entity.as_bytes(),
-                        hops,
-                        msg: &m,
-                    };
-                    let bytes = postcard::to_allocvec(&out).unwrap();
-                    assert_eq!(bytes, postcard::to_allocvec(&owned).unwrap());
-                    let view = EntityTellView::parse(&bytes).unwrap();
-                    assert_eq!(view.entity, owned.entity.as_bytes());
-                    assert_eq!(view.hops, hops);
-                    let back: Msg = troupe_remote::envelope::decode_body(view.msg).unwrap();
-                    assert_eq!(back, m);
-                    let tell = view.to_tell::<Named>().unwrap();
-                    assert_eq!(tell.tag, Tag::of(Named::TYPE_ID));
-                    assert_eq!((tell.entity, tell.hops), (owned.entity, hops));
-                    assert_eq!(tell.payload, postcard::to_allocvec(&m).unwrap());
-                }
+            for id_len in [0, 1, 3, 127, 128, 300] {
+                let owned = EntityTell {
+                    entity: format!("u{i}").repeat(id_len)[..id_len].to_string(),
+                    msg: m.clone(),
+                };
+                let out = EntityTellOut {
+                    entity: owned.entity.as_bytes(),
+                    msg: &m,
+                };
+                let bytes = postcard::to_allocvec(&out).unwrap();
+                assert_eq!(bytes, postcard::to_allocvec(&owned).unwrap());
+                let view = EntityTellView::parse(&bytes).unwrap();
+                assert_eq!(view.entity, owned.entity.as_bytes());
+                let back: Msg = troupe_remote::envelope::decode_body(view.msg).unwrap();
+                assert_eq!(back, m);
+                let tell = view.to_tell::<Named>().unwrap();
+                assert_eq!(tell.tag, Tag::of(Named::TYPE_ID));
+                assert_eq!((tell.entity, tell.hops), (owned.entity, 0));
+                assert_eq!(tell.payload, postcard::to_allocvec(&m).unwrap());
             }
         }
-        // Too short for an id and a hop count.
-        for short in [&[][..], &[1], &[1, b'e'], &[3, b'e', b'1']] {
+        // Shorter than the id.
+        for short in [&[][..], &[1], &[3, b'e', b'1'], &[0x80]] {
             assert_eq!(EntityTellView::parse(short), None, "{short:?}");
         }
         assert_eq!(
             EntityTellView::parse(&[1, b'e', 2]),
             Some(EntityTellView {
                 entity: b"e",
-                hops: 2,
-                msg: &[]
+                msg: &[2]
             })
         );
     }
@@ -467,12 +453,11 @@ mod tests {
     fn an_entity_tell_s_envelope_is_small() {
         let bytes = postcard::to_allocvec(&EntityTellOut {
             entity: b"e17",
-            hops: 0,
             msg: &[7u8; 8],
         })
         .unwrap();
-        // id 1 + 3, hops 1.
-        assert_eq!(bytes.len() - 8, 5);
+        // id 1 + 3.
+        assert_eq!(bytes.len() - 8, 4);
     }
 
     /// The hand-written reader and postcard's decoding of the view agree

@@ -553,7 +553,6 @@ impl<A: Actor> EntityRef<A> {
             Route::Remote { tell, .. } => {
                 let out = EntityTellOut {
                     entity: self.id.bytes(),
-                    hops: 0,
                     msg: &msg,
                 };
                 match tell.tell_other_as::<EntityTell<M>, _>(wire_schema, &out) {

@@ -449,7 +449,7 @@ where
         return TellOutcome::Undecodable;
     };
     let direct = &shared.direct;
-    if check(env.entity, env.hops) && direct.open(&shared.pending) {
+    if check(env.entity, 0) && direct.open(&shared.pending) {
         let map = direct.read();
         if let Some(entry) = map.get(env.entity) {
             // As in `inbound`: what fails here goes on to the region.
