@@ -4,7 +4,10 @@ Each input file holds runs headed `=== run I BINARY load L` (the binary's
 label: base = 20f4b85 with the new bench file; new1 = d0d636a, new2 =
 340eb07, new3 = f0ac6cc, new4 = bf64aad; in ab11 sleep and yield are
 one binary's two retry policies; in ab12-ab13 envswitch = 9a700ac with
-the 50 us retry, last = the lookup reuse alone, idmap = 496f618) followed by the bench's round
+the 50 us retry, last = the lookup reuse alone, idmap = 496f618; in
+ab16-ab17 and final-check-8447ef6 base7b = 7bef281, clock = b619090,
+typed = facb5f3, nohops = 8447ef6; ab16 was disturbed by a build from
+its second run on) followed by the bench's round
 lines. Prints, per binary, the mean rates of the four shapes, the mean
 and median of the per-round ratios entity / remote (1 actor, 64 actors,
 and 64 entities against the one fixed actor), and the CPU ratios.
