@@ -226,3 +226,59 @@ fn with_a_cluster_key_a_plain_client_achieves_nothing() {
     assert!(s.links <= 1, "no link state for mallory");
     assert_eq!(sum.ask(Sum, T), Ok(1));
 }
+
+/// A tell handler that panics (a bug) drops the rest of its batch, counted
+/// in `panics`; the frames and deliveries before it stay counted (a batch
+/// adds its counts to the node's once, at its end, and also when a panic
+/// unwinds it). One NATS message: a link frame, then `Add(1..=5)`; the
+/// handler panics on 3.
+#[test]
+fn a_batch_s_counts_survive_a_handler_s_panic() {
+    use troupe_remote::envelope::{decode_body, encode_frame, Header, Kind};
+    use troupe_remote::{RemoteMessage, TellOutcome};
+
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let system = ActorSystem::builder().threads(1).build();
+    let seen = Arc::new(AtomicU64::new(0));
+    let counter = system.spawn(Counter::new(seen.clone()));
+    let b = Node::connect(&server.url(), "b").unwrap();
+    let to = counter.clone();
+    b.expose("counter", &counter)
+        .tell_with::<Add>(move |body| match decode_body::<u64>(body) {
+            Ok(3) => panic!("a handler's bug"),
+            Ok(n) => match to.try_tell(CounterMsg::Add(Add(n))) {
+                Ok(()) => TellOutcome::Delivered,
+                Err(_) => TellOutcome::Refused,
+            },
+            Err(_) => TellOutcome::Undecodable,
+        })
+        .ask::<Sum>(CounterMsg::Sum)
+        .serve()
+        .unwrap();
+    let mut batch = link(5, 1, "mallory");
+    for n in 1..=5u64 {
+        let h = Header::new(
+            Kind::Tell,
+            Add::TYPE_ID,
+            troupe_remote::type_id("counter"),
+            0,
+        );
+        encode_frame(&mut batch, h, &Add(n), 1 << 20).unwrap();
+    }
+    let raw = Raw::connect(&server.url());
+    raw.publish(&b.subject(), vec![batch]);
+    assert!(wait_until(T, || b.stats().panics == 1));
+    let s = b.stats();
+    // The link frame and three tells read; two delivered.
+    assert_eq!((s.frames_received, s.delivered), (4, 2), "{s:?}");
+    assert!(wait_until(T, || seen
+        .load(std::sync::atomic::Ordering::Relaxed)
+        == 2));
+    // The node goes on.
+    let a = Node::connect(&server.url(), "a").unwrap();
+    let sum = a.lookup::<Sum>("counter@b").unwrap();
+    assert_eq!(sum.ask(Sum, T), Ok(3));
+    system.shutdown();
+}

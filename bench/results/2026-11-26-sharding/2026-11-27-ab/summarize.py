@@ -6,7 +6,8 @@ label: base = 20f4b85 with the new bench file; new1 = d0d636a, new2 =
 one binary's two retry policies; in ab12-ab13 envswitch = 9a700ac with
 the 50 us retry, last = the lookup reuse alone, idmap = 496f618; in
 ab16-ab17 and final-check-8447ef6 base7b = 7bef281, clock = b619090,
-typed = facb5f3, nohops = 8447ef6; ab16 was disturbed by a build from
+typed = facb5f3, nohops = 8447ef6, counts = the received frames
+counted per batch; ab16 was disturbed by a build from
 its second run on) followed by the bench's round
 lines. Prints, per binary, the mean rates of the four shapes, the mean
 and median of the per-round ratios entity / remote (1 actor, 64 actors,
