@@ -112,7 +112,9 @@ pub use api::runtime;
 pub use api::telemetry;
 pub use protocol::core::{is_token, node_subject, ping_frame};
 pub use protocol::error::NodeError;
-pub use protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry};
+pub use protocol::message::{
+    type_id, type_id_extend, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry,
+};
 pub use protocol::schema::SchemaMismatch;
 pub use protocol::serve::TellOutcome;
 pub use protocol::stats::NodeStats;

@@ -240,18 +240,12 @@ fn a_batch_s_counts_survive_a_handler_s_panic() {
     let Some(server) = NatsServer::start_or_skip() else {
         return;
     };
-    let system = ActorSystem::builder().threads(1).build();
-    let seen = Arc::new(AtomicU64::new(0));
-    let counter = system.spawn(Counter::new(seen.clone()));
-    let b = Node::connect(&server.url(), "b").unwrap();
+    let (system, seen, counter, b) = counter_on_b(&server.url(), 1);
     let to = counter.clone();
     b.expose("counter", &counter)
         .tell_with::<Add>(move |body| match decode_body::<u64>(body) {
             Ok(3) => panic!("a handler's bug"),
-            Ok(n) => match to.try_tell(CounterMsg::Add(Add(n))) {
-                Ok(()) => TellOutcome::Delivered,
-                Err(_) => TellOutcome::Refused,
-            },
+            Ok(n) => told(to.try_tell(CounterMsg::Add(Add(n)))),
             Err(_) => TellOutcome::Undecodable,
         })
         .ask::<Sum>(CounterMsg::Sum)

@@ -5,10 +5,8 @@
 mod common;
 
 use common::*;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
-use troupe::ActorSystem;
 use troupe_remote::envelope::decode_body;
 use troupe_remote::{Node, TellOutcome};
 use troupe_test_nats::NatsServer;
@@ -20,27 +18,18 @@ fn a_handler_delivers_refuses_and_fails_to_decode_and_each_is_counted() {
     let Some(server) = NatsServer::start_or_skip() else {
         return;
     };
-    let system = ActorSystem::builder().threads(2).build();
-    let seen = Arc::new(AtomicU64::new(0));
-    let counter = system.spawn(Counter::new(seen.clone()));
-    let b = Node::connect(&server.url(), "b").unwrap();
+    let (system, seen, counter, b) = counter_on_b(&server.url(), 2);
     let (to_add, to_blob) = (counter.clone(), counter.clone());
     b.expose("counter", &counter)
         // Every tenth `Add` refused by the handler, the others told.
         .tell_with::<Add>(move |body| match decode_body::<u64>(body) {
             Ok(n) if n % 10 == 0 => TellOutcome::Refused,
-            Ok(n) => match to_add.try_tell(CounterMsg::Add(Add(n))) {
-                Ok(()) => TellOutcome::Delivered,
-                Err(_) => TellOutcome::Refused,
-            },
+            Ok(n) => told(to_add.try_tell(CounterMsg::Add(Add(n)))),
             Err(_) => TellOutcome::Undecodable,
         })
         // A `Blob` read borrowed as text: bytes that are not UTF-8 do not decode.
         .tell_with::<Blob>(move |body| match decode_body::<&str>(body) {
-            Ok(text) => match to_blob.try_tell(CounterMsg::Blob(Blob(text.as_bytes().to_vec()))) {
-                Ok(()) => TellOutcome::Delivered,
-                Err(_) => TellOutcome::Refused,
-            },
+            Ok(text) => told(to_blob.try_tell(CounterMsg::Blob(Blob(text.as_bytes().to_vec())))),
             Err(_) => TellOutcome::Undecodable,
         })
         .ask::<Sum>(CounterMsg::Sum)
@@ -92,10 +81,7 @@ fn a_reference_tells_another_type_with_that_type_s_fingerprint() {
     let Some(server) = NatsServer::start_or_skip() else {
         return;
     };
-    let system = ActorSystem::builder().threads(2).build();
-    let seen = Arc::new(AtomicU64::new(0));
-    let counter = system.spawn(Counter::new(seen.clone()));
-    let b = Node::connect(&server.url(), "b").unwrap();
+    let (system, seen, counter, b) = counter_on_b(&server.url(), 2);
     b.expose("counter", &counter)
         .tell::<Add>()
         .tell::<Blob>()

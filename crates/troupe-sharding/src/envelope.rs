@@ -170,19 +170,10 @@ pub struct EntityTell<M> {
 pub const ENTITY_TELL: &str = "troupe.sharding.EntityTell.v1";
 
 /// The type id of `EntityTell<M>` for the message type named `name`:
-/// `type_id(ENTITY_TELL + "/" + name)` (FNV-1a 64, as every stable type
-/// id, carried on from the prefix's state over `name`).
+/// `type_id(ENTITY_TELL + "/" + name)`.
 pub const fn entity_tell_id(name: &str) -> u64 {
     const PREFIX: u64 = troupe_remote::type_id("troupe.sharding.EntityTell.v1/");
-    let bytes = name.as_bytes();
-    let mut hash = PREFIX;
-    let mut i = 0;
-    while i < bytes.len() {
-        hash ^= bytes[i] as u64;
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-        i += 1;
-    }
-    hash
+    troupe_remote::type_id_extend(PREFIX, name)
 }
 
 impl<M: RemoteMessage> RemoteMessage for EntityTell<M> {

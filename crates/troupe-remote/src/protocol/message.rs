@@ -29,8 +29,22 @@ use crate::NodeError;
 /// assert_ne!(ID, troupe_remote::type_id("shop.cart.Remove"));
 /// ```
 pub const fn type_id(name: &str) -> u64 {
-    let bytes = name.as_bytes();
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    type_id_extend(0xcbf2_9ce4_8422_2325, name)
+}
+
+/// The type id of a name that starts with the name whose id is `prefix`
+/// and goes on with `rest`: `type_id_extend(type_id(a), b) == type_id(a + b)`
+/// (FNV-1a goes byte by byte), for ids derived from another type's name
+/// at compile time, where strings cannot be joined.
+///
+/// ```
+/// use troupe_remote::{type_id, type_id_extend};
+/// const ID: u64 = type_id_extend(type_id("box/"), "shop.cart.Add");
+/// assert_eq!(ID, type_id("box/shop.cart.Add"));
+/// ```
+pub const fn type_id_extend(prefix: u64, rest: &str) -> u64 {
+    let bytes = rest.as_bytes();
+    let mut hash = prefix;
     let mut i = 0;
     while i < bytes.len() {
         hash ^= bytes[i] as u64;

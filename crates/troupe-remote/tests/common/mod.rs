@@ -98,6 +98,33 @@ impl Actor for Counter {
     }
 }
 
+/// What many node tests start from: a system of `threads` workers, a
+/// [`Counter`] on it with its `seen` count, and node `b` connected to
+/// the nats-server at `url` (nothing exposed yet).
+pub fn counter_on_b(
+    url: &str,
+    threads: usize,
+) -> (
+    troupe::ActorSystem,
+    Arc<AtomicU64>,
+    troupe::ActorRef<Counter>,
+    troupe_remote::Node,
+) {
+    let system = troupe::ActorSystem::builder().threads(threads).build();
+    let seen = Arc::new(AtomicU64::new(0));
+    let counter = system.spawn(Counter::new(seen.clone()));
+    let b = troupe_remote::Node::connect(url, "b").unwrap();
+    (system, seen, counter, b)
+}
+
+/// What a `tell_with` handler answers for its `try_tell`.
+pub fn told<M>(sent: Result<(), troupe::SendError<M>>) -> troupe_remote::TellOutcome {
+    match sent {
+        Ok(()) => troupe_remote::TellOutcome::Delivered,
+        Err(_) => troupe_remote::TellOutcome::Refused,
+    }
+}
+
 /// Waits until `f` holds or `limit` passes; returns whether it held.
 pub fn wait_until(limit: std::time::Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + limit;
