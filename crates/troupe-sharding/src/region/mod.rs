@@ -58,8 +58,11 @@
 //!
 //! - Per-sender FIFO to an entity while its shard stays put: the region
 //!   handles envelopes in mailbox order and hands an entity what waited
-//!   for it before anything newer; the direct path (direct.rs) keeps it
-//!   with the region's path.
+//!   for it before anything newer: an envelope for an entity that has
+//!   envelopes in the buffer joins them there, whatever the lease or the
+//!   routing table say by then (a renewed lease, before the next `Tick`
+//!   retries the buffer, let newer tells overtake buffered ones); the
+//!   direct path (direct.rs) keeps it with the region's path.
 //!
 //! The region runs on a thread of its own: the fencing check and the
 //! remembered-ids writes are blocking store calls. A remote tell to an
@@ -181,6 +184,10 @@ pub struct Region<A: Actor> {
     shards: HashMap<u32, OwnedShard>,
     entities: HashMap<String, Entity<A>>,
     pending: VecDeque<Pending>,
+    /// The entities with envelopes in `pending`: an envelope for one of
+    /// them joins them in the buffer instead of overtaking them
+    /// (route.rs). Bounded as the buffer is.
+    buffered_ids: HashSet<String>,
     generation: u64,
     /// The time of the last tick: entities' activity is stamped with it.
     clock: Instant,
@@ -202,6 +209,7 @@ impl<A: Actor> Region<A> {
             shards: HashMap::new(),
             entities: HashMap::new(),
             pending: VecDeque::new(),
+            buffered_ids: HashSet::new(),
             generation: 0,
             clock: Instant::now(),
             lease_until: None,
@@ -261,6 +269,7 @@ impl<A: Actor> Actor for Region<A> {
                 actor.kill();
             }
         }
+        self.buffered_ids.clear();
         for m in self.pending.drain(..) {
             Counters::add(&self.shared.stats.expired);
             m.refuse(Refusal::Unavailable);
