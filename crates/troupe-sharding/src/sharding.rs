@@ -426,11 +426,29 @@ impl<A: Actor> Sharding<A> {
         self.stop(Command::Halt);
     }
 
+    /// After the coordinator has handed the shards over (`Leave`) or
+    /// stopped at once (`Halt`): the region is unexposed first, so that
+    /// the node refuses (and its senders hear of) every remote tell from
+    /// then on. On a leave the region then stops after what its mailbox
+    /// holds (the envelopes the inbox handed over before: forwarded to
+    /// the new owners), and forwards its buffer as it stops; a halt kills
+    /// it (what it holds is dropped and counted, as in a crash).
     fn stop(&mut self, how: Command) {
         let Some(t) = self.thread.take() else { return };
+        let leave = matches!(how, Command::Leave);
         self.control.set(how);
         let _ = t.join();
         self.cluster.node().unexpose(&self.region_name);
+        if leave {
+            self.region.stop();
+            if self
+                .region
+                .join_timeout(crate::coordinator::STOP_WAIT)
+                .is_some()
+            {
+                return;
+            }
+        }
         self.region.kill();
         let _ = self.region.join_timeout(crate::coordinator::STOP_WAIT);
     }

@@ -80,7 +80,7 @@ use std::time::Instant;
 
 use troupe::{Actor, ActorRef, Context, ReplyTo};
 
-use crate::envelope::{Refusal, ShardAsk, ShardReply, ShardTell};
+use crate::envelope::{ShardAsk, ShardReply, ShardTell};
 use crate::shared::Shared;
 use crate::stats::Counters;
 
@@ -269,10 +269,6 @@ impl<A: Actor> Actor for Region<A> {
                 actor.kill();
             }
         }
-        self.buffered_ids.clear();
-        for m in self.pending.drain(..) {
-            Counters::add(&self.shared.stats.expired);
-            m.refuse(Refusal::Unavailable);
-        }
+        self.drain_buffer();
     }
 }

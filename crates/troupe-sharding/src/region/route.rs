@@ -53,37 +53,71 @@ impl<A: Actor> Region<A> {
             }
             return self.deliver(shard, msg);
         }
-        match self.shared.route(shard) {
-            Route::Remote { tell, ask } if msg.hops() < MAX_HOPS => {
-                Counters::add(&self.stat().forwarded);
-                match msg {
-                    Pending::Tell(mut t, at) => {
-                        t.hops += 1;
-                        if let Err(e) = tell.tell(t) {
-                            let mut t = e.into_inner();
-                            t.hops -= 1;
-                            self.buffer(Pending::Tell(t, at));
-                        }
-                    }
-                    Pending::Ask(mut a, reply, _) => {
-                        a.hops += 1;
-                        let timeout = self.shared.config.forward_timeout;
-                        // The forward runs in the span it is made in, so the
-                        // ask carries the sender's trace.
-                        let forward = async move {
-                            let r = ask.ask_async(a, timeout).await;
-                            reply.reply(r.unwrap_or_else(|e| {
-                                ShardReply::Refused(Refusal::from_ask_error(e))
-                            }));
-                        };
-                        self.shared
-                            .handle
-                            .spawn(forward.instrument(tracing::Span::current()));
-                    }
+        if let Some(msg) = self.forward(shard, msg) {
+            self.buffer(msg);
+        }
+    }
+
+    /// Forwards `msg` to the region of the owner the routing table names
+    /// for `shard`, unless it has been forwarded [`MAX_HOPS`] times
+    /// already, the table names no other node, or the link to it is full
+    /// or down: then hands it back.
+    fn forward(&mut self, shard: u32, msg: Pending) -> Option<Pending> {
+        let Route::Remote { tell, ask } = self.shared.route(shard) else {
+            return Some(msg);
+        };
+        if msg.hops() >= MAX_HOPS {
+            return Some(msg);
+        }
+        match msg {
+            Pending::Tell(mut t, at) => {
+                t.hops += 1;
+                if let Err(e) = tell.tell(t) {
+                    let mut t = e.into_inner();
+                    t.hops -= 1;
+                    return Some(Pending::Tell(t, at));
                 }
             }
-            _ => self.buffer(msg),
+            Pending::Ask(mut a, reply, _) => {
+                a.hops += 1;
+                let timeout = self.shared.config.forward_timeout;
+                // The forward runs in the span it is made in, so the ask
+                // carries the sender's trace.
+                let forward = async move {
+                    let r = ask.ask_async(a, timeout).await;
+                    reply.reply(
+                        r.unwrap_or_else(|e| ShardReply::Refused(Refusal::from_ask_error(e))),
+                    );
+                };
+                self.shared
+                    .handle
+                    .spawn(forward.instrument(tracing::Span::current()));
+            }
         }
+        Counters::add(&self.stat().forwarded);
+        None
+    }
+
+    /// The region stops: each buffered envelope for a shard not owned
+    /// here goes on to its owner if the routing table names one (after a
+    /// leave, every shard's); the others are refused and counted
+    /// (`expired`). Nothing is delivered or activated here any more.
+    pub(super) fn drain_buffer(&mut self) {
+        self.buffered_ids.clear();
+        let all: Vec<Pending> = self.pending.drain(..).collect();
+        for m in all {
+            let shard = shard_of(m.entity(), self.shared.config.shards);
+            let left = if self.shards.contains_key(&shard) {
+                Some(m)
+            } else {
+                self.forward(shard, m)
+            };
+            if let Some(m) = left {
+                Counters::add(&self.stat().expired);
+                m.refuse(Refusal::Unavailable);
+            }
+        }
+        self.shared.pending.store(0, Ordering::Release);
     }
 
     /// Routes an envelope that waited, inside the span it arrived in.
