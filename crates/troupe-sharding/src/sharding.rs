@@ -303,6 +303,7 @@ impl<A: Actor> ShardingBuilder<A> {
             handle,
             system: system.clone(),
             pending: Default::default(),
+            stopped: Default::default(),
             direct: Direct::new(),
         });
         let region = system.spawn_with(
@@ -413,15 +414,21 @@ impl<A: Actor> Sharding<A> {
     }
 
     /// Hands every shard this node owns over (its entities stop, the
-    /// records are released) and stops this node's part. Blocks until done.
+    /// records are released) and stops this node's part: what its region
+    /// holds is forwarded to the new owners, and the call returns once
+    /// the node's links have accounted for every tell they took (at most
+    /// the hand-over timeout more). From then on this node's entity
+    /// references refuse sends (`SendError::Stopped`, asks
+    /// `AskError::ActorStopped`). Blocks until done.
     pub fn leave(mut self) {
         self.stop(Command::Leave);
     }
 
     /// Stops this node's part at once, releasing nothing, as if the process
     /// had died: its entities are killed and its shards wait for the
-    /// cluster to declare the node down. For tests and for shutdown paths
-    /// that must not wait.
+    /// cluster to declare the node down; its entity references refuse
+    /// sends from then on. For tests and for shutdown paths that must not
+    /// wait.
     pub fn halt(mut self) {
         self.stop(Command::Halt);
     }
@@ -429,15 +436,22 @@ impl<A: Actor> Sharding<A> {
     /// After the coordinator has handed the shards over (`Leave`) or
     /// stopped at once (`Halt`): the region is unexposed first, so that
     /// the node refuses (and its senders hear of) every remote tell from
-    /// then on. On a leave the region then stops after what its mailbox
-    /// holds (the envelopes the inbox handed over before: forwarded to
-    /// the new owners), and forwards its buffer as it stops; a halt kills
-    /// it (what it holds is dropped and counted, as in a crash).
+    /// then on, and this node's entity references refuse every send
+    /// (`Stopped`, the message handed back). On a leave the region then
+    /// stops after what its mailbox holds (the envelopes the inbox handed
+    /// over before: forwarded to the new owners) and forwards its buffer
+    /// as it stops, and the leave waits (at most the hand-over timeout)
+    /// until the node's links have accounted for every tell they took:
+    /// what this node accepted is published and confirmed before its
+    /// owner drops the node, whose drop flushes for a short grace only. A
+    /// halt kills the region (what it holds is dropped and counted, as in
+    /// a crash).
     fn stop(&mut self, how: Command) {
         let Some(t) = self.thread.take() else { return };
         let leave = matches!(how, Command::Leave);
         self.control.set(how);
         let _ = t.join();
+        self.shared.stopped.store(true, Ordering::Release);
         self.cluster.node().unexpose(&self.region_name);
         if leave {
             self.region.stop();
@@ -446,6 +460,9 @@ impl<A: Actor> Sharding<A> {
                 .join_timeout(crate::coordinator::STOP_WAIT)
                 .is_some()
             {
+                self.cluster
+                    .node()
+                    .settle(self.shared.config.handover_timeout);
                 return;
             }
         }
@@ -557,6 +574,9 @@ impl<A: Actor> EntityRef<A> {
     where
         A::Msg: From<M>,
     {
+        if self.shared.stopped.load(Ordering::Acquire) {
+            return Err(SendError::Stopped(msg));
+        }
         let Some(typed) = self.shared.tells.find(M::TYPE_ID) else {
             return Err(SendError::Closed(msg));
         };
@@ -609,12 +629,23 @@ impl<A: Actor> EntityRef<A> {
             hops: 0,
             payload,
         };
-        self.region
-            .tell(RegionMsg::Tell(env))
-            .map_err(|_| SendError::Stopped(msg))
+        // Handed over as the inbox hands a remote tell: its place in the
+        // buffer reserved (counted in `inflight` until the region has
+        // routed it), so the region never refuses a tell accepted here.
+        self.shared.direct.handing();
+        match self.region.tell(RegionMsg::Inbound(env)) {
+            Ok(()) => Ok(()),
+            Err(_) => {
+                self.shared.direct.routed();
+                Err(SendError::Stopped(msg))
+            }
+        }
     }
 
     fn ask_envelope<Q: RemoteAsk>(&self, q: &Q) -> Result<ShardAsk, AskError> {
+        if self.shared.stopped.load(Ordering::Acquire) {
+            return Err(AskError::ActorStopped);
+        }
         if !self.shared.asks.takes(Q::TYPE_ID) || !check(self.id.bytes(), 0) {
             return Err(AskError::NoResponders);
         }

@@ -10,7 +10,7 @@
 //! direct table by the region (its module says who writes what).
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use arc_swap::cache::Cache;
@@ -194,6 +194,9 @@ pub(crate) struct Shared<A: Actor> {
     pub system: SystemHandle,
     /// Envelopes the region holds in its buffer now.
     pub pending: AtomicUsize,
+    /// This node's part has stopped (`Sharding::leave`, `halt`): entity
+    /// references refuse every send (`SendError::Stopped`).
+    pub stopped: AtomicBool,
     /// The entities the inbox may tell directly (region/direct.rs).
     pub direct: Direct<A>,
 }

@@ -48,13 +48,6 @@ fn send_until(
     sent
 }
 
-/// The tells `c`'s links know were not delivered: refused by the peer,
-/// or lost on the way.
-fn not_delivered(c: &Arc<troupe_cluster::Cluster>) -> u64 {
-    let st = c.node().stats();
-    st.tells_refused_by_peer + st.frames_lost
-}
-
 /// Two nodes (`{prefix}1`, `{prefix}2`) of the counter type, ticking
 /// every `tick_ms` and passivating entities idle for `idle_ms`, settled.
 fn two_passivating(
@@ -115,7 +108,15 @@ fn remote_tells_arrive_once_through_a_join_and_a_leave() {
         let claimed = s4.stats().claims;
         assert!(claimed > 0, "node 4 took no shard");
         let direct4 = s4.stats().delivered_direct;
+        let through4 = s4.entity("item-0");
         s4.leave();
+        // Node 4's references refuse sends once it has left: the message
+        // comes back (it would have gone into the outbox of a node about
+        // to be dropped).
+        assert!(matches!(
+            through4.tell(Add { from: 99, seq: 1 }),
+            Err(SendError::Stopped(_))
+        ));
         // Node 4's forwards, accounted before it goes.
         assert!(c4.node().settle(Duration::from_secs(10)));
         let refused4 = not_delivered(&c4);

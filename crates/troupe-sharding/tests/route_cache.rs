@@ -3,8 +3,8 @@
 //! one node while a third node joins (shards move to it from both). Every
 //! tell accepted (`Ok`) is handled once, or refused by the node that was
 //! to buffer it (its buffer full while the shard moved: the sending
-//! node's link counts it as refused by the peer); never lost, never
-//! twice. Once the routing tables name the new owners,
+//! node's link counts it as refused by the peer, or lost on the way);
+//! never lost unknown to its sender, never twice. Once the routing tables name the new owners,
 //! no region forwards any more: the senders go to the owners directly (a
 //! thread that kept a stale table would send to the old owner, which
 //! forwards). Real nats-server (JetStream); skips without it unless
@@ -105,14 +105,11 @@ fn tells_follow_every_route_change_and_arrive_once() {
     assert!(total > 0, "nothing accepted");
     // An accepted tell is handled once, or refused by the node that was
     // to buffer it (its buffer full while the shard moved), which the
-    // sending node's link counts as refused by the peer: never lost.
+    // sending node's link counts as refused by the peer, or dropped by
+    // NATS on the way (a slow consumer on a loaded machine), which it
+    // counts as lost: never lost unknown to its sender.
     let (c3, s3) = &k3;
-    let refused_by_peer = || {
-        [&c1, &c2, c3]
-            .iter()
-            .map(|c| c.node().stats().tells_refused_by_peer)
-            .sum::<u64>()
-    };
+    let refused_by_peer = || [&c1, &c2, c3].into_iter().map(not_delivered).sum::<u64>();
     let accounted = || tracker.delivered() + refused_by_peer() == total;
     let report = || {
         let wrong: Vec<_> = ids
@@ -129,7 +126,7 @@ fn tells_follow_every_route_change_and_arrive_once() {
             .collect();
         let stats: Vec<_> = [&s1, &s2, s3].iter().map(|s| s.stats()).collect();
         format!(
-            "{total} accepted, {refused} refused, {} delivered, {} refused by the peer; \
+            "{total} accepted, {refused} refused, {} delivered, {} refused by the peer or lost; \
              {} ids differ, (id, delivered, accepted): {:?}; shardings: {stats:?}",
             tracker.delivered(),
             refused_by_peer(),

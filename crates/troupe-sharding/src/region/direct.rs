@@ -22,12 +22,13 @@
 //!
 //! Writers: the region alone inserts and removes entries and writes the
 //! lease; the inbox sets an entry's `touched` flag (activity, read and
-//! cleared by the region on `Tick` for passivation); the inbox loop
-//! alone increments `inflight` (the region decrements it once it has
-//! routed the envelope) and `delivered_direct` and reads the clock into
-//! the table (one task: the handlers here are the node's tell handlers
-//! for the region, run by the node's one inbox loop; loads and stores,
-//! no locked add).
+//! cleared by the region on `Tick` for passivation); the inbox and this
+//! node's entity references increment `inflight` for each envelope they
+//! hand to the region (a locked add; the region decrements it once it
+//! has routed the envelope); the inbox loop alone increments
+//! `delivered_direct` and reads the clock into the table (one task: the
+//! handlers here are the node's tell handlers for the region, run by the
+//! node's one inbox loop; loads and stores, no locked add).
 //!
 //! Invariants (with region/mod.rs's, which stay true):
 //! - An entry exists only for an `Active` instance of an owned shard that
@@ -373,8 +374,17 @@ impl<A: Actor> Direct<A> {
             .store(self.clock.deadline(until).max(1), Ordering::Release);
     }
 
-    /// Region: one envelope the inbox handed over has been routed.
-    pub(super) fn routed(&self) {
+    /// The inbox, or an entity reference on this node: one envelope is
+    /// handed to the region (`RegionMsg::Inbound`), its place in the
+    /// buffer reserved; the region calls [`routed`](Self::routed) once it
+    /// has routed it.
+    pub(crate) fn handing(&self) {
+        self.inflight.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Region (or the hander, if the region did not take it): one envelope
+    /// handed over has been routed.
+    pub(crate) fn routed(&self) {
         self.inflight.fetch_sub(1, Ordering::Release);
     }
 
@@ -495,7 +505,7 @@ fn to_region<A: Actor>(
         return TellOutcome::Undecodable;
     };
     let direct = &shared.direct;
-    direct.inflight.fetch_add(1, Ordering::AcqRel);
+    direct.handing();
     match region.try_tell(RegionMsg::Inbound(env)) {
         Ok(()) => TellOutcome::Delivered,
         Err(_) => {

@@ -92,9 +92,11 @@ use pending::{Held, Pending};
 
 /// What the region actor takes.
 pub enum RegionMsg {
-    /// A tell for an entity from this node.
-    Tell(ShardTell),
-    /// A tell from another node that did not take the direct path.
+    /// A tell for an entity: from another node (one that did not take
+    /// the direct path) or from an entity reference on this node. Its
+    /// place in the buffer is reserved: whoever handed it over counted it
+    /// in `inflight` (`Direct::handing`) after checking the buffer's
+    /// bound, and the region never refuses it for a full buffer.
     Inbound(ShardTell),
     /// An ask for an entity.
     Ask(ShardAsk, ReplyTo<ShardReply>),
@@ -133,12 +135,6 @@ pub enum RegionMsg {
     },
     /// The ids of the entities running here, sorted.
     Active(ReplyTo<Vec<String>>),
-}
-
-impl From<ShardTell> for RegionMsg {
-    fn from(t: ShardTell) -> Self {
-        RegionMsg::Tell(t)
-    }
 }
 
 /// Why an activation did not happen.
@@ -231,7 +227,6 @@ impl<A: Actor> Actor for Region<A> {
 
     fn handle(&mut self, msg: RegionMsg, _ctx: &mut Context<'_, Self>) {
         match msg {
-            RegionMsg::Tell(t) => self.route(Pending::Tell(t, Held::default())),
             RegionMsg::Inbound(t) => {
                 self.route(Pending::Tell(t, Held::reserved()));
                 self.shared.direct.routed();

@@ -347,6 +347,7 @@ mod tests {
             handle: troupe_remote::runtime::handle().unwrap(),
             system: system.handle(),
             pending: Default::default(),
+            stopped: Default::default(),
             direct: Direct::new(),
         });
         let region = system.spawn(Region::new(shared.clone()));
@@ -355,8 +356,11 @@ mod tests {
         (region, shared)
     }
 
-    fn tell(n: u64) -> RegionMsg {
-        RegionMsg::Tell(ShardTell {
+    /// A tell for entity "e", handed over as an entity reference does
+    /// (`shared` counts it in flight).
+    fn tell(shared: &Shared<Log>, n: u64) -> RegionMsg {
+        shared.direct.handing();
+        RegionMsg::Inbound(ShardTell {
             entity: "e".into(),
             tag: Tag::of(Seq::TYPE_ID),
             hops: 0,
@@ -377,16 +381,16 @@ mod tests {
         region
             .tell(RegionMsg::Verified { at: Instant::now() })
             .unwrap();
-        region.tell(tell(1)).unwrap();
+        region.tell(tell(&shared, 1)).unwrap();
         // Idle at once: the tick stops the entity (a stop of 300 ms).
         region.tell(RegionMsg::Tick).unwrap();
-        region.tell(tell(2)).unwrap();
+        region.tell(tell(&shared, 2)).unwrap();
         region
             .tell(RegionMsg::Verified {
                 at: Instant::now() - 4 * tick,
             })
             .unwrap();
-        region.tell(tell(3)).unwrap();
+        region.tell(tell(&shared, 3)).unwrap();
         std::thread::sleep(Duration::from_millis(600));
         region
             .tell(RegionMsg::Verified { at: Instant::now() })
@@ -412,13 +416,13 @@ mod tests {
                 at: Instant::now() - 4 * tick,
             })
             .unwrap();
-        region.tell(tell(1)).unwrap();
+        region.tell(tell(&shared, 1)).unwrap();
         region
             .tell(RegionMsg::Verified { at: Instant::now() })
             .unwrap();
-        region.tell(tell(2)).unwrap();
+        region.tell(tell(&shared, 2)).unwrap();
         region.tell(RegionMsg::Tick).unwrap();
-        region.tell(tell(3)).unwrap();
+        region.tell(tell(&shared, 3)).unwrap();
         assert_eq!(logged(&log, 3), [1, 2, 3]);
         assert_eq!(shared.stats.snapshot().buffered, 2);
         system.shutdown();

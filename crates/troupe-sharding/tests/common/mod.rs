@@ -180,6 +180,14 @@ pub fn three_counters(
     (cs, ss)
 }
 
+/// The tells `c`'s links know were not delivered: refused by the peer,
+/// or lost on the way (NATS drops a slow consumer's messages; the peer's
+/// acks show the gap).
+pub fn not_delivered(c: &Arc<Cluster>) -> u64 {
+    let st = c.node().stats();
+    st.tells_refused_by_peer + st.frames_lost
+}
+
 /// Counts exactly: every one of the `sent` accepted tells is handled once,
 /// and no entity ever ran twice at a time.
 pub fn assert_handled_once(tracker: &Tracker, sent: u64) {
