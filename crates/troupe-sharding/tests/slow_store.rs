@@ -53,10 +53,13 @@ impl OwnershipStore for Slow {
 
 const TICK: Duration = Duration::from_millis(200);
 
-#[test]
-fn reads_longer_than_a_tick_do_not_let_the_lease_lapse() {
+/// One node on the memory transport, its ownership in a [`Slow`] store
+/// (no delay yet), ticking every `tick`, settled.
+fn slow_node(
+    tick: Duration,
+    tracker: &Tracker,
+) -> (Arc<Slow>, Arc<Cluster>, troupe_sharding::Sharding<Counter>) {
     let net = MemoryNetwork::new();
-    let tracker = Tracker::default();
     let store = Arc::new(Slow {
         inner: MemoryOwnership::new(),
         delay_ms: AtomicU64::new(0),
@@ -67,12 +70,19 @@ fn reads_longer_than_a_tick_do_not_let_the_lease_lapse() {
             .connect()
             .expect("connect"),
     );
-    let sharding = counters(&node, &tracker)
-        .tick(TICK)
+    let sharding = counters(&node, tracker)
+        .tick(tick)
         .store(store.clone())
         .start()
         .expect("start");
     settle(&[&node], &[&sharding]);
+    (store, node, sharding)
+}
+
+#[test]
+fn reads_longer_than_a_tick_do_not_let_the_lease_lapse() {
+    let tracker = Tracker::default();
+    let (store, _node, sharding) = slow_node(TICK, &tracker);
     let entity = sharding.entity("busy");
     entity.tell(Add { from: 1, seq: 1 }).expect("tell");
     assert!(wait_until(Duration::from_secs(10), || tracker.delivered() == 1));
@@ -116,25 +126,8 @@ fn reads_longer_than_a_tick_do_not_let_the_lease_lapse() {
 /// tests' passivation churn on a loaded machine).
 #[test]
 fn tells_buffered_in_a_lapse_keep_their_order() {
-    let net = MemoryNetwork::new();
     let tracker = Tracker::default();
-    let store = Arc::new(Slow {
-        inner: MemoryOwnership::new(),
-        delay_ms: AtomicU64::new(0),
-    });
-    let node = Arc::new(
-        Cluster::builder_on(net.connect(), "s2")
-            .heartbeat(HB)
-            .connect()
-            .expect("connect"),
-    );
-    const SHORT: Duration = Duration::from_millis(20);
-    let sharding = counters(&node, &tracker)
-        .tick(SHORT)
-        .store(store.clone())
-        .start()
-        .expect("start");
-    settle(&[&node], &[&sharding]);
+    let (store, _node, sharding) = slow_node(Duration::from_millis(20), &tracker);
     store.delay_ms.store(40, Ordering::Relaxed);
     let ids = ["a", "b", "c"];
     let refs: Vec<_> = ids.iter().map(|id| sharding.entity(id)).collect();
