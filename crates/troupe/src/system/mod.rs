@@ -587,9 +587,15 @@ mod tests {
             settled(base + held.len() as isize),
             base + held.len() as isize
         );
+        // A worker may still hold a stopped cell for an instant after its
+        // `join` returned (it drops its own `Arc` after the retirement);
+        // the last of the two drops gives the reference back.
         drop(held);
-        assert_eq!(holders_of(&system), base);
+        assert_eq!(settled(base), base);
         drop(weak);
+        assert_eq!(holders_of(&system), base);
+        // Given back once: it never falls below the base either.
+        std::thread::sleep(Duration::from_millis(20));
         assert_eq!(holders_of(&system), base);
         drop(system);
         assert!(pool.upgrade().is_none(), "runtime leaked");
