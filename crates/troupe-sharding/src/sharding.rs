@@ -184,7 +184,9 @@ impl<A: Actor> ShardingBuilder<A> {
         self
     }
 
-    /// Passivate entities idle this long (`None`: never; default 120 s).
+    /// Passivate entities idle this long (`None`: never; default 120 s):
+    /// nothing delivered to them for that long and nothing of theirs
+    /// waiting in the region's buffer.
     pub fn idle_timeout(mut self, idle: Option<Duration>) -> Self {
         self.config.idle_timeout = idle;
         self

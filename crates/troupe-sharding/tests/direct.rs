@@ -140,7 +140,9 @@ fn remote_tells_arrive_once_through_a_join_and_a_leave() {
         assert!(c.node().settle(Duration::from_secs(10)), "links settle");
     }
     let refused = refused4 + cs.iter().map(not_delivered).sum::<u64>();
-    assert_handled_once(&tracker, sent - refused);
+    assert_handled_once(&tracker, sent - refused, || {
+        format!("{:?}", ss.iter().map(|s| s.stats()).collect::<Vec<_>>())
+    });
     let stats: Vec<_> = ss.iter().map(|s| s.stats()).collect();
     for st in &stats {
         assert_eq!(
@@ -168,7 +170,7 @@ fn per_sender_order_holds_through_passivation_and_reactivation() {
         return;
     };
     let tracker = Tracker::default();
-    let (_cs, ss) = two_passivating(&server, "p", &tracker, 50, 100);
+    let (cs, ss) = two_passivating(&server, "p", &tracker, 50, 100);
     // Every sender sends in bursts of 60 ms every 300 ms: the entities
     // passivate 100 to 150 ms after a burst, their stop takes 150 ms, so
     // the next burst lands on stopping instances, waits for the stop and
@@ -200,7 +202,21 @@ fn per_sender_order_holds_through_passivation_and_reactivation() {
         stop.store(true, Ordering::Relaxed);
         senders.into_iter().map(|h| h.join().unwrap()).sum()
     });
-    assert_handled_once(&tracker, sent);
+    // Every accepted tell is handled once, or its sender's node knows it
+    // was not (refused by the peer's inbox or lost on the way, both
+    // counted by the node's links; on a loaded machine a stopping entity's
+    // wait fills the inbox's bound).
+    for c in &cs {
+        assert!(c.node().settle(Duration::from_secs(10)), "links settle");
+    }
+    let refused: u64 = cs.iter().map(not_delivered).sum();
+    eprintln!("passivation churn: {refused} of {sent} tells refused or lost");
+    let figures = || {
+        let lost: u64 = cs.iter().map(not_delivered).sum();
+        let stats: Vec<_> = ss.iter().map(|s| s.stats()).collect();
+        format!("refused or lost now {lost}; {stats:?}")
+    };
+    assert_handled_once(&tracker, sent - refused, figures);
     let stats: Vec<_> = ss.iter().map(|s| s.stats()).collect();
     let passivations: u64 = stats.iter().map(|s| s.passivations).sum();
     let direct: u64 = stats.iter().map(|s| s.delivered_direct).sum();
@@ -209,7 +225,11 @@ fn per_sender_order_holds_through_passivation_and_reactivation() {
         "passivation churn: {sent} tells, {direct} direct, {passivations} passivations, {} out of order",
         tracker.fifo_violations()
     );
-    assert_eq!(delivered, sent, "every tell counted once: {stats:?}");
+    assert_eq!(
+        delivered,
+        sent - refused,
+        "every tell counted once: {stats:?}"
+    );
     assert!(passivations > 50, "too little churn: {stats:?}");
     assert!(direct > 0, "no tell took the direct path: {stats:?}");
     assert_eq!(
@@ -256,15 +276,21 @@ fn direct_tells_keep_an_entity_from_passivation() {
     };
     tell(once, 1);
     sent += 1;
-    let end = Instant::now() + Duration::from_millis(2000);
+    // 2 s at least, and until 80 tells took the direct path (10 s at
+    // most): on a loaded machine a tick's store reads may outlast the
+    // lease (3 ticks, 90 ms here), and tells in a lapse go through the
+    // region, which marks its entities active itself.
+    let start = Instant::now();
     let mut seq = 0;
-    while Instant::now() < end {
+    while start.elapsed() < Duration::from_secs(2)
+        || (ss[1].stats().delivered_direct < 80 && start.elapsed() < Duration::from_secs(10))
+    {
         seq += 1;
         tell(busy, seq);
         sent += 1;
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_handled_once(&tracker, sent);
+    assert_handled_once(&tracker, sent, || format!("{:?}", ss[1].stats()));
     let st = ss[1].stats();
     assert!(st.delivered_direct > 50, "few direct tells: {st:?}");
     assert_eq!(

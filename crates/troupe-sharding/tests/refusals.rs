@@ -92,7 +92,7 @@ fn tells_beyond_the_owners_buffer_are_refused_to_the_sender() {
 
     // The store returns: every confirmed tell is delivered, none twice.
     store.set_down(false);
-    assert_handled_once(&tracker, BUFFER as u64);
+    assert_handled_once(&tracker, BUFFER as u64, || format!("{:?}", s2.stats()));
     let st = s2.stats();
     assert_eq!((st.expired, st.entity_gone), (0, 0), "{st:?}");
     assert_eq!(tracker.fifo_violations(), 0);

@@ -245,11 +245,16 @@ impl<A: Actor> Region<A> {
                     *last = now;
                 }
             });
+            // An entity with envelopes in the buffer (a lease lapse held
+            // them) is not idle: they are its next messages.
+            let buffered = &self.buffered_ids;
             let idle_ids: Vec<(String, u32)> = self
                 .entities
                 .iter()
                 .filter_map(|(id, e)| match e {
-                    Entity::Active { last, shard, .. } if now.duration_since(*last) >= idle => {
+                    Entity::Active { last, shard, .. }
+                        if now.duration_since(*last) >= idle && !buffered.contains(id) =>
+                    {
                         Some((id.clone(), *shard))
                     }
                     _ => None,

@@ -37,7 +37,8 @@
 //!   The lease is checked when the region hands a message to its entity:
 //!   what already sits in an entity's mailbox when its node pauses is
 //!   handled when the node resumes, before the coordinator's next read.
-//! - `Tick`: passivates idle entities and retries the buffer; an envelope
+//! - `Tick`: passivates idle entities (none with envelopes in the buffer:
+//!   those are its next messages) and retries the buffer; an envelope
 //!   older than the buffer timeout is dropped and counted (`expired`), an
 //!   ask among them answered `Unavailable`.
 //!

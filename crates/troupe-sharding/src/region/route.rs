@@ -401,6 +401,39 @@ mod tests {
         system.shutdown();
     }
 
+    /// An entity whose tells wait in the buffer (the lease ran out) is
+    /// not idle, whatever its last delivery's age: the tick that would
+    /// passivate it leaves it, and the renewed lease's tick delivers to
+    /// the same instance. (It was stopped, and the buffered tell
+    /// activated a new one.)
+    #[test]
+    fn an_entity_with_buffered_tells_is_not_passivated() {
+        let system = ActorSystem::new();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        // Idle at once: every tick passivates an entity with nothing held.
+        let (region, shared) = region(&system, &log, Some(Duration::ZERO));
+        let tick = shared.config.tick;
+        region
+            .tell(RegionMsg::Verified { at: Instant::now() })
+            .unwrap();
+        region.tell(tell(&shared, 1)).unwrap();
+        region
+            .tell(RegionMsg::Verified {
+                at: Instant::now() - 4 * tick,
+            })
+            .unwrap();
+        region.tell(tell(&shared, 2)).unwrap();
+        region.tell(RegionMsg::Tick).unwrap();
+        region
+            .tell(RegionMsg::Verified { at: Instant::now() })
+            .unwrap();
+        region.tell(RegionMsg::Tick).unwrap();
+        assert_eq!(logged(&log, 2), [1, 2]);
+        let st = shared.stats.snapshot();
+        assert_eq!((st.passivations, st.activations), (0, 1), "{st:?}");
+        system.shutdown();
+    }
+
     /// A tell buffered while the lease had run out reaches its entity
     /// before a newer one that comes after the lease's renewal and before
     /// the tick that retries the buffer. (Delivered at once, the newer

@@ -189,12 +189,14 @@ pub fn not_delivered(c: &Arc<Cluster>) -> u64 {
 }
 
 /// Counts exactly: every one of the `sent` accepted tells is handled once,
-/// and no entity ever ran twice at a time.
-pub fn assert_handled_once(tracker: &Tracker, sent: u64) {
+/// and no entity ever ran twice at a time. `context` tells more when the
+/// count falls short (the nodes' figures then).
+pub fn assert_handled_once(tracker: &Tracker, sent: u64, context: impl Fn() -> String) {
     assert!(
         wait_until(Duration::from_secs(20), || tracker.delivered() == sent),
-        "delivered {} of {sent}",
-        tracker.delivered()
+        "delivered {} of {sent}; {}",
+        tracker.delivered(),
+        context()
     );
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(tracker.delivered(), sent, "a tell was handled twice");
