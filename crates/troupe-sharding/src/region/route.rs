@@ -356,6 +356,16 @@ mod tests {
         (region, shared)
     }
 
+    /// The coordinator's renewal: a `Verified` whose reads began `ago`
+    /// (4 ticks ago: the lease has run out).
+    fn verified(region: &ActorRef<Region<Log>>, ago: Duration) {
+        region
+            .tell(RegionMsg::Verified {
+                at: Instant::now() - ago,
+            })
+            .unwrap();
+    }
+
     /// A tell for entity "e", handed over as an entity reference does
     /// (`shared` counts it in flight).
     fn tell(shared: &Shared<Log>, n: u64) -> RegionMsg {
@@ -368,33 +378,38 @@ mod tests {
         })
     }
 
+    /// A region passivating at once (every tick stops an entity with
+    /// nothing held), its lease renewed, its entity "e" told 1.
+    #[allow(clippy::type_complexity)]
+    fn told_once() -> (
+        ActorSystem,
+        Arc<Mutex<Vec<u64>>>,
+        ActorRef<Region<Log>>,
+        Arc<Shared<Log>>,
+    ) {
+        let system = ActorSystem::new();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (region, shared) = region(&system, &log, Some(Duration::ZERO));
+        verified(&region, Duration::ZERO);
+        region.tell(tell(&shared, 1)).unwrap();
+        (system, log, region, shared)
+    }
+
     /// A tell that waits for its entity's stop reaches the next instance
     /// before a newer one that comes once the lease has run out (it used
     /// to wait in the buffer, and the stop's waiting tell joined it there
     /// behind it: 1, 3, 2).
     #[test]
     fn a_tell_waits_behind_its_entity_s_stop() {
-        let system = ActorSystem::new();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (region, shared) = region(&system, &log, Some(Duration::ZERO));
+        let (system, log, region, shared) = told_once();
         let tick = shared.config.tick;
-        region
-            .tell(RegionMsg::Verified { at: Instant::now() })
-            .unwrap();
-        region.tell(tell(&shared, 1)).unwrap();
         // Idle at once: the tick stops the entity (a stop of 300 ms).
         region.tell(RegionMsg::Tick).unwrap();
         region.tell(tell(&shared, 2)).unwrap();
-        region
-            .tell(RegionMsg::Verified {
-                at: Instant::now() - 4 * tick,
-            })
-            .unwrap();
+        verified(&region, 4 * tick);
         region.tell(tell(&shared, 3)).unwrap();
         std::thread::sleep(Duration::from_millis(600));
-        region
-            .tell(RegionMsg::Verified { at: Instant::now() })
-            .unwrap();
+        verified(&region, Duration::ZERO);
         region.tell(RegionMsg::Tick).unwrap();
         assert_eq!(logged(&log, 3), [1, 2, 3]);
         assert_eq!(shared.stats.snapshot().passivations, 1);
@@ -408,25 +423,12 @@ mod tests {
     /// activated a new one.)
     #[test]
     fn an_entity_with_buffered_tells_is_not_passivated() {
-        let system = ActorSystem::new();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        // Idle at once: every tick passivates an entity with nothing held.
-        let (region, shared) = region(&system, &log, Some(Duration::ZERO));
+        let (system, log, region, shared) = told_once();
         let tick = shared.config.tick;
-        region
-            .tell(RegionMsg::Verified { at: Instant::now() })
-            .unwrap();
-        region.tell(tell(&shared, 1)).unwrap();
-        region
-            .tell(RegionMsg::Verified {
-                at: Instant::now() - 4 * tick,
-            })
-            .unwrap();
+        verified(&region, 4 * tick);
         region.tell(tell(&shared, 2)).unwrap();
         region.tell(RegionMsg::Tick).unwrap();
-        region
-            .tell(RegionMsg::Verified { at: Instant::now() })
-            .unwrap();
+        verified(&region, Duration::ZERO);
         region.tell(RegionMsg::Tick).unwrap();
         assert_eq!(logged(&log, 2), [1, 2]);
         let st = shared.stats.snapshot();
@@ -444,15 +446,9 @@ mod tests {
         let log = Arc::new(Mutex::new(Vec::new()));
         let (region, shared) = region(&system, &log, None);
         let tick = shared.config.tick;
-        region
-            .tell(RegionMsg::Verified {
-                at: Instant::now() - 4 * tick,
-            })
-            .unwrap();
+        verified(&region, 4 * tick);
         region.tell(tell(&shared, 1)).unwrap();
-        region
-            .tell(RegionMsg::Verified { at: Instant::now() })
-            .unwrap();
+        verified(&region, Duration::ZERO);
         region.tell(tell(&shared, 2)).unwrap();
         region.tell(RegionMsg::Tick).unwrap();
         region.tell(tell(&shared, 3)).unwrap();
