@@ -38,11 +38,7 @@ fn entities_are_sharded_over_the_memory_transports_bucket() {
     }
     // Tells are asynchronous (an ask may overtake them): wait for all.
     let all = 20 * ids.len() as u64;
-    assert!(
-        wait_until(Duration::from_secs(20), || tracker.delivered() == all),
-        "{} of {all} tells delivered",
-        tracker.delivered()
-    );
+    assert_delivered(&tracker, all, Duration::from_secs(20), String::new);
     for id in &ids {
         assert_eq!(sb.entity(id).ask(Count, ASK), Ok(20), "entity {id}");
         let r = tracker.get(id);

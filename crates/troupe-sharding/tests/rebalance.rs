@@ -72,11 +72,7 @@ fn a_fourth_node_takes_shards_and_no_message_is_lost() {
         stop.store(true, Ordering::Relaxed);
         let sent = sender.join().unwrap();
         // Count exactly: every accepted tell is handled once.
-        assert!(
-            wait_until(Duration::from_secs(20), || tracker.delivered() == sent),
-            "delivered {} of {sent}",
-            tracker.delivered()
-        );
+        assert_delivered(&tracker, sent, Duration::from_secs(20), String::new);
         let st4 = s4.stats();
         assert!(st4.shards_owned > 0, "{st4:?}");
         let handovers: u64 = ss.iter().map(|s| s.stats().handovers).sum();
@@ -255,11 +251,7 @@ fn a_node_that_leaves_under_load_loses_no_message() {
         stop.store(true, Ordering::Relaxed);
         sender.join().unwrap()
     });
-    assert!(
-        wait_until(Duration::from_secs(20), || tracker.delivered() == sent),
-        "delivered {} of {sent}",
-        tracker.delivered()
-    );
+    assert_delivered(&tracker, sent, Duration::from_secs(20), String::new);
     assert_eq!(tracker.max_live(), 1);
     let takeovers: u64 = ss.iter().map(|s| s.stats().takeovers).sum();
     assert_eq!(

@@ -85,7 +85,7 @@ fn reads_longer_than_a_tick_do_not_let_the_lease_lapse() {
     let (store, _node, sharding) = slow_node(TICK, &tracker);
     let entity = sharding.entity("busy");
     entity.tell(Add { from: 1, seq: 1 }).expect("tell");
-    assert!(wait_until(Duration::from_secs(10), || tracker.delivered() == 1));
+    assert_delivered(&tracker, 1, Duration::from_secs(10), String::new);
 
     // Reads of 1.15 ticks: ticks now start 1.15 ticks apart and each
     // renewal comes 2.3 ticks after the last one began (lease: 3 ticks).
@@ -99,12 +99,9 @@ fn reads_longer_than_a_tick_do_not_let_the_lease_lapse() {
         std::thread::sleep(Duration::from_millis(2));
     }
     store.delay_ms.store(0, Ordering::Relaxed);
-    assert!(
-        wait_until(Duration::from_secs(10), || tracker.delivered() == seq),
-        "{} of {seq} delivered; stats {:?}",
-        tracker.delivered(),
-        sharding.stats()
-    );
+    assert_delivered(&tracker, seq, Duration::from_secs(10), || {
+        format!("stats {:?}", sharding.stats())
+    });
     let after = sharding.stats();
     assert_eq!(
         after.buffered - before.buffered,
@@ -150,12 +147,9 @@ fn tells_buffered_in_a_lapse_keep_their_order() {
     }
     store.delay_ms.store(0, Ordering::Relaxed);
     let sent = seq * ids.len() as u64;
-    assert!(
-        wait_until(Duration::from_secs(20), || tracker.delivered() == sent),
-        "{} of {sent} delivered; stats {:?}",
-        tracker.delivered(),
-        sharding.stats()
-    );
+    assert_delivered(&tracker, sent, Duration::from_secs(20), || {
+        format!("stats {:?}", sharding.stats())
+    });
     let stats = sharding.stats();
     assert!(stats.buffered > 0, "the lease never lapsed: {stats:?}");
     assert_eq!(

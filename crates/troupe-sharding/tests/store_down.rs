@@ -35,7 +35,7 @@ fn tells_wait_for_the_store_and_are_delivered_when_it_returns() {
         .entity("warm")
         .tell(Add { from: 1, seq: 1 })
         .expect("tell");
-    assert!(wait_until(Duration::from_secs(10), || tracker.delivered() == 1));
+    assert_delivered(&tracker, 1, Duration::from_secs(10), String::new);
 
     store.set_down(true);
     let ids: Vec<String> = (0..30).map(|i| format!("cold-{i}")).collect();
@@ -58,12 +58,9 @@ fn tells_wait_for_the_store_and_are_delivered_when_it_returns() {
     store.set_down(false);
 
     let all = 1 + 5 * ids.len() as u64;
-    assert!(
-        wait_until(Duration::from_secs(20), || tracker.delivered() == all),
-        "{} of {all} tells delivered; stats {:?}",
-        tracker.delivered(),
-        sharding.stats()
-    );
+    assert_delivered(&tracker, all, Duration::from_secs(20), || {
+        format!("stats {:?}", sharding.stats())
+    });
     let st = sharding.stats();
     assert_eq!(st.expired, 0, "stats {st:?}");
     assert_eq!(st.fencing_refusals, 0, "stats {st:?}");

@@ -31,29 +31,39 @@ impl<A: Actor> Region<A> {
         // stop: whatever could take this one now (a renewed lease, a new
         // route) would take it before them. The stop's `Stopped` routes
         // the waiting ones again, in order.
-        if !self.buffered_ids.is_empty() && self.buffered_ids.contains(msg.entity()) {
+        if self.buffered_ids.contains(msg.entity()) {
             return self.buffer(msg);
         }
-        if let Some(Entity::Stopping { waiting, .. }) = self.entities.get_mut(msg.entity()) {
-            let mut msg = msg;
-            msg.keep_span();
-            waiting.push(msg);
-            return;
-        }
         let shard = shard_of(msg.entity(), self.shared.config.shards);
-        if self
+        let owned = self
             .shards
             .get(&shard)
-            .is_some_and(|s| s.releasing.is_none())
-        {
-            // Ownership not confirmed within the lease: wait for the
-            // coordinator's next read.
-            if self.lease_until.is_none_or(|t| Instant::now() >= t) {
-                return self.buffer(msg);
+            .is_some_and(|s| s.releasing.is_none());
+        // Ownership confirmed within the lease (else the envelope waits
+        // for the coordinator's next read).
+        let leased = owned && self.lease_until.is_some_and(|t| Instant::now() < t);
+        // One lookup for the common case, an active entity (activity is
+        // stamped with the clock of the last tick: nothing allocated, no
+        // clock read beyond the lease check), and for a stopping one.
+        match self.entities.get_mut(msg.entity()) {
+            Some(Entity::Stopping { waiting, .. }) => {
+                let mut msg = msg;
+                msg.keep_span();
+                waiting.push(msg);
+                return;
             }
-            return self.deliver(shard, msg);
+            Some(Entity::Active { actor, last, .. }) if leased && actor.is_alive() => {
+                *last = self.clock;
+                send(&self.shared, actor, msg);
+                return;
+            }
+            _ => {}
         }
-        if let Some(msg) = self.forward(shard, msg) {
+        if leased {
+            self.activate_or_replace(shard, msg)
+        } else if owned {
+            self.buffer(msg)
+        } else if let Some(msg) = self.forward(shard, msg) {
             self.buffer(msg);
         }
     }
@@ -158,32 +168,17 @@ impl<A: Actor> Region<A> {
             .fetch_max(self.pending.len(), Ordering::AcqRel);
     }
 
-    fn deliver(&mut self, shard: u32, msg: Pending) {
-        // The common case, an active entity, allocates nothing and reads no
-        // clock beyond the lease check: activity is stamped with the clock
-        // of the last tick.
-        let clock = self.clock;
-        let stopped_by_itself = match self.entities.get_mut(msg.entity()) {
-            Some(Entity::Stopping { waiting, .. }) => {
-                let mut msg = msg;
-                msg.keep_span();
-                waiting.push(msg);
-                return;
-            }
+    /// `msg`'s entity, in an owned shard within the lease, has no live
+    /// instance here (`route` handed live and stopping ones theirs): it
+    /// is activated, or, if its instance stopped by itself, `msg` waits
+    /// for that stop's `Stopped`.
+    fn activate_or_replace(&mut self, shard: u32, msg: Pending) {
+        let stopped_by_itself = match self.entities.get(msg.entity()) {
             Some(Entity::Active {
-                actor,
-                last,
-                generation,
-                shard,
-                ..
-            }) => {
-                if actor.is_alive() {
-                    *last = clock;
-                    send(&self.shared, actor, msg);
-                    return;
-                }
-                (*generation, *shard)
-            }
+                generation, shard, ..
+            }) => (*generation, *shard),
+            // Unreachable: `route` handed it to its waiting list.
+            Some(Entity::Stopping { .. }) => return self.route(msg),
             None => {
                 if self.entities.len() >= self.shared.config.max_entities {
                     Counters::add(&self.stat().entities_refused);

@@ -188,16 +188,22 @@ pub fn not_delivered(c: &Arc<Cluster>) -> u64 {
     st.tells_refused_by_peer + st.frames_lost
 }
 
+/// Waits (at most `limit`) until the entities have handled `n` tells in
+/// all; `context` tells more when they fall short (the nodes' figures).
+pub fn assert_delivered(tracker: &Tracker, n: u64, limit: Duration, context: impl Fn() -> String) {
+    assert!(
+        wait_until(limit, || tracker.delivered() == n),
+        "delivered {} of {n}; {}",
+        tracker.delivered(),
+        context()
+    );
+}
+
 /// Counts exactly: every one of the `sent` accepted tells is handled once,
 /// and no entity ever ran twice at a time. `context` tells more when the
 /// count falls short (the nodes' figures then).
 pub fn assert_handled_once(tracker: &Tracker, sent: u64, context: impl Fn() -> String) {
-    assert!(
-        wait_until(Duration::from_secs(20), || tracker.delivered() == sent),
-        "delivered {} of {sent}; {}",
-        tracker.delivered(),
-        context()
-    );
+    assert_delivered(tracker, sent, Duration::from_secs(20), context);
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(tracker.delivered(), sent, "a tell was handled twice");
     assert_eq!(tracker.max_live(), 1, "never two live activations");

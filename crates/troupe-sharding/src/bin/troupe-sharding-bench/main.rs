@@ -280,11 +280,20 @@ fn bench(n: u64, rounds: usize, json: bool) {
     let one = &refs[..1];
     let pid = server.pid();
     let run = |tell: &dyn Fn(u64)| rate(&all, &nodes[0].0, pid, n, tell, &report);
-    // `TROUPE_BENCH_PHASE=remote|remote64|entity|one`: only that shape,
-    // 6 rounds (for a profile of one path).
+    // `TROUPE_BENCH_PHASE=remote|remote64|entity|one|local`: only that
+    // shape, 6 rounds (for a profile of one path); `local`: 64 entities
+    // node 1 owns, told from node 1 (the region's path, no network).
     if let Ok(phase) = std::env::var("TROUPE_BENCH_PHASE") {
+        let local: Vec<_> = nodes[0]
+            .1
+            .local_entities()
+            .iter()
+            .take(64)
+            .map(|id| nodes[0].1.entity(id))
+            .collect();
         for round in 0..6 {
             let r = match phase.as_str() {
+                "local" => run(&|i| tell_to(&local, i)),
                 "remote" => run(&|i| tell_remote(&direct, i)),
                 "remote64" => run(&|i| tell_remotes(&directs, i)),
                 "entity" => run(&|i| tell_to(&refs, i)),
