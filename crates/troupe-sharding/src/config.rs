@@ -27,7 +27,9 @@ pub struct Config {
     pub takeover_grace: Duration,
     /// How long a hand-over waits for the shard's entities to stop (default 5 s).
     pub handover_timeout: Duration,
-    /// Timeout of an ask a region forwards to another node (default 10 s).
+    /// The longest a region waits for the reply to an ask it forwards to
+    /// another node (default 10 s); it waits no longer than the ask's
+    /// asker either (the ask carries its deadline).
     pub forward_timeout: Duration,
     /// JetStream replicas of the ownership bucket, when this node creates
     /// it (default 1; 3 on a 3-server NATS cluster, so that no shard's

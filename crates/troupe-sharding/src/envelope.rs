@@ -24,9 +24,10 @@ use troupe_remote::{remote, RemoteMessage};
 
 /// The longest entity id, in bytes.
 pub const MAX_ID_BYTES: usize = 256;
-/// How many times an envelope may be forwarded between regions before it
-/// is buffered where it is (a stale routing table on two nodes cannot
-/// bounce it forever).
+/// How many times an envelope may be forwarded between regions: a region
+/// that does not own its shard refuses it after that many
+/// ([`Refusal::TooManyHops`]), so stale routing tables on two nodes cannot
+/// bounce it forever.
 pub const MAX_HOPS: u8 = 3;
 
 /// Which message type a payload holds, within one sharding type: the
@@ -250,7 +251,13 @@ impl Serialize for IdBytes<'_> {
 }
 
 /// One ask for entity `entity`; answered with a [`ShardReply`].
-#[remote("troupe.sharding.Ask.v2", reply = ShardReply)]
+///
+/// It carries its asker's deadline as the time left when it was sent
+/// (`budget_ms`: a duration, since the nodes' clocks differ): a region
+/// that holds it (in its buffer, or for its entity's stop) refuses it
+/// once that time has passed, and forwards it with what is left, so no
+/// one waits past the asker's deadline.
+#[remote("troupe.sharding.Ask.v3", reply = ShardReply)]
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct ShardAsk {
     /// The entity id.
@@ -259,6 +266,9 @@ pub struct ShardAsk {
     pub tag: Tag,
     /// Forwards so far.
     pub hops: u8,
+    /// How long the asker still waited when this envelope was sent, in
+    /// milliseconds (rounded up, saturated at `u32::MAX`).
+    pub budget_ms: u32,
     /// The request, postcard-encoded.
     pub payload: Vec<u8>,
 }
@@ -272,7 +282,13 @@ pub enum ShardReply {
     Refused(Refusal),
 }
 
-/// Why an ask to an entity got no reply.
+/// Why an envelope was not delivered, or an ask got no reply. New
+/// reasons go last: the variant's index is its wire form.
+///
+/// Not handled by the entity (safe to send again): `BadEnvelope`,
+/// `UnknownType`, `Undecodable`, `Unavailable`, `Expired`, `TooManyHops`.
+/// Unknown (the entity may have handled it): `Stopped`, `NoReply`,
+/// `Timeout`.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     /// The envelope failed [`check`] (id length, hops).
@@ -287,27 +303,57 @@ pub enum Refusal {
     Stopped,
     /// The entity dropped the request without replying.
     NoReply,
+    /// It waited in a region's buffer for an owner past the buffer
+    /// timeout (or, for an ask, past its asker's deadline) and was never
+    /// handed to its entity.
+    Expired,
+    /// It was forwarded [`MAX_HOPS`] times and the region it reached
+    /// does not own its shard either (routing tables disagree); it was
+    /// never handed to its entity.
+    TooManyHops,
+    /// A forwarded ask's reply did not come before its asker's deadline:
+    /// the entity may have handled it.
+    Timeout,
 }
 
 impl Refusal {
     /// The ask error a caller sees.
     pub fn to_ask_error(self) -> AskError {
         match self {
-            Refusal::Unavailable => AskError::NoResponders,
+            Refusal::Unavailable | Refusal::Expired | Refusal::TooManyHops => {
+                AskError::NoResponders
+            }
             Refusal::Stopped => AskError::ActorStopped,
             Refusal::BadEnvelope | Refusal::UnknownType | Refusal::Undecodable => AskError::NoReply,
             Refusal::NoReply => AskError::NoReply,
+            Refusal::Timeout => AskError::Timeout,
         }
     }
 
-    /// The refusal that stands for a local ask error.
+    /// The refusal that stands for an ask error (a local one, or a
+    /// forwarded ask's): a timeout stays a timeout, "nobody serves it"
+    /// stays "not handled", anything else may have run.
     pub fn from_ask_error(e: AskError) -> Refusal {
         match e {
             AskError::ActorStopped => Refusal::Stopped,
-            AskError::MailboxFull => Refusal::Unavailable,
+            AskError::MailboxFull | AskError::NoResponders => Refusal::Unavailable,
+            AskError::Timeout => Refusal::Timeout,
             _ => Refusal::NoReply,
         }
     }
+
+    /// Whether the entity surely did not handle the envelope: sending it
+    /// again cannot run it twice.
+    pub fn not_handled(self) -> bool {
+        !matches!(self, Refusal::Stopped | Refusal::NoReply | Refusal::Timeout)
+    }
+}
+
+/// An ask's budget for `timeout`: its milliseconds, rounded up,
+/// saturated at `u32::MAX`.
+pub fn budget_ms(timeout: std::time::Duration) -> u32 {
+    let ms = timeout.as_nanos().div_ceil(1_000_000);
+    u32::try_from(ms).unwrap_or(u32::MAX)
 }
 
 /// Whether an envelope's id (its bytes) and hop count are acceptable.

@@ -25,7 +25,7 @@ use troupe_remote::{Exposure, RemoteAsk, RemoteMessage};
 use crate::config::Config;
 use crate::coordinator::{Command, Control, Coordinator};
 use crate::envelope::{
-    check, EntityTell, EntityTellOut, Refusal, ShardAsk, ShardReply, ShardTell, Tag,
+    budget_ms, check, EntityTell, EntityTellOut, Refusal, ShardAsk, ShardReply, ShardTell, Tag,
 };
 use crate::ownership::bucket::BucketOwnership;
 use crate::ownership::{update_members, OwnershipStore, StoreError};
@@ -644,7 +644,7 @@ impl<A: Actor> EntityRef<A> {
         }
     }
 
-    fn ask_envelope<Q: RemoteAsk>(&self, q: &Q) -> Result<ShardAsk, AskError> {
+    fn ask_envelope<Q: RemoteAsk>(&self, q: &Q, timeout: Duration) -> Result<ShardAsk, AskError> {
         if self.shared.stopped.load(Ordering::Acquire) {
             return Err(AskError::ActorStopped);
         }
@@ -657,6 +657,7 @@ impl<A: Actor> EntityRef<A> {
             entity: self.id().to_string(),
             tag: Tag::of(Q::TYPE_ID),
             hops: 0,
+            budget_ms: budget_ms(timeout),
             payload,
         })
     }
@@ -664,7 +665,7 @@ impl<A: Actor> EntityRef<A> {
     /// Asks the entity and blocks for the reply, at most `timeout`. Not
     /// from inside a handler (use [`ask_async`](Self::ask_async) there).
     pub fn ask<Q: RemoteAsk>(&self, q: Q, timeout: Duration) -> Result<Q::Reply, AskError> {
-        let env = self.ask_envelope(&q)?;
+        let env = self.ask_envelope(&q, timeout)?;
         let reply = match self.shared.route(self.shard) {
             Route::Remote { ask, .. } => ask.ask(env, timeout)?,
             Route::Local => self.region.ask(|r| RegionMsg::Ask(env, r), timeout)?,
@@ -678,7 +679,7 @@ impl<A: Actor> EntityRef<A> {
         q: Q,
         timeout: Duration,
     ) -> Result<Q::Reply, AskError> {
-        let env = self.ask_envelope(&q)?;
+        let env = self.ask_envelope(&q, timeout)?;
         let reply = match self.shared.route(self.shard) {
             Route::Remote { ask, .. } => ask.ask_async(env, timeout).await?,
             Route::Local => {

@@ -6,7 +6,8 @@
 //! errors) and entity references (tells and asks sent; tells on a
 //! [`PerThread`] counter, a cell per sending thread). Every message
 //! that is not delivered lands in exactly one of `buffer_full`, `expired`,
-//! `bad_envelopes`, `unknown_types`, `undecodable` or `entity_gone`.
+//! `hops_exceeded`, `bad_envelopes`, `unknown_types`, `undecodable` or
+//! `entity_gone`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -83,8 +84,15 @@ counters! {
     /// tells refused by the inbox, which their sender's link counts as
     /// refused by the peer).
     buffer_full,
-    /// Buffered envelopes that outlived the buffer timeout.
+    /// Envelopes refused unhandled for waiting too long: buffered past the
+    /// buffer timeout, asks past their asker's deadline, and what a
+    /// stopping region could not forward (asks answered `Expired`, or
+    /// `Unavailable` from a stopping region).
     expired,
+    /// Envelopes refused because they had been forwarded `MAX_HOPS`
+    /// times and reached a region that does not own their shard either
+    /// (asks answered `TooManyHops`).
+    hops_exceeded,
     /// Envelopes with a bad id or hop count.
     bad_envelopes,
     /// Envelopes of a message type this sharding does not take.
@@ -110,6 +118,15 @@ impl Counters {
 
     pub(crate) fn add(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds one and says whether to log this one: the 1st, 2nd, 4th,
+    /// 8th..., so a flood of lost envelopes cannot flood the log too (the
+    /// counter keeps the exact number).
+    pub(crate) fn bump_and_log(c: &AtomicU64) -> bool {
+        c.fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1)
+            .is_power_of_two()
     }
 
     /// Adds one to a counter that only one thread at a time writes (one

@@ -23,7 +23,11 @@
 //! - `Lost { shard }`: someone else holds the record. The region kills
 //!   the shard's entities at once.
 //! - An envelope for a shard not owned here is forwarded to the owner the
-//!   routing table names (at most [`MAX_HOPS`](crate::envelope::MAX_HOPS) times), or buffered.
+//!   routing table names, or buffered if it names none or the link is
+//!   full or down. One forwarded [`MAX_HOPS`](crate::envelope::MAX_HOPS)
+//!   times already is refused at once (`TooManyHops`, `hops_exceeded`). A
+//!   forwarded ask carries what is left of its asker's deadline and waits
+//!   for its reply no longer; a timeout is answered `Timeout`.
 //! - `Verified { at }`: the coordinator read every record at `at` (and has
 //!   sent the `Owned` and `Lost` that followed from them). The region
 //!   delivers to an owned shard only within [`LEASE_TICKS`] ticks of the
@@ -39,8 +43,10 @@
 //!   handled when the node resumes, before the coordinator's next read.
 //! - `Tick`: passivates idle entities (none with envelopes in the buffer:
 //!   those are its next messages) and retries the buffer; an envelope
-//!   older than the buffer timeout is dropped and counted (`expired`), an
-//!   ask among them answered `Unavailable`.
+//!   older than the buffer timeout, or an ask past its asker's deadline,
+//!   is refused `Expired` and counted (`expired`): an ask is answered;
+//!   a tell has no way back (`Pending::refuse` is where a receipt would
+//!   carry the reason), and a local one is counted on its sender's node.
 //!
 //! Invariants:
 //! - At most one instance per entity id runs on this node: a new one is
@@ -48,7 +54,9 @@
 //!   (`Stopped`, from its `on_stop` hook); what arrives meanwhile waits
 //!   with it.
 //! - Every envelope is delivered, forwarded, kept in the buffer or
-//!   counted in exactly one refusal counter.
+//!   counted in exactly one refusal counter; when the region stops, what
+//!   its buffer holds and what waits for an entity's stop is forwarded or
+//!   refused (`expired`).
 //! - An envelope that waits (in the buffer, or for its entity's stop)
 //!   keeps the span it arrived in and is routed again inside it, so a
 //!   traced sender's trace goes on through the wait (feature `otel` of
@@ -232,7 +240,10 @@ impl<A: Actor> Actor for Region<A> {
                 self.route(Pending::Tell(t, Held::reserved()));
                 self.shared.direct.routed();
             }
-            RegionMsg::Ask(a, r) => self.route(Pending::Ask(a, r, Held::default())),
+            RegionMsg::Ask(a, r) => {
+                let held = Held::ask(a.budget_ms);
+                self.route(Pending::Ask(a, r, held));
+            }
             RegionMsg::Owned { shard, token } => self.owned(shard, token),
             RegionMsg::Release { shard, done } => self.release(shard, done),
             RegionMsg::Lost { shard } => self.lose(shard),
@@ -260,9 +271,12 @@ impl<A: Actor> Actor for Region<A> {
 
     fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
         self.shared.direct.clear();
-        for e in self.entities.values() {
-            if let Entity::Active { actor, .. } = e {
-                actor.kill();
+        for e in self.entities.values_mut() {
+            match e {
+                Entity::Active { actor, .. } => actor.kill(),
+                // What waits for an entity's stop goes the buffer's way:
+                // no `Stopped` will route it now.
+                Entity::Stopping { waiting, .. } => self.pending.extend(waiting.drain(..)),
             }
         }
         self.drain_buffer();

@@ -2,7 +2,7 @@
 //! waits (in the buffer, or for its entity's stop): when it was first
 //! buffered, and the span it arrived in. Written by the region actor only.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use troupe::ReplyTo;
 
@@ -21,6 +21,10 @@ pub(crate) enum Pending {
 pub(crate) struct Held {
     /// When it was first buffered.
     pub(super) since: Option<Instant>,
+    /// An ask's: when its asker stops waiting (`ShardAsk::budget_ms` from
+    /// its arrival here). It waits no longer, and is forwarded with what
+    /// is left.
+    pub(super) deadline: Option<Instant>,
     /// The span it arrived in (the sender's, or the `receive` span of a
     /// remote tell), entered again when it is routed later, so that the
     /// entity's message, or the forward, continues the sender's trace.
@@ -32,6 +36,14 @@ pub(crate) struct Held {
 }
 
 impl Held {
+    /// What an ask keeps: its asker's deadline, `budget_ms` from now.
+    pub(super) fn ask(budget_ms: u32) -> Self {
+        Held {
+            deadline: Instant::now().checked_add(Duration::from_millis(u64::from(budget_ms))),
+            ..Held::default()
+        }
+    }
+
     /// What a remote tell the inbox confirmed keeps.
     pub(super) fn reserved() -> Self {
         Held {
@@ -64,10 +76,14 @@ impl Pending {
             Pending::Tell(_, h) | Pending::Ask(_, _, h) => h.reserved,
         }
     }
-    pub(super) fn since(&self) -> Option<Instant> {
-        match self {
-            Pending::Tell(_, h) | Pending::Ask(_, _, h) => h.since,
-        }
+    /// Whether it has waited too long, at `now`: in the buffer for
+    /// `timeout` or more, or (an ask) past its asker's deadline.
+    pub(super) fn overdue(&self, now: Instant, timeout: Duration) -> bool {
+        let h = match self {
+            Pending::Tell(_, h) | Pending::Ask(_, _, h) => h,
+        };
+        h.since.is_some_and(|t| now.duration_since(t) >= timeout)
+            || h.deadline.is_some_and(|d| now >= d)
     }
     /// Keeps the span it arrived in, for a later `Region::reroute`.
     pub(super) fn keep_span(&mut self) {
@@ -77,6 +93,8 @@ impl Pending {
         self.held().since.get_or_insert_with(Instant::now);
         self.keep_span();
     }
+    /// Refuses it: an ask is answered `why`. Every envelope the region
+    /// does not deliver or forward leaves through here (after its counter).
     pub(super) fn refuse(self, why: Refusal) {
         if let Pending::Ask(_, reply, _) = self {
             reply.reply(ShardReply::Refused(why));

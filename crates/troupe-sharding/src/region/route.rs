@@ -14,7 +14,7 @@ use troupe::{Actor, ActorRef};
 
 use super::pending::Pending;
 use super::{Entity, Fence, Region};
-use crate::envelope::{check, Refusal, ShardReply, MAX_HOPS};
+use crate::envelope::{budget_ms, check, Refusal, ShardReply, MAX_HOPS};
 use crate::placement::shard_of;
 use crate::shared::{Hand, Handed, Route, Shared};
 use crate::stats::Counters;
@@ -69,15 +69,28 @@ impl<A: Actor> Region<A> {
     }
 
     /// Forwards `msg` to the region of the owner the routing table names
-    /// for `shard`, unless it has been forwarded [`MAX_HOPS`] times
-    /// already, the table names no other node, or the link to it is full
-    /// or down: then hands it back.
+    /// for `shard`, or hands it back (to wait in the buffer) if the table
+    /// names no other node or the link to it is full or down. Refuses it
+    /// instead if it has been forwarded [`MAX_HOPS`] times already
+    /// (`TooManyHops`, counted in `hops_exceeded`: the routing tables of
+    /// the nodes it went through disagree, and waiting here would only let
+    /// it expire), or if it is an ask whose asker has stopped waiting
+    /// (`Expired`). A forwarded ask waits for its reply until its asker's
+    /// deadline (at most `forward_timeout`) and carries what is left of
+    /// it; a timeout comes back as `Timeout`.
     fn forward(&mut self, shard: u32, msg: Pending) -> Option<Pending> {
         let Route::Remote { tell, ask } = self.shared.route(shard) else {
             return Some(msg);
         };
         if msg.hops() >= MAX_HOPS {
-            return Some(msg);
+            if Counters::bump_and_log(&self.stat().hops_exceeded) {
+                tracing::warn!(
+                    entity = %msg.entity(),
+                    "an envelope forwarded {MAX_HOPS} times was refused: routing tables disagree"
+                );
+            }
+            msg.refuse(Refusal::TooManyHops);
+            return None;
         }
         match msg {
             Pending::Tell(mut t, at) => {
@@ -88,13 +101,23 @@ impl<A: Actor> Region<A> {
                     return Some(Pending::Tell(t, at));
                 }
             }
-            Pending::Ask(mut a, reply, _) => {
+            Pending::Ask(mut a, reply, held) => {
+                let cap = self.shared.config.forward_timeout;
+                let left = held
+                    .deadline
+                    .map_or(cap, |d| d.saturating_duration_since(Instant::now()))
+                    .min(cap);
+                if left.is_zero() {
+                    Counters::add(&self.stat().expired);
+                    Pending::Ask(a, reply, held).refuse(Refusal::Expired);
+                    return None;
+                }
                 a.hops += 1;
-                let timeout = self.shared.config.forward_timeout;
+                a.budget_ms = budget_ms(left);
                 // The forward runs in the span it is made in, so the ask
                 // carries the sender's trace.
                 let forward = async move {
-                    let r = ask.ask_async(a, timeout).await;
+                    let r = ask.ask_async(a, left).await;
                     reply.reply(
                         r.unwrap_or_else(|e| ShardReply::Refused(Refusal::from_ask_error(e))),
                     );
@@ -213,7 +236,8 @@ impl<A: Actor> Region<A> {
     }
 
     /// Routes again every buffered envelope; with `expire`, those older
-    /// than the buffer timeout are refused instead (`expired`).
+    /// than the buffer timeout, and asks past their asker's deadline, are
+    /// refused instead (`Expired`, counted in `expired`).
     pub(super) fn retry_buffer(&mut self, expire: bool) {
         let timeout = self.shared.config.buffer_timeout;
         let now = Instant::now();
@@ -222,10 +246,11 @@ impl<A: Actor> Region<A> {
         // entity anew, and that entity's later ones follow it back.
         self.buffered_ids.clear();
         for m in all {
-            if expire && m.since().is_some_and(|t| now.duration_since(t) >= timeout) {
-                Counters::add(&self.stat().expired);
-                tracing::warn!(entity = %m.entity(), "a buffered envelope expired: its shard had no owner");
-                m.refuse(Refusal::Unavailable);
+            if expire && m.overdue(now, timeout) {
+                if Counters::bump_and_log(&self.stat().expired) {
+                    tracing::warn!(entity = %m.entity(), "a buffered envelope expired: its shard had no owner");
+                }
+                m.refuse(Refusal::Expired);
             } else {
                 self.reroute(m);
             }
@@ -279,7 +304,7 @@ mod tests {
 
     use super::*;
     use crate::config::Config;
-    use crate::envelope::{ShardTell, Tag};
+    use crate::envelope::{ShardAsk, ShardTell, Tag};
     use crate::ownership::{MemoryOwnership, OwnershipStore};
     use crate::region::direct::Direct;
     use crate::region::RegionMsg;
@@ -319,6 +344,20 @@ mod tests {
         log: &Arc<Mutex<Vec<u64>>>,
         idle: Option<Duration>,
     ) -> (ActorRef<Region<Log>>, Arc<Shared<Log>>) {
+        let config = Config {
+            shards: 1,
+            idle_timeout: idle,
+            ..Config::default()
+        };
+        region_with(system, log, config)
+    }
+
+    /// As [`region`], with `config` (its `shards` set to 1).
+    fn region_with(
+        system: &ActorSystem,
+        log: &Arc<Mutex<Vec<u64>>>,
+        config: Config,
+    ) -> (ActorRef<Region<Log>>, Arc<Shared<Log>>) {
         let store = Arc::new(MemoryOwnership::new());
         let mut tells = TypeTable::default();
         tells
@@ -330,8 +369,7 @@ mod tests {
             node: "n1".into(),
             config: Config {
                 shards: 1,
-                idle_timeout: idle,
-                ..Config::default()
+                ..config
             },
             store: store.clone(),
             factory: Box::new(move |_| Log(log.clone())),
@@ -450,5 +488,138 @@ mod tests {
         assert_eq!(logged(&log, 3), [1, 2, 3]);
         assert_eq!(shared.stats.snapshot().buffered, 2);
         system.shutdown();
+    }
+
+    /// An ask for entity "e" (of no type the region takes: these asks
+    /// never reach it), its asker waiting `budget`.
+    fn ask_env(budget: Duration) -> ShardAsk {
+        ShardAsk {
+            entity: "e".into(),
+            tag: Tag::of(7),
+            hops: 0,
+            budget_ms: budget_ms(budget),
+            payload: Vec::new(),
+        }
+    }
+
+    /// L4: a tell and an ask that wait in the buffer past the buffer
+    /// timeout (the lease ran out and was not renewed) expire on the next
+    /// tick: both counted in `expired`, the ask answered `Expired`, a
+    /// reason a receipt can carry and an asker can tell from a refusal
+    /// for a full buffer. (It was answered `Unavailable`.)
+    #[test]
+    fn a_buffered_envelope_expires_as_expired() {
+        let system = ActorSystem::new();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let config = Config {
+            buffer_timeout: Duration::from_millis(50),
+            ..Config::default()
+        };
+        let (region, shared) = region_with(&system, &log, config);
+        verified(&region, 4 * shared.config.tick);
+        region.tell(tell(&shared, 1)).unwrap();
+        let asked = {
+            let region = region.clone();
+            std::thread::spawn(move || {
+                region.ask(
+                    |r| RegionMsg::Ask(ask_env(Duration::from_secs(60)), r),
+                    Duration::from_secs(5),
+                )
+            })
+        };
+        while shared.stats.snapshot().buffered < 2 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(60));
+        region.tell(RegionMsg::Tick).unwrap();
+        let reply = asked.join().unwrap();
+        assert_eq!(reply, Ok(ShardReply::Refused(Refusal::Expired)));
+        let st = shared.stats.snapshot();
+        assert_eq!((st.expired, st.delivered), (2, 0), "{st:?}");
+        assert!(log.lock().unwrap().is_empty());
+        system.shutdown();
+    }
+
+    /// A buffered ask waits no longer than its asker: past its deadline
+    /// the next tick refuses it (`Expired`, counted), whatever the buffer
+    /// timeout (60 s here). (It waited out the buffer timeout, holding
+    /// its place in the buffer long after its asker had given up.)
+    #[test]
+    fn a_buffered_ask_waits_no_longer_than_its_asker() {
+        let system = ActorSystem::new();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let config = Config {
+            buffer_timeout: Duration::from_secs(60),
+            ..Config::default()
+        };
+        let (region, shared) = region_with(&system, &log, config);
+        verified(&region, 4 * shared.config.tick);
+        let asked = region.ask(
+            |r| RegionMsg::Ask(ask_env(Duration::from_millis(30)), r),
+            Duration::from_millis(30),
+        );
+        assert_eq!(asked, Err(troupe::AskError::Timeout));
+        region.tell(RegionMsg::Tick).unwrap();
+        let st = || shared.stats.snapshot();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while st().expired == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!((st().buffered, st().expired), (1, 1), "{:?}", st());
+        assert_eq!(shared.pending.load(Ordering::Acquire), 0);
+        system.shutdown();
+    }
+
+    /// L10: a region that stops while an entity is stopping hands what
+    /// waits for that stop on, as it does its buffer: counted (`expired`)
+    /// and, for an ask, answered `Unavailable`. (They were dropped: the
+    /// tell counted nowhere, the asker told only that the region stopped.)
+    #[test]
+    fn a_stopping_region_refuses_what_waits_for_an_entity_s_stop() {
+        let (system, log, region, shared) = told_once();
+        // Idle at once: the tick stops the entity (a stop of 300 ms); a
+        // tell and an ask wait for it.
+        region.tell(RegionMsg::Tick).unwrap();
+        region.tell(tell(&shared, 2)).unwrap();
+        let asked = {
+            let region = region.clone();
+            std::thread::spawn(move || {
+                region.ask(
+                    |r| RegionMsg::Ask(ask_env(Duration::from_secs(60)), r),
+                    Duration::from_secs(5),
+                )
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        region.stop();
+        let reply = asked.join().unwrap();
+        assert_eq!(reply, Ok(ShardReply::Refused(Refusal::Unavailable)));
+        let st = shared.stats.snapshot();
+        assert_eq!((st.delivered, st.expired), (1, 2), "{st:?}");
+        assert_eq!(logged(&log, 1), [1]);
+        system.shutdown();
+    }
+
+    /// A forwarded ask that times out is a timeout to its asker: the
+    /// entity may have run it. (It came back as `NoReply`.) Refusals
+    /// that mean "never handed to the entity" stay so.
+    #[test]
+    fn a_forwarded_timeout_stays_a_timeout() {
+        use troupe::AskError;
+        let round = |e| Refusal::from_ask_error(e).to_ask_error();
+        assert_eq!(round(AskError::Timeout), AskError::Timeout);
+        assert_eq!(round(AskError::NoResponders), AskError::NoResponders);
+        assert_eq!(round(AskError::ActorStopped), AskError::ActorStopped);
+        for r in [Refusal::Expired, Refusal::TooManyHops, Refusal::Unavailable] {
+            assert!(r.not_handled());
+            assert_eq!(r.to_ask_error(), AskError::NoResponders);
+        }
+        for r in [Refusal::Timeout, Refusal::Stopped, Refusal::NoReply] {
+            assert!(!r.not_handled());
+        }
+        // An ask's budget: rounded up to the millisecond, saturated.
+        assert_eq!(budget_ms(Duration::from_micros(1)), 1);
+        assert_eq!(budget_ms(Duration::from_millis(30)), 30);
+        assert_eq!(budget_ms(Duration::MAX), u32::MAX);
     }
 }

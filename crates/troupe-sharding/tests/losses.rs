@@ -1,0 +1,139 @@
+//! Loss paths made visible: envelopes the regions cannot deliver are
+//! refused with a reason and counted, never left to wait unseen. Runs on
+//! the in-memory transport with an in-memory ownership store (whose
+//! outage keeps a region from delivering), so no server is needed.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use troupe::AskError;
+use troupe_cluster::Cluster;
+use troupe_remote::transport::memory::MemoryNetwork;
+use troupe_remote::RemoteMessage;
+use troupe_sharding::envelope::{Refusal, ShardAsk, ShardReply, ShardTell, Tag, MAX_HOPS};
+use troupe_sharding::ownership::MemoryOwnership;
+use troupe_sharding::placement::desired_owner;
+use troupe_sharding::{Sharding, ShardingBuilder};
+
+const REGION: &str = "shard-region-counter";
+
+/// Node `name` of the counter type on `net`, with `store`.
+fn node(
+    net: &MemoryNetwork,
+    store: &Arc<MemoryOwnership>,
+    tracker: &Tracker,
+    name: &str,
+    tune: impl FnOnce(ShardingBuilder<Counter>) -> ShardingBuilder<Counter>,
+) -> (Arc<Cluster>, Sharding<Counter>) {
+    let c = Arc::new(
+        Cluster::builder_on(net.connect(), name)
+            .heartbeat(HB)
+            .connect()
+            .expect("connect"),
+    );
+    let s = tune(counters(&c, tracker).store(store.clone()))
+        .start()
+        .expect("start");
+    (c, s)
+}
+
+/// L6: an envelope forwarded [`MAX_HOPS`] times that reaches a region
+/// whose table names another owner is refused at once (`TooManyHops`,
+/// counted in `hops_exceeded`). It used to wait in that region's buffer
+/// until the buffer timeout (60 s here): the ask timed out, the tell was
+/// nowhere to be seen.
+#[test]
+fn an_envelope_forwarded_too_often_is_refused_at_once() {
+    let net = MemoryNetwork::new();
+    let tracker = Tracker::default();
+    let store = Arc::new(MemoryOwnership::new());
+    let slow = |b: ShardingBuilder<Counter>| b.buffer_timeout(Duration::from_secs(60));
+    let (c1, s1) = node(&net, &store, &tracker, "h1", slow);
+    let (c2, s2) = node(&net, &store, &tracker, "h2", slow);
+    settle(&[&c1, &c2], &[&s1, &s2]);
+    let names = ["h1".to_string(), "h2".to_string()];
+    let id = (0..)
+        .map(|i| format!("hop-{i}"))
+        .find(|id| desired_owner(&names, s1.shard_of(id)) == Some("h2"))
+        .expect("an id owned by h2");
+    // As if two other regions had forwarded it already: h1, whose table
+    // names h2, would forward it a fourth time.
+    let region = format!("{REGION}@h1");
+    let tell = c2.node().lookup::<ShardTell>(&region).expect("lookup");
+    let payload = postcard::to_allocvec(&Add { from: 1, seq: 1 }).expect("encode");
+    tell.tell(ShardTell {
+        entity: id.clone(),
+        tag: Tag::of(Add::TYPE_ID),
+        hops: MAX_HOPS,
+        payload,
+    })
+    .expect("tell");
+    let ask = c2.node().lookup::<ShardAsk>(&region).expect("lookup");
+    let asked = Instant::now();
+    let reply = ask.ask(
+        ShardAsk {
+            entity: id.clone(),
+            tag: Tag::of(Count::TYPE_ID),
+            hops: MAX_HOPS,
+            budget_ms: 2_000,
+            payload: postcard::to_allocvec(&Count).expect("encode"),
+        },
+        Duration::from_secs(2),
+    );
+    assert_eq!(
+        reply,
+        Ok(ShardReply::Refused(Refusal::TooManyHops)),
+        "after {:?}; {:?}",
+        asked.elapsed(),
+        s1.stats()
+    );
+    assert!(
+        wait_until(Duration::from_secs(5), || s1.stats().hops_exceeded == 2),
+        "{:?}",
+        s1.stats()
+    );
+    let st = s1.stats();
+    assert_eq!((st.buffered, st.forwarded, st.expired), (0, 0, 0), "{st:?}");
+    // Not handled: the entity, asked the usual way, has seen nothing.
+    assert_eq!(s1.entity(&id).ask(Count, Duration::from_secs(5)), Ok(0));
+    assert_eq!(tracker.delivered(), 0);
+}
+
+/// L4, as a user meets it: a shard's owner cannot deliver (its store is
+/// down, so no fencing read and no renewed lease), the tells and an ask
+/// sent to it on its own node wait in its buffer, and past the buffer
+/// timeout they expire: each counted in `expired`, the ask answered
+/// "not handled" (`NoResponders`, from `Refusal::Expired`), and none of
+/// them is handled later when the store returns.
+#[test]
+fn buffered_tells_expire_counted_on_their_senders_node() {
+    let net = MemoryNetwork::new();
+    let tracker = Tracker::default();
+    let store = Arc::new(MemoryOwnership::new());
+    let (c1, s1) = node(&net, &store, &tracker, "x1", |b| {
+        b.buffer_timeout(Duration::from_millis(300))
+    });
+    settle(&[&c1], &[&s1]);
+    store.set_down(true);
+    // The lease (3 ticks of 150 ms) runs out without a renewal.
+    std::thread::sleep(Duration::from_millis(600));
+    const SENT: u64 = 5;
+    for seq in 1..=SENT {
+        s1.entity("late").tell(Add { from: 1, seq }).expect("tell");
+    }
+    let reply = s1.entity("late").ask(Count, Duration::from_secs(5));
+    assert_eq!(reply, Err(AskError::NoResponders), "{:?}", s1.stats());
+    assert!(
+        wait_until(Duration::from_secs(5), || s1.stats().expired == SENT + 1),
+        "{:?}",
+        s1.stats()
+    );
+    store.set_down(false);
+    assert_eq!(s1.entity("late").ask(Count, Duration::from_secs(5)), Ok(0));
+    let st = s1.stats();
+    assert_eq!((st.expired, st.delivered), (SENT + 1, 1), "{st:?}");
+    assert_eq!(tracker.delivered(), 0);
+}
