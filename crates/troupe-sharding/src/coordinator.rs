@@ -35,7 +35,9 @@
 //!    tick whose reads fail renews nothing.
 //!
 //! On a graceful leave ([`Sharding::leave`](crate::Sharding::leave), or a
-//! drop) it leaves the type's member list, hands over every shard it owns,
+//! drop) it leaves the type's member list, hands over every shard it owns
+//! (a shard whose entities do not stop within the hand-over timeout has
+//! them killed, then is released: a departed region must not keep it),
 //! then runs three more ticks that only refresh the routing table, so the
 //! region forwards what senders with an older table still send here. A node
 //! killed outright releases nothing: its shards are claimed by the
@@ -282,7 +284,7 @@ impl<A: Actor> Coordinator<A> {
                 if desired == Some(me.as_str()) {
                     return true;
                 }
-                self.hand_over(s, r.revision);
+                self.hand_over(s, r.revision, false);
                 false
             }
             owner => {
@@ -319,19 +321,31 @@ impl<A: Actor> Coordinator<A> {
         }
     }
 
-    /// Stops the shard's entities through the region, then releases the
-    /// record; `true` if released.
-    fn hand_over(&mut self, s: u32, token: u64) -> bool {
+    /// Stops the shard's entities through the region (kills them with
+    /// `kill`), then releases the record; `true` if released.
+    fn hand_over(&mut self, s: u32, token: u64, kill: bool) -> bool {
         let sh = self.shared.clone();
         let stopped = self.region.ask(
-            |done| RegionMsg::Release { shard: s, done },
+            |done| RegionMsg::Release {
+                shard: s,
+                done,
+                kill,
+            },
             sh.config.handover_timeout,
         );
         if stopped != Ok(true) {
-            tracing::warn!(
-                shard = s,
-                "hand-over: entities did not stop in time; retrying"
-            );
+            if kill {
+                tracing::error!(
+                    shard = s,
+                    "leave: the shard's entities did not stop even when killed \
+                     (a handler that does not return); the shard stays owned here"
+                );
+            } else {
+                tracing::warn!(
+                    shard = s,
+                    "hand-over: entities did not stop in time; retrying"
+                );
+            }
             return false;
         }
         self.owned.remove(&s);
@@ -353,7 +367,17 @@ impl<A: Actor> Coordinator<A> {
         }
         let owned: Vec<(u32, u64)> = self.owned.iter().map(|(s, t)| (*s, *t)).collect();
         for (s, t) in owned {
-            self.hand_over(s, t);
+            // A leave does not come back for a second try: entities that
+            // did not drain within the hand-over timeout are killed, so
+            // that the record is released and the shard moves on, rather
+            // than stay with a region that has left.
+            if !self.hand_over(s, t, false) && self.owned.contains_key(&s) {
+                tracing::warn!(
+                    shard = s,
+                    "leave: entities did not stop in time; killing them"
+                );
+                self.hand_over(s, t, true);
+            }
         }
         self.shared.stats.shards_owned.store(0, Ordering::Relaxed);
         // Drain: a few more ticks that only follow the records, so that the

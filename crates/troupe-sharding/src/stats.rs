@@ -47,6 +47,9 @@ counters! {
     passivations,
     /// Entities stopped here for a hand-over or a lost shard.
     handover_stops,
+    /// Entities killed here because a leave's hand-over timed out (what
+    /// their mailboxes held is in the actor system's `dropped`).
+    handover_kills,
     /// Entities running here now.
     entities_active,
     /// Shards this node owns now.

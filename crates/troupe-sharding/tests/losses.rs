@@ -5,18 +5,19 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use troupe::AskError;
+use troupe::{Actor, ActorSystem, AskError, Context};
 use troupe_cluster::Cluster;
 use troupe_remote::transport::memory::MemoryNetwork;
 use troupe_remote::RemoteMessage;
 use troupe_sharding::envelope::{Refusal, ShardAsk, ShardReply, ShardTell, Tag, MAX_HOPS};
-use troupe_sharding::ownership::MemoryOwnership;
+use troupe_sharding::ownership::{MemoryOwnership, OwnershipStore};
 use troupe_sharding::placement::desired_owner;
-use troupe_sharding::{Sharding, ShardingBuilder};
+use troupe_sharding::{ClusterSharding, Sharding, ShardingBuilder};
 
 const REGION: &str = "shard-region-counter";
 
@@ -136,4 +137,101 @@ fn buffered_tells_expire_counted_on_their_senders_node() {
     let st = s1.stats();
     assert_eq!((st.expired, st.delivered), (SENT + 1, 1), "{st:?}");
     assert_eq!(tracker.delivered(), 0);
+}
+
+/// Takes 20 ms per `Add`: a mailbox of them drains slowly.
+struct Slow(Arc<AtomicU64>);
+
+impl Actor for Slow {
+    type Msg = Msg;
+    fn handle(&mut self, m: Msg, _: &mut Context<'_, Self>) {
+        match m {
+            Msg::Add(_) => {
+                std::thread::sleep(Duration::from_millis(20));
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+            Msg::Count(r) => {
+                r.reply(self.0.load(Ordering::Relaxed));
+            }
+        }
+    }
+}
+
+/// L11: a leave whose hand-over times out (an entity with 2 s of work in
+/// its mailbox, a hand-over timeout of 300 ms) kills the shard's
+/// entities and releases the record, so the remaining node takes the
+/// shard over; what the killed mailbox held is counted, exactly, in the
+/// leaving node's actor system. (The record went on naming the departed
+/// region, alive in the cluster, so no one ever took the shard: asks to
+/// the entity were refused for as long as the process ran.)
+#[test]
+fn a_leave_whose_hand_over_timed_out_still_hands_the_shard_over() {
+    let net = MemoryNetwork::new();
+    let store = Arc::new(MemoryOwnership::new());
+    let handled = Arc::new(AtomicU64::new(0));
+    let system = ActorSystem::new();
+    let node = |name: &str| {
+        let c = Arc::new(
+            Cluster::builder_on(net.connect(), name)
+                .heartbeat(HB)
+                .connect()
+                .expect("connect"),
+        );
+        let h = handled.clone();
+        let s = c
+            .sharding("slow", move |_| Slow(h.clone()))
+            .tell::<Add>()
+            .ask::<Count>(|_, r| Msg::Count(r))
+            .shards(8)
+            .tick(Duration::from_millis(150))
+            .handover_timeout(Duration::from_millis(300))
+            .store(store.clone())
+            .system(&system)
+            .start()
+            .expect("start");
+        (c, s)
+    };
+    let (c1, s1) = node("l1");
+    let (c2, s2) = node("l2");
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            c1.peers().len() == 1 && c2.peers().len() == 1 && s1.settled() && s2.settled()
+        }),
+        "the cluster did not settle"
+    );
+    let names = ["l1".to_string(), "l2".to_string()];
+    let id = (0..)
+        .map(|i| format!("slow-{i}"))
+        .find(|id| desired_owner(&names, s1.shard_of(id)) == Some("l1"))
+        .expect("an id owned by l1");
+    let shard = s1.shard_of(&id);
+    const SENT: u64 = 100;
+    for seq in 1..=SENT {
+        s1.entity(&id).tell(Add { from: 1, seq }).expect("tell");
+    }
+    assert!(wait_until(Duration::from_secs(5), || handled
+        .load(Ordering::Relaxed)
+        > 0));
+    let dropped_before = system.dropped_messages();
+    s1.leave();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            store
+                .owner("slow", shard)
+                .is_ok_and(|o| o.node.as_deref() == Some("l2"))
+        }),
+        "the shard stayed with the departed region: {:?}",
+        store.owner("slow", shard)
+    );
+    let on_l1 = handled.load(Ordering::Relaxed);
+    assert!(on_l1 < SENT, "the mailbox drained before the kill: {on_l1}");
+    assert_eq!(
+        s2.entity(&id).ask(Count, Duration::from_secs(5)),
+        Ok(on_l1),
+        "the new owner's instance answers"
+    );
+    // Every tell was handled on l1 or dropped there, counted.
+    assert_eq!(system.dropped_messages() - dropped_before, SENT - on_l1);
+    drop(s2);
+    system.shutdown();
 }

@@ -110,6 +110,7 @@ impl<A: Actor> Region<A> {
             self.entities.insert(
                 id.to_string(),
                 Entity::Stopping {
+                    actor,
                     generation,
                     shard,
                     waiting: Vec::new(),
@@ -125,7 +126,12 @@ impl<A: Actor> Region<A> {
         Counters::add(&self.stat().shards_lost);
         for id in &s.ids {
             Counters::add(&self.stat().handover_stops);
-            self.stop_entity(id, true);
+            match self.entities.get(id) {
+                // Draining for a passivation or a release: it must not
+                // go on handling while the shard's new owner runs it.
+                Some(Entity::Stopping { actor, .. }) => actor.kill(),
+                _ => self.stop_entity(id, true),
+            }
         }
         if let Some(done) = s.releasing {
             done.reply(false);
@@ -176,16 +182,26 @@ impl<A: Actor> Region<A> {
         self.retry_buffer(false);
     }
 
-    pub(super) fn release(&mut self, shard: u32, done: ReplyTo<bool>) {
+    pub(super) fn release(&mut self, shard: u32, done: ReplyTo<bool>, kill: bool) {
         let Some(s) = self.shards.get_mut(&shard) else {
             done.reply(true);
             return;
         };
+        // A second release (the kill after a timed-out one) answers
+        // instead of the first, whose asker has given up.
         s.releasing = Some(done);
         let ids: Vec<String> = s.ids.iter().cloned().collect();
         for id in &ids {
-            Counters::add(&self.stat().handover_stops);
-            self.stop_entity(id, false);
+            if kill {
+                Counters::add(&self.stat().handover_kills);
+                match self.entities.get(id) {
+                    Some(Entity::Stopping { actor, .. }) => actor.kill(),
+                    _ => self.stop_entity(id, true),
+                }
+            } else {
+                Counters::add(&self.stat().handover_stops);
+                self.stop_entity(id, false);
+            }
         }
         self.finish_release(shard);
     }

@@ -19,7 +19,11 @@
 //!   shard, asks each of its entities to stop (each first handles what is
 //!   in its mailbox), and answers once the last one has stopped; only then
 //!   does the coordinator release the record. Envelopes that arrive
-//!   meanwhile wait in the buffer.
+//!   meanwhile wait in the buffer. With `kill` (a leave whose hand-over
+//!   timed out) it kills them instead, running and stopping ones alike
+//!   (`handover_kills`; what their mailboxes held is dropped and counted
+//!   in the system's `dropped`), so that the leave still releases the
+//!   record rather than leave the shard to a departed region.
 //! - `Lost { shard }`: someone else holds the record. The region kills
 //!   the shard's entities at once.
 //! - An envelope for a shard not owned here is forwarded to the owner the
@@ -122,6 +126,10 @@ pub enum RegionMsg {
         shard: u32,
         /// Answered when done.
         done: ReplyTo<bool>,
+        /// Kill them (running and stopping ones: what their mailboxes
+        /// hold is dropped and counted) instead of letting them drain: a
+        /// leave whose hand-over timed out.
+        kill: bool,
     },
     /// The shard is owned elsewhere: kill its entities.
     Lost {
@@ -176,6 +184,8 @@ enum Entity<A: Actor> {
         shard: u32,
     },
     Stopping {
+        /// Kept so that a leave whose hand-over timed out can kill it.
+        actor: ActorRef<A>,
         generation: u64,
         shard: u32,
         waiting: Vec<Pending>,
@@ -245,7 +255,7 @@ impl<A: Actor> Actor for Region<A> {
                 self.route(Pending::Ask(a, r, held));
             }
             RegionMsg::Owned { shard, token } => self.owned(shard, token),
-            RegionMsg::Release { shard, done } => self.release(shard, done),
+            RegionMsg::Release { shard, done, kill } => self.release(shard, done, kill),
             RegionMsg::Lost { shard } => self.lose(shard),
             RegionMsg::Verified { at } => {
                 let until = at + self.shared.config.tick * LEASE_TICKS;

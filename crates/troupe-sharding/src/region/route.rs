@@ -198,8 +198,11 @@ impl<A: Actor> Region<A> {
     fn activate_or_replace(&mut self, shard: u32, msg: Pending) {
         let stopped_by_itself = match self.entities.get(msg.entity()) {
             Some(Entity::Active {
-                generation, shard, ..
-            }) => (*generation, *shard),
+                actor,
+                generation,
+                shard,
+                ..
+            }) => (actor.clone(), *generation, *shard),
             // Unreachable: `route` handed it to its waiting list.
             Some(Entity::Stopping { .. }) => return self.route(msg),
             None => {
@@ -221,13 +224,14 @@ impl<A: Actor> Region<A> {
             }
         };
         // It stopped by itself; its `Stopped` is on the way.
-        let (generation, shard) = stopped_by_itself;
+        let (actor, generation, shard) = stopped_by_itself;
         self.shared.direct.remove(msg.entity());
         let mut msg = msg;
         msg.keep_span();
         self.entities.insert(
             msg.entity().to_string(),
             Entity::Stopping {
+                actor,
                 generation,
                 shard,
                 waiting: vec![msg],
