@@ -9,7 +9,9 @@
 //! only when the store confirms does the actor take the new state and run
 //! the callbacks with `Ok`. If another writer stored a newer revision, the
 //! store refuses ([`PersistError::StateConflict`]), the callbacks get the
-//! error, and the actor reloads before its next command.
+//! error (a command told without one is counted in
+//! [`PersistenceStats::unanswered_failures`](crate::PersistenceStats) and
+//! logged), and the actor reloads before its next command.
 //!
 //! Invariants: the actor's state is always one the store holds; a stale
 //! writer never overwrites a newer state; a stored state whose schema
@@ -188,6 +190,7 @@ impl<A: DurableActor> Durable<A> {
                 }
                 Err(e) => {
                     self.stale = true;
+                    crate::stats::write_failed(&self.id, &e, after.is_empty());
                     for f in after {
                         f(Err(&e));
                     }

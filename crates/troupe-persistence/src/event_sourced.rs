@@ -20,7 +20,10 @@
 //! 4. Only when the journal confirms: `apply` each event to the state, then
 //!    run the callbacks with `Ok(&state)`: the reply leaves now.
 //! 5. If the append fails, the state is unchanged, the callbacks get
-//!    `Err(&error)` (a reply carries the error to the caller), and the
+//!    `Err(&error)` (a reply carries the error to the caller; a command
+//!    told without one is counted in
+//!    [`PersistenceStats::unanswered_failures`](crate::PersistenceStats)
+//!    and logged, its only trace), and the
 //!    actor reloads its state before its next command: after an
 //!    `Unavailable` error the events may be stored after all, and after a
 //!    `Conflict` another writer has appended.
@@ -370,6 +373,7 @@ impl<A: PersistentActor> Persistent<A> {
             let stored = self.append(events).await;
             if let Err(e) = stored {
                 self.stale = true;
+                crate::stats::write_failed(&self.id, &e, after.is_empty());
                 for f in after {
                     f(Err(&e));
                 }

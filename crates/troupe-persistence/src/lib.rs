@@ -12,7 +12,8 @@
 //! Both run as Troupe [`AsyncActor`](troupe::AsyncActor)s: one command at a
 //! time, each store operation awaited without blocking a worker thread.
 //!
-//! Floors, lowest first: [`id`] and [`error`] (names and errors) →
+//! Floors, lowest first: [`id`] and [`error`] (names and errors), and
+//! [`stats`] (what failed writes cost, counted) →
 //! [`journal`] (the storage seam: [`Journal`], [`SnapshotStore`],
 //! [`StateStore`], postcard bytes, and two implementations, `memory` and
 //! `jetstream`, the only module that knows async-nats) → `codec` (typed
@@ -40,6 +41,7 @@ pub mod error;
 pub mod event_sourced;
 pub mod id;
 pub mod journal;
+pub mod stats;
 
 pub use durable::{spawn_durable, Change, Durable, DurableActor, DurableRef};
 pub use error::PersistError;
@@ -51,3 +53,4 @@ pub use id::PersistenceId;
 pub use journal::jetstream::{JetStreamBuilder, JetStreamStore};
 pub use journal::memory::MemoryStore;
 pub use journal::{EventRecord, Journal, Revisioned, Snapshot, SnapshotStore, StateStore};
+pub use stats::{stats, PersistenceStats};
