@@ -317,14 +317,19 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    /// The ask error a caller sees.
+    /// The ask error a caller sees: `NoResponders` for every reason that
+    /// means "not handled" ([`not_handled`](Self::not_handled)), so that
+    /// one error tells a caller it may send again.
     pub fn to_ask_error(self) -> AskError {
         match self {
-            Refusal::Unavailable | Refusal::Expired | Refusal::TooManyHops => {
-                AskError::NoResponders
-            }
+            // Never handed to the entity: "not handled".
+            Refusal::Unavailable
+            | Refusal::Expired
+            | Refusal::TooManyHops
+            | Refusal::BadEnvelope
+            | Refusal::UnknownType
+            | Refusal::Undecodable => AskError::NoResponders,
             Refusal::Stopped => AskError::ActorStopped,
-            Refusal::BadEnvelope | Refusal::UnknownType | Refusal::Undecodable => AskError::NoReply,
             Refusal::NoReply => AskError::NoReply,
             Refusal::Timeout => AskError::Timeout,
         }

@@ -72,7 +72,10 @@ counters! {
     tells,
     /// Asks sent by entity references on this node.
     asks,
-    /// Messages handed to a local entity.
+    /// Messages handed to a local entity's mailbox. What a mailbox drops
+    /// (its entity stopped itself at once, panicked, or was killed for a
+    /// lost shard or a leave) is counted by the actor system
+    /// (`ActorSystem::dropped_messages`), not here.
     delivered,
     /// Of `delivered`, remote tells the node's inbox handed to their
     /// entity directly, without the region's thread (written by the

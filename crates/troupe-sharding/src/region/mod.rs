@@ -77,6 +77,16 @@
 //!   retries the buffer, let newer tells overtake buffered ones); the
 //!   direct path (direct.rs) keeps it with the region's path.
 //!
+//! An entity that stops by itself or panics: what arrives for it after its
+//! stop waits for the stop's `Stopped` and goes to the next instance (the
+//! region redelivers). What its mailbox held when it stopped is the
+//! runtime's, held as `A::Msg`: the runtime drops it (asks among it fail
+//! with `ActorStopped`, every message counted in the actor system's
+//! `dropped_messages`) and does not hand it back, so the region cannot
+//! redeliver it. An entity that stops with a drain (`ctx.myself().stop()`,
+//! as the region's own passivation does) handles its mailbox first and
+//! loses nothing; `ctx.stop()` and a panic lose what waits.
+//!
 //! The region runs on a thread of its own: the fencing check and the
 //! remembered-ids writes are blocking store calls. A remote tell to an
 //! entity active here usually skips it: the node's inbox loop tells the

@@ -614,7 +614,14 @@ mod tests {
         assert_eq!(round(AskError::Timeout), AskError::Timeout);
         assert_eq!(round(AskError::NoResponders), AskError::NoResponders);
         assert_eq!(round(AskError::ActorStopped), AskError::ActorStopped);
-        for r in [Refusal::Expired, Refusal::TooManyHops, Refusal::Unavailable] {
+        for r in [
+            Refusal::Expired,
+            Refusal::TooManyHops,
+            Refusal::Unavailable,
+            Refusal::BadEnvelope,
+            Refusal::UnknownType,
+            Refusal::Undecodable,
+        ] {
             assert!(r.not_handled());
             assert_eq!(r.to_ask_error(), AskError::NoResponders);
         }
