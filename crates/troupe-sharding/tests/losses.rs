@@ -333,3 +333,67 @@ fn an_entity_that_stops_itself_loses_nothing_unseen() {
         system.shutdown();
     }
 }
+
+/// L7: a shard found owned elsewhere (a false down: here, its record
+/// rewritten to another node) kills its entities at once, also one that
+/// is draining its mailbox for a passivation, so it does not go on
+/// handling while the new owner runs it; what the killed mailbox held is
+/// counted, exactly, in the actor system's `dropped_messages`. (The
+/// draining instance was left to handle all 100 tells, each after the
+/// shard had moved.)
+#[test]
+fn a_lost_shard_s_draining_entity_is_killed_and_its_mailbox_counted() {
+    let net = MemoryNetwork::new();
+    let store = Arc::new(MemoryOwnership::new());
+    let handled = Arc::new(AtomicU64::new(0));
+    let system = ActorSystem::new();
+    let c = Arc::new(
+        Cluster::builder_on(net.connect(), "p1")
+            .heartbeat(HB)
+            .connect()
+            .expect("connect"),
+    );
+    let h = handled.clone();
+    let s = c
+        .sharding("slow", move |_| Slow(h.clone()))
+        .tell::<Add>()
+        .ask::<Count>(|_, r| Msg::Count(r))
+        .shards(8)
+        .tick(Duration::from_millis(150))
+        .idle_timeout(Some(Duration::from_millis(200)))
+        .store(store.clone())
+        .system(&system)
+        .start()
+        .expect("start");
+    assert!(wait_until(Duration::from_secs(10), || s.settled()));
+    const SENT: u64 = 100;
+    for seq in 1..=SENT {
+        s.entity("p").tell(Add { from: 1, seq }).expect("tell");
+    }
+    // 2 s of work: the region passivates it (it was handed nothing for
+    // the idle timeout), and it drains.
+    assert!(wait_until(Duration::from_secs(5), || s
+        .stats()
+        .passivations
+        == 1));
+    let shard = s.shard_of("p");
+    let rec = store.owner("slow", shard).expect("record");
+    store
+        .claim("slow", shard, "ghost", rec.revision)
+        .expect("steal");
+    assert!(
+        wait_until(Duration::from_secs(5), || s.stats().shards_lost >= 1),
+        "{:?}",
+        s.stats()
+    );
+    assert!(wait_until(Duration::from_secs(10), || {
+        handled.load(Ordering::Relaxed) + system.dropped_messages() == SENT
+    }));
+    let on_p1 = handled.load(Ordering::Relaxed);
+    assert!(
+        on_p1 < SENT,
+        "the draining instance went on after its shard was lost: {on_p1} handled"
+    );
+    drop(s);
+    system.shutdown();
+}
