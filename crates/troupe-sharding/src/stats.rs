@@ -105,7 +105,9 @@ counters! {
     unknown_types,
     /// Payloads that did not decode.
     undecodable,
-    /// Tells lost because their entity stopped between the check and the send.
+    /// Tells lost because a just-activated entity had stopped before its
+    /// first message reached it (a running entity that stops as a tell
+    /// reaches it has the tell routed again, to its next instance).
     entity_gone,
     /// Envelopes refused because the entity table was full (`max_entities`).
     entities_refused,

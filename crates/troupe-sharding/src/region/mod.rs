@@ -79,7 +79,8 @@
 //!
 //! An entity that stops by itself or panics: what arrives for it after its
 //! stop waits for the stop's `Stopped` and goes to the next instance (the
-//! region redelivers). What its mailbox held when it stopped is the
+//! region redelivers), also a tell its mailbox refused because the stop
+//! came between the region's check and its send. What its mailbox held when it stopped is the
 //! runtime's, held as `A::Msg`: the runtime drops it (asks among it fail
 //! with `ActorStopped`, every message counted in the actor system's
 //! `dropped_messages`) and does not hand it back, so the region cannot

@@ -54,7 +54,12 @@ impl<A: Actor> Region<A> {
             }
             Some(Entity::Active { actor, last, .. }) if leased && actor.is_alive() => {
                 *last = self.clock;
-                send(&self.shared, actor, msg);
+                // It stopped by itself between the check and the send:
+                // routed again, the tell waits for that stop's
+                // `Stopped` and goes to the next instance.
+                if let Some(back) = send(&self.shared, actor, msg) {
+                    self.route(back);
+                }
                 return;
             }
             _ => {}
@@ -214,7 +219,14 @@ impl<A: Actor> Region<A> {
                 }
                 let id = msg.entity().to_string();
                 match self.activate(shard, &id) {
-                    Ok(actor) => send(&self.shared, &actor, msg),
+                    // An instance that stops before its first message is
+                    // not given it again (it would be activated again and
+                    // again): counted, `entity_gone`.
+                    Ok(actor) => {
+                        if let Some(back) = send(&self.shared, &actor, msg) {
+                            gone(&self.shared, back.entity());
+                        }
+                    }
                     // The shard was dropped here: forward or buffer.
                     Err(Fence::Lost) => self.route(msg),
                     // Still owned: wait for the store.
@@ -267,18 +279,19 @@ impl<A: Actor> Region<A> {
     }
 }
 
-/// Decodes one envelope into `actor`'s message and hands it over.
-fn send<A: Actor>(shared: &Shared<A>, actor: &ActorRef<A>, msg: Pending) {
+/// Decodes one envelope into `actor`'s message and hands it over. A tell
+/// that `actor` refused because it has stopped comes back, for the
+/// caller to route again (or count as gone).
+#[must_use]
+fn send<A: Actor>(shared: &Shared<A>, actor: &ActorRef<A>, msg: Pending) -> Option<Pending> {
     match msg {
-        Pending::Tell(t, _) => match shared.tells.get(&t.tag) {
+        Pending::Tell(t, held) => match shared.tells.get(&t.tag) {
             None => Counters::add(&shared.stats.unknown_types),
             Some(d) => match (d.f)(&t.payload, actor, Hand::Tell) {
                 Handed::Delivered => Counters::add(&shared.stats.delivered),
                 Handed::Undecodable => Counters::add(&shared.stats.undecodable),
-                Handed::Refused => {
-                    Counters::add(&shared.stats.entity_gone);
-                    tracing::warn!(entity = %t.entity, "an entity stopped as a tell reached it");
-                }
+                Handed::Refused if !actor.is_alive() => return Some(Pending::Tell(t, held)),
+                Handed::Refused => gone(shared, &t.entity),
             },
         },
         Pending::Ask(a, reply, _) => match shared.asks.get(&a.tag).map(|d| &d.f) {
@@ -294,6 +307,14 @@ fn send<A: Actor>(shared: &Shared<A>, actor: &ActorRef<A>, msg: Pending) {
                 }
             }
         },
+    }
+    None
+}
+
+/// Counts a tell its entity refused (`entity_gone`).
+fn gone<A: Actor>(shared: &Shared<A>, entity: &str) {
+    if Counters::bump_and_log(&shared.stats.entity_gone) {
+        tracing::warn!(%entity, "an entity stopped as a tell reached it");
     }
 }
 
