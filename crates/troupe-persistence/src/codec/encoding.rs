@@ -28,6 +28,7 @@ use crate::id::PersistenceId;
 use crate::journal::{from_bytes, to_bytes};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::cell::RefCell;
 
 /// The fingerprint field of a record in the self-describing encoding
 /// (`troupe_remote::type_id("troupe.persistence.cbor")`): its shape's
@@ -125,14 +126,29 @@ pub(crate) fn encode<T: Serialize + ?Sized>(
     }
 }
 
+/// ciborium's scratch space (text up to this size is read in place; a
+/// field or variant name must fit): its own default size.
+const SCRATCH: usize = 4096;
+
+thread_local! {
+    /// One scratch per thread, so a decode does not clear 4 KiB of stack
+    /// (ciborium's `from_reader` does, per value).
+    static CBOR_SCRATCH: RefCell<[u8; SCRATCH]> = const { RefCell::new([0; SCRATCH]) };
+}
+
 /// `T` from one CBOR item, refusing trailing bytes.
 fn from_cbor<T: DeserializeOwned>(id: &PersistenceId, mut bytes: &[u8]) -> Result<T, PersistError> {
     let corrupt = |reason: String| PersistError::Corrupt {
         id: id.to_string(),
         reason,
     };
-    let value = ciborium::from_reader(&mut bytes)
-        .map_err(|e| corrupt(format!("does not decode as CBOR: {e}")))?;
+    let decoded = CBOR_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => ciborium::de::from_reader_with_buffer(&mut bytes, &mut scratch[..]),
+        // A decode within a decode (a `Deserialize` that decodes CBOR
+        // itself): a scratch of its own.
+        Err(_) => ciborium::de::from_reader_with_buffer(&mut bytes, &mut [0; SCRATCH]),
+    });
+    let value = decoded.map_err(|e| corrupt(format!("does not decode as CBOR: {e}")))?;
     if !bytes.is_empty() {
         return Err(corrupt(format!("{} trailing bytes", bytes.len())));
     }

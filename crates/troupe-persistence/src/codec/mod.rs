@@ -276,7 +276,7 @@ where
         local: u64,
         by_names: bool,
     ) -> Result<T, PersistError> {
-        let mismatch = PersistError::SchemaMismatch {
+        let mismatch = || PersistError::SchemaMismatch {
             id: id.to_string(),
             name: name.to_string(),
             rust_type: std::any::type_name::<T>(),
@@ -284,11 +284,11 @@ where
             local,
         };
         if !by_names || stored.encoding != Encoding::Cbor {
-            return Err(mismatch);
+            return Err(mismatch());
         }
         stored.decode(id).map_err(|e| {
             tracing::debug!(%id, error = %e, "a CBOR record of another shape does not decode by names");
-            mismatch
+            mismatch()
         })
     }
 }
