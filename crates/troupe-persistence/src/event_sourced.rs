@@ -31,9 +31,10 @@
 //! Invariants: the state only ever holds events the journal stored;
 //! nothing is acknowledged that is not stored; sequence numbers have no
 //! gaps. Recovery (in `started`, before the first command) loads the latest
-//! snapshot whose shape matches the state type (one that does not is
+//! snapshot whose shape matches the state type or that the actor's
+//! [`codec`](PersistentActor::codec) upcasts (one that neither does is
 //! skipped with a warning, and the whole journal is replayed: events are
-//! the truth) and applies the events after it. A recovery that fails stops
+//! the truth) and applies the events after it, each read by the codec. A recovery that fails stops
 //! the actor with [`StopReason::Failed`] naming
 //! the cause (an event whose schema differs from the local type's, for
 //! one); commands waiting for it then fail with `ActorStopped`. A store
