@@ -34,16 +34,17 @@
 //! Invariants: the state only ever holds events the journal stored;
 //! nothing is acknowledged that is not stored; sequence numbers have no
 //! gaps. Recovery (in `started`, before the first command) loads the latest
-//! snapshot whose shape matches the state type (one that does not is
+//! snapshot whose shape matches the state type or that the actor's
+//! [`codec`](PersistentActor::codec) upcasts (one that neither does is
 //! skipped with a warning, and the whole journal is replayed: events are
-//! the truth) and applies the events after it. A recovery that fails stops
+//! the truth) and applies the events after it, each read by the codec. A recovery that fails stops
 //! the actor with [`StopReason::Failed`] naming
 //! the cause (an event whose schema differs from the local type's, for
 //! one); commands waiting for it then fail with `ActorStopped`. A store
 //! that is unavailable is retried first, for up to
 //! [`PersistenceConfig::recovery_timeout`].
 
-use crate::codec::{decode_event, decode_state, encode_event, encode_state};
+use crate::codec::Codec;
 use crate::error::PersistError;
 use crate::id::PersistenceId;
 use crate::journal::{Journal, SnapshotStore};
@@ -116,6 +117,14 @@ pub trait PersistentActor: Sized + Send + 'static {
     /// Folds one event into the state: pure and deterministic (recovery
     /// runs it again on every stored event).
     fn apply(state: &mut Self::State, event: &Self::Event);
+
+    /// How events and snapshots are stored, and which older shapes of them
+    /// recovery reads (upcasters, former stable names; see
+    /// [`codec`](crate::codec)). Called once per actor. The default writes
+    /// postcard and reads only the current shapes.
+    fn codec() -> Codec<Self::Event, Self::State> {
+        Codec::postcard()
+    }
 
     /// A command that could not be handled because the actor could not
     /// reload its state; the default drops it (an ask then fails with
@@ -216,8 +225,8 @@ pub struct Persistent<A: PersistentActor> {
     /// Why recovery at start failed: the actor is stopping, and the
     /// commands it still drains are rejected with this at once.
     failed: Option<PersistError>,
-    /// `fingerprint::<A::Event>()`, looked up once.
-    event_fingerprint: u64,
+    /// `A::codec()`, built once.
+    codec: Codec<A::Event, A::State>,
     journal: Arc<dyn Journal>,
     snapshots: Arc<dyn SnapshotStore>,
     config: PersistenceConfig,
@@ -286,7 +295,7 @@ impl<A: PersistentActor> Persistent<A> {
             since_snapshot: 0,
             stale: true,
             failed: None,
-            event_fingerprint: troupe_remote::schema::fingerprint::<A::Event>(),
+            codec: A::codec(),
             journal,
             snapshots,
             config: PersistenceConfig::default(),
@@ -318,7 +327,7 @@ impl<A: PersistentActor> Persistent<A> {
         let mut state = A::State::default();
         let mut seq = 0;
         if let Some(snapshot) = self.snapshots.load(&self.id).await? {
-            match decode_state::<A::State>(&self.id, &snapshot) {
+            match self.codec.decode_snapshot(&self.id, &snapshot) {
                 Ok(s) => {
                     state = s;
                     seq = snapshot.seq;
@@ -329,7 +338,7 @@ impl<A: PersistentActor> Persistent<A> {
             }
         }
         for record in self.journal.read(&self.id, seq + 1).await? {
-            let event = decode_event::<A::Event>(&self.id, &record)?;
+            let event = self.codec.decode_event(&self.id, &record)?;
             A::apply(&mut state, &event);
             seq = record.seq;
         }
@@ -341,7 +350,7 @@ impl<A: PersistentActor> Persistent<A> {
     }
 
     async fn save_snapshot(&mut self) {
-        let result = match encode_state(&self.id, self.seq, &self.state) {
+        let result = match self.codec.encode_snapshot(&self.id, self.seq, &self.state) {
             Ok(snapshot) => self.snapshots.save(&self.id, snapshot).await,
             Err(e) => Err(e),
         };
@@ -396,12 +405,7 @@ impl<A: PersistentActor> Persistent<A> {
     async fn append(&mut self, events: Vec<A::Event>) -> Result<(), PersistError> {
         let mut records = Vec::with_capacity(events.len());
         for (i, e) in (1u64..).zip(&events) {
-            records.push(encode_event(
-                &self.id,
-                self.seq + i,
-                self.event_fingerprint,
-                e,
-            )?);
+            records.push(self.codec.encode_event(&self.id, self.seq + i, e)?);
         }
         let last = self.journal.append(&self.id, self.seq, records).await?;
         for e in &events {

@@ -16,9 +16,10 @@
 //! [`stats`] (what failed writes cost, counted) →
 //! [`journal`] (the storage seam: [`Journal`], [`SnapshotStore`],
 //! [`StateStore`], postcard bytes, and two implementations, `memory` and
-//! `jetstream`, the only module that knows async-nats) → `codec` (typed
+//! `jetstream`, the only module that knows async-nats) → [`codec`] (typed
 //! records tagged with `troupe-remote`'s stable names and schema
-//! fingerprints) →
+//! fingerprints, in postcard or CBOR, and the upcasters that read older
+//! shapes) →
 //! [`event_sourced`] and [`durable`] (the actor kinds, which name no store
 //! type).
 //!
@@ -26,7 +27,9 @@
 //! the store has not confirmed; an actor's state holds only what is stored;
 //! two writers cannot both append event N of one journal (the second gets
 //! [`PersistError::Conflict`]); a stored record whose schema differs from
-//! the local type's is an error naming both, never a misread.
+//! the local type's is read through an upcaster the actor gave for it, or
+//! by names where it is CBOR and the change compatible, or it is an error
+//! naming both, never a misread.
 //!
 //! The example in [`PersistentActor`] runs on the memory store; with a
 //! server, use [`JetStreamStore::connect`] instead, and for the most
@@ -35,7 +38,7 @@
 
 #![warn(missing_docs)]
 
-mod codec;
+pub mod codec;
 pub mod durable;
 pub mod error;
 pub mod event_sourced;
@@ -43,6 +46,7 @@ pub mod id;
 pub mod journal;
 pub mod stats;
 
+pub use codec::{Codec, Encoding};
 pub use durable::{spawn_durable, Change, Durable, DurableActor, DurableRef};
 pub use error::PersistError;
 pub use event_sourced::{
