@@ -18,13 +18,13 @@ troupe-cluster's (its lib.rs, "Layers"):
   1 state         liveness.rs, registry.rs, monitor.rs, permissions.rs,
                   core.rs, tasks.rs, mirror.rs
   2 api           builder.rs, cluster.rs, directory.rs, balanced.rs,
-                  remote_watch.rs
+                  remote_watch.rs, metrics.rs
 troupe-sharding's (its lib.rs, "Layers"):
   0 wire          placement.rs, envelope.rs, config.rs, stats.rs
   1 store         ownership/   (on the transport's key_value; no async-nats)
   2 region        shared.rs, region/
   3 coordinator   coordinator.rs
-  4 api           sharding.rs
+  4 api           sharding.rs, metrics.rs
 troupe-bench's (its run.rs):
   0 tools         stats.rs, plot.rs, compare.rs, programs.rs
   1 run           run.rs       (Workload, RunCfg and its measuring loop)
@@ -94,6 +94,7 @@ CRATES = {
             "directory": 2,
             "balanced": 2,
             "remote_watch": 2,
+            "metrics": 2,
         },
         {0: "wire", 1: "state", 2: "api"},
     ),
@@ -108,6 +109,7 @@ CRATES = {
             "region": 2,
             "coordinator": 3,
             "sharding": 4,
+            "metrics": 4,
         },
         {0: "wire", 1: "store", 2: "region", 3: "coordinator", 4: "api"},
     ),
