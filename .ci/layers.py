@@ -26,7 +26,7 @@ troupe-sharding's (its lib.rs, "Layers"):
   3 coordinator   coordinator.rs
   4 api           sharding.rs, metrics.rs
 troupe-bench's (its run.rs):
-  0 tools         stats.rs, plot.rs, compare.rs, programs.rs
+  0 tools         stats.rs, plot.rs, compare.rs, programs.rs, contention.rs
   1 run           run.rs       (Workload, RunCfg and its measuring loop)
   2 workloads     workloads/   (one file each; the registry in its mod.rs)
   3 report        peers.rs     (the peers beside Troupe)
@@ -119,6 +119,7 @@ CRATES = {
             "plot": 0,
             "compare": 0,
             "programs": 0,
+            "contention": 0,
             "run": 1,
             "workloads": 2,
             "peers": 3,
