@@ -18,18 +18,34 @@ troupe-cluster's (its lib.rs, "Layers"):
   1 state         liveness.rs, registry.rs, monitor.rs, permissions.rs,
                   core.rs, tasks.rs, mirror.rs
   2 api           builder.rs, cluster.rs, directory.rs, balanced.rs,
-                  remote_watch.rs
+                  remote_watch.rs, metrics.rs
 troupe-sharding's (its lib.rs, "Layers"):
   0 wire          placement.rs, envelope.rs, config.rs, stats.rs
   1 store         ownership/   (on the transport's key_value; no async-nats)
   2 region        shared.rs, region/
   3 coordinator   coordinator.rs
-  4 api           sharding.rs
+  4 api           sharding.rs, metrics.rs
+troupe-bench's (its run.rs):
+  0 tools         stats.rs, plot.rs, compare.rs, programs.rs, contention.rs
+  1 run           run.rs       (Workload, RunCfg and its measuring loop)
+  2 workloads     workloads/   (one file each; the registry in its mod.rs)
+  3 report        peers.rs     (the peers beside Troupe)
 A file may use `crate::` paths of its own layer or below, never above. The
-crate root (lib.rs) is exempt: it only declares modules and re-exports;
-binaries (bin/) are their own crates. Paths through root re-exports
-(`crate::ActorRef`) are resolved through lib.rs's `pub use` lines.
-Comments and doc comments are ignored.
+crate root (lib.rs, or main.rs in a crate without one) is exempt: it
+declares modules and re-exports; binaries (bin/, main.rs beside a lib.rs)
+are their own crates.
+
+What counts as an import of another file: every path in a `use` item and
+every path in code (expressions, types, patterns) that starts with
+`crate::`, `super::`, `self::` or the name of a child module (`cluster::x`
+in workloads/mod.rs: a 2018 path needs no `self::`). `super` inside an
+inline `mod tests { }` is the file's own module. A path through a module's
+`use` items (its re-exports and, since a child sees them through `super::`,
+its private imports too) resolves to the file that defines the item: the
+edge goes there, and the door is held to the floors as well. A module
+declared with `#[path = ...]` lies outside the tree and names no file.
+Comments and doc comments are ignored. The self-test, .ci/layers_test.py,
+plants each kind of import in a temporary crate and checks that it counts.
 
 Also fails if the largest strongly connected component of a crate's
 file-level import graph has more than MAX_CYCLE files.
@@ -78,6 +94,7 @@ CRATES = {
             "directory": 2,
             "balanced": 2,
             "remote_watch": 2,
+            "metrics": 2,
         },
         {0: "wire", 1: "state", 2: "api"},
     ),
@@ -92,8 +109,22 @@ CRATES = {
             "region": 2,
             "coordinator": 3,
             "sharding": 4,
+            "metrics": 4,
         },
         {0: "wire", 1: "store", 2: "region", 3: "coordinator", 4: "api"},
+    ),
+    "crates/troupe-bench/src": (
+        {
+            "stats": 0,
+            "plot": 0,
+            "compare": 0,
+            "programs": 0,
+            "contention": 0,
+            "run": 1,
+            "workloads": 2,
+            "peers": 3,
+        },
+        {0: "tools", 1: "run", 2: "workloads", 3: "report"},
     ),
 }
 # Names only the transport layer may use: (crate src, folder allowed or
@@ -126,6 +157,55 @@ def module_path(rel):
     return parts
 
 
+def inline_mods(text):
+    """The inline `mod name { ... }` blocks of a file: (name, start, end)."""
+    out = []
+    for m in re.finditer(r"\bmod\s+(\w+)\s*\{", text):
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        out.append((m.group(1), m.start(), i))
+    return out
+
+
+def expand_use(body):
+    """`a::{b, c::{d}}` -> ['a::b', 'a::c::d']"""
+    body = body.replace(" ", "").replace("\n", "")
+    m = re.match(r"^(.*?)\{(.*)\}$", body)
+    if not m:
+        return [body]
+    prefix, inner = m.group(1), m.group(2)
+    items, depth, cur = [], 0, ""
+    for ch in inner:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur:
+        items.append(cur)
+    out = []
+    for it in items:
+        for e in expand_use(it):
+            out.append(prefix + e)
+    return out
+
+
+# A path where it starts: not the tail of a longer path, not a field or a
+# method (`x.a::<T>` is not a path start either way).
+PATH_START = r"(?<![\w:.])"
+
+
 def check(SRC, LAYER_OF_TOP, NAMES):
     """Checks one crate; returns whether it passed."""
     files = {}
@@ -134,101 +214,134 @@ def check(SRC, LAYER_OF_TOP, NAMES):
             if n.endswith(".rs") and "/bin" not in root.replace(os.sep, "/")[len(SRC):] + "/":
                 rel = os.path.relpath(os.path.join(root, n), SRC).replace(os.sep, "/")
                 files[rel] = strip_comments(open(os.path.join(root, n)).read())
+    # The crate root: lib.rs, or main.rs in a binary-only crate (beside a
+    # lib.rs, main.rs is a crate of its own, like bin/).
+    root_file = "lib.rs" if "lib.rs" in files else "main.rs"
+    if root_file == "lib.rs":
+        files.pop("main.rs", None)
 
-    mod_to_file = {tuple(module_path(f)): f for f in files if f != "lib.rs"}
+    def modpath(f):
+        return () if f == root_file else tuple(module_path(f))
 
-    # Root re-exports: name -> module path they come from.
-    root_alias = {}
-    lib = files.get("lib.rs", "")
-    for m in re.finditer(r"pub use ([\w:]+)::\{([^}]*)\};", lib):
-        base = m.group(1).split("::")
-        for item in m.group(2).split(","):
-            item = item.strip()
-            if item:
-                root_alias[item.split(" as ")[-1].strip()] = base + [item.split(" as ")[0].strip()]
-    for m in re.finditer(r"pub use ([\w:]+);", lib):
-        parts = m.group(1).split("::")
-        root_alias[parts[-1]] = parts
+    mod_to_file = {modpath(f): f for f in files}
 
+    # Modules declared with `#[path = ...]`: their file lies outside this
+    # tree (or is another module's), so a path into one names no file here.
+    external = set()
+    for f, text in files.items():
+        for m in re.finditer(r"#\[path\s*=[^\]]*\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", text):
+            external.add(modpath(f) + (m.group(1),))
 
-    def resolve(segments, here):
-        """The file a path (list of segments after `crate`) points into."""
-        if segments and segments[0] in root_alias and tuple(segments[:1]) not in mod_to_file:
-            segments = root_alias[segments[0]] + segments[1:]
-        for k in range(len(segments), 0, -1):
-            f = mod_to_file.get(tuple(segments[:k]))
-            if f:
-                return f
+    def absolute(segs, here):
+        """A path's segments as a path from the crate root, or None when it
+        starts outside the crate (std::, another crate, a local name)."""
+        segs = [s for s in segs if s and s != "self"] if segs and segs[0] != "self" else [s for s in segs[1:] if s]
+        if not segs:
+            return None
+        if segs[0] == "crate":
+            return list(segs[1:])
+        if segs[0] == "super":
+            base = list(here)
+            while segs and segs[0] == "super":
+                base = base[:-1]
+                segs = segs[1:]
+            return base + [s for s in segs if s != "self"]
+        # Relative to this module: a child module's name (2018 paths need no
+        # `self::`), e.g. `cluster::group(..)` in workloads/mod.rs.
+        if tuple(here) + (segs[0],) in mod_to_file or tuple(here) + (segs[0],) in external:
+            return list(here) + [s for s in segs if s != "self"]
         return None
 
+    # Every module's imported names (`use` items, private ones too: a child
+    # reaches its parent's imports through `super::`): name -> absolute
+    # path, or None for a name from outside the crate.
+    aliases = {f: {} for f in files}
+    for f, text in files.items():
+        here = modpath(f)
+        for m in re.finditer(r"\buse\s+([^;]+);", text):
+            for p in expand_use(m.group(1)):
+                name = p.split(" as ")[-1].split("::")[-1].strip() if " as " not in p else p.split(" as ")[1].strip()
+                path = p.split(" as ")[0].strip()
+                segs = path.split("::")
+                if segs[-1] == "*":
+                    continue
+                if segs[-1] == "self":
+                    segs = segs[:-1]
+                    if " as " not in p and segs:
+                        name = segs[-1]
+                absp = absolute(segs, here)
+                aliases[f].setdefault(name, absp)
+
+    def resolve(segments, doors, depth=0):
+        """The file a path (segments from the crate root) points into,
+        through re-exports and imports; None outside this crate's files.
+        Appends to `doors` each file whose `use` the path went through (a
+        door of an upper floor is a violation too)."""
+        segments = list(segments)
+        for k in range(len(segments), -1, -1):
+            if tuple(segments[:k]) in external:
+                return None
+            f = mod_to_file.get(tuple(segments[:k]))
+            if f is None:
+                continue
+            if k < len(segments) and depth < 16:
+                name = segments[k]
+                if name in aliases[f] and tuple(segments[: k + 1]) not in mod_to_file:
+                    target = aliases[f][name]
+                    if target is None:
+                        return None
+                    doors.append(f)
+                    return resolve(target + segments[k + 1 :], doors, depth + 1)
+            return f
+        return None
 
     def layer(f):
-        return LAYER_OF_TOP.get(module_path(f)[0])
-
-
-    def expand_use(body):
-        """`a::{b, c::{d}}` -> ['a::b', 'a::c::d']"""
-        body = body.replace(" ", "").replace("\n", "")
-        m = re.match(r"^(.*?)\{(.*)\}$", body)
-        if not m:
-            return [body]
-        prefix, inner = m.group(1), m.group(2)
-        items, depth, cur = [], 0, ""
-        for ch in inner:
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-            if ch == "," and depth == 0:
-                items.append(cur)
-                cur = ""
-            else:
-                cur += ch
-        if cur:
-            items.append(cur)
-        out = []
-        for it in items:
-            for e in expand_use(it):
-                out.append(prefix + e)
-        return out
-
+        mp = modpath(f)
+        return LAYER_OF_TOP.get(mp[0]) if mp else None
 
     edges = {f: set() for f in files}
     errors = []
     for f, text in files.items():
-        if f == "lib.rs":
+        if f == root_file:
             continue
-        here = module_path(f)
+        here = modpath(f)
+        inner = inline_mods(text)
+
+        def scope(pos):
+            """The module a position is in: the file's, or an inline one."""
+            return here + tuple(n for n, a, b in inner if a < pos < b)
+
         paths = []
         for m in re.finditer(r"\buse\s+([^;]+);", text):
-            paths.extend(expand_use(m.group(1)))
-        paths.extend(re.findall(r"\bcrate(?:::\w+)+", text))
-        for p in paths:
+            for p in expand_use(m.group(1)):
+                paths.append((p, scope(m.start())))
+        used = {m.start(1) for m in re.finditer(r"\buse\s+([^;]+);", text)}
+        # Paths in expressions, types and patterns: from the crate, a
+        # parent, or a child module.
+        for m in re.finditer(PATH_START + r"((?:crate|super|self|\w+)(?:::\w+)+)", text):
+            if any(u <= m.start() < text.find(";", u) for u in used):
+                continue
+            paths.append((m.group(1), scope(m.start())))
+        for p, sc in paths:
             p = p.split(" as ")[0]
-            segs = [s for s in p.split("::") if s and s != "self"]
-            if not segs:
+            segs = p.split("::")
+            absp = absolute(segs, sc)
+            if absp is None and sc != here:
+                # Inside an inline module (tests): a child of the file's
+                # module through its `use super::*`.
+                absp = absolute(segs, here) if segs[0] not in ("crate", "super", "self") else None
+            if absp is None:
                 continue
-            if segs[0] == "crate":
-                target = resolve(segs[1:], here)
-            elif segs[0] == "super":
-                base = here[:-1] if not f.endswith("mod.rs") else here[:-1]
-                if f.endswith("mod.rs"):
-                    base = here[:-1]
-                else:
-                    base = here[:-1]
-                rest = segs[1:]
-                while rest and rest[0] == "super":
-                    base = base[:-1]
-                    rest = rest[1:]
-                target = resolve(base + rest, here) if base else resolve(rest, here)
-            else:
-                continue
-            if target is None or target == f or target == "lib.rs":
+            doors = []
+            target = resolve(absp, doors)
+            if target is None or target == f or target == root_file:
                 continue
             edges[f].add(target)
-            lf, lt = layer(f), layer(target)
-            if lf is not None and lt is not None and lt > lf:
-                errors.append(f"{f} ({NAMES[lf]}) imports {target} ({NAMES[lt]}) via `{p}`")
+            lf = layer(f)
+            for t in [target] + [d for d in doors if d not in (f, root_file)]:
+                lt = layer(t)
+                if lf is not None and lt is not None and lt > lf:
+                    errors.append(f"{f} ({NAMES[lf]}) imports {t} ({NAMES[lt]}) via `{p}`")
 
     # Tarjan's strongly connected components.
     index, low, stack, on, sccs, counter = {}, {}, [], set(), [], [0]

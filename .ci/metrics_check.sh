@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Scrapes the fps_estimator example's metrics endpoint over HTTP and checks
-# the exposition with `promtool check metrics` (Debian package `prometheus`).
+# the exposition with `promtool check metrics` (Debian package `prometheus`);
+# then the distributed layers' counters (NodeStats, ClusterStats,
+# ShardingStats of two nodes on the memory transport), written by
+# troupe-sharding's stats_export test, through promtool too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v promtool >/dev/null; then
@@ -22,3 +25,11 @@ promtool check metrics <target/scrape.txt
 grep -q '^troupe_actor_messages_handled_total{actor="face_detector",type="FaceDetector"} [1-9]' target/scrape.txt
 grep -q '^troupe_actor_mailbox_time_seconds_bucket{actor="face_detector"' target/scrape.txt
 echo "metrics endpoint: $(grep -c '^troupe_' target/scrape.txt) series, promtool clean"
+
+TROUPE_STATS_EXPOSITION=$PWD/target/stats-exposition.txt \
+  cargo test -q -p troupe-sharding --features otel --test stats_export
+promtool check metrics <target/stats-exposition.txt
+for prefix in troupe_remote troupe_cluster troupe_sharding; do
+  grep -q "^${prefix}_[a-z_]*{node=\"a\"" target/stats-exposition.txt
+done
+echo "distributed counters: $(grep -c '^troupe_\(remote\|cluster\|sharding\)_' target/stats-exposition.txt) series, promtool clean"

@@ -9,16 +9,18 @@
 mod compare;
 mod peers;
 mod plot;
+mod programs;
+mod run;
 mod stats;
 mod workloads;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
+use run::{PlotCtx, RunCfg, Workload};
 use stats::{clear_progress, progress, render_block, summary_lines, Figure};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 use troupe_bench_contract::spec::Args;
-use workloads::{PlotCtx, RunCfg, Workload};
 
 /// The suite's own options (the workloads' parameters are added from their
 /// declarations, see [`command`]).
@@ -323,6 +325,7 @@ fn main() {
         };
         if let (Some(dir), Some(plot)) = (&cli.plot, w.plot) {
             let ctx = PlotCtx {
+                workload: w,
                 dir,
                 cfg: &cfg,
                 args: &args,

@@ -43,7 +43,8 @@
 //! `mirror.rs` (the registry's watch and refresh); 2 `api`: `builder.rs`
 //! ([`ClusterBuilder`]), `cluster.rs` ([`Cluster`]), `directory.rs`
 //! (registry and broadcast groups), `balanced.rs` (load-balanced groups),
-//! `remote_watch.rs` (remote monitors and links).
+//! `remote_watch.rs` (remote monitors and links), [`metrics`] (the
+//! counters to Prometheus and OpenTelemetry).
 //!
 //! The cluster stands on `troupe-remote`'s transport seam: it speaks to
 //! peers through the [`Node`](troupe_remote::Node) and, for its own
@@ -63,6 +64,7 @@ mod core;
 mod directory;
 mod error;
 pub mod liveness;
+pub mod metrics;
 mod mirror;
 pub mod monitor;
 pub mod permissions;

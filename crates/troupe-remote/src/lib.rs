@@ -110,6 +110,7 @@ pub use api::remote_ref::{EncodesAs, RemoteRef};
 pub use api::runtime;
 #[cfg(feature = "otel")]
 pub use api::telemetry;
+pub use api::{node_metrics, stats_export};
 pub use protocol::core::{is_token, node_subject, ping_frame};
 pub use protocol::error::NodeError;
 pub use protocol::message::{

@@ -108,13 +108,15 @@
 //! `stats.rs`; 1 store: [`ownership`] (through troupe-remote's
 //! transport seam; no file names async-nats); 2 region: `shared.rs`, [`region`]; 3
 //! [`coordinator`]; 4 api: `sharding.rs` ([`ClusterSharding`],
-//! [`Sharding`], [`EntityRef`]).
+//! [`Sharding`], [`EntityRef`]), [`metrics`] (the counters to Prometheus
+//! and OpenTelemetry).
 
 #![warn(missing_docs)]
 
 mod config;
 pub mod coordinator;
 pub mod envelope;
+pub mod metrics;
 pub mod ownership;
 pub mod placement;
 pub mod region;

@@ -12,13 +12,21 @@
 //!   tracer provider.
 //! - `otel_metrics.rs` (feature `otel`): Troupe's metrics as OpenTelemetry
 //!   observable instruments.
+//! - `stats_export.rs`: a stats snapshot's families to Prometheus (a
+//!   `prometheus-client` collector); `otel_stats.rs` (feature `otel`): the
+//!   same families as OpenTelemetry instruments; `node_metrics.rs`:
+//!   `NodeStats`'s families.
 
 pub(crate) mod builder;
 pub(crate) mod expose;
 pub(crate) mod node;
+pub mod node_metrics;
 #[cfg(feature = "otel")]
 pub(crate) mod otel_metrics;
+#[cfg(feature = "otel")]
+pub(crate) mod otel_stats;
 pub(crate) mod remote_ref;
 pub mod runtime;
+pub mod stats_export;
 #[cfg(feature = "otel")]
 pub mod telemetry;

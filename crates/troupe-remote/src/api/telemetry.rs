@@ -27,6 +27,7 @@
 pub use super::otel_metrics::{
     register_metrics, register_metrics_capped, MetricsRegistration, SNAPSHOT_REUSE,
 };
+pub use super::otel_stats::register_stats;
 pub use opentelemetry;
 pub use opentelemetry_sdk;
 pub use tracing_opentelemetry;

@@ -8,8 +8,9 @@
 //! process and the nats-server) and its account, which must add up:
 //! delivered + refused == sent.
 
-use super::{program, rounds, samples};
-use crate::workloads::Workload;
+use super::program::{self, rounds};
+use super::samples;
+use crate::run::Workload;
 use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 /// `entity_tell` (Troupe and troupe-remote; needs nats-server).

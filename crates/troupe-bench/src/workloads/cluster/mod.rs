@@ -34,7 +34,7 @@ pub mod program;
 pub mod rebalance;
 pub mod samples;
 
-use super::{RunCfg, Workload};
+use crate::run::Workload;
 
 /// The group, in report order.
 pub const GROUP: &[&Workload] = &[
@@ -55,9 +55,4 @@ pub fn group(name: &str) -> Option<Vec<&'static Workload>> {
 /// Whether `w` is one of the group's workloads.
 pub fn is_member(w: &Workload) -> bool {
     GROUP.iter().any(|g| g.spec.name == w.spec.name)
-}
-
-/// The rounds a program runs for `cfg`: its warm-up, then its samples.
-pub fn rounds(cfg: &RunCfg) -> usize {
-    cfg.warmup + cfg.samples
 }

@@ -7,8 +7,9 @@
 //! persisted figures carry `ratio` (raw time / persisted time) and
 //! `ratio_across_threads`, medians over the rounds.
 
-use super::{program, rounds, samples};
-use crate::workloads::Workload;
+use super::program::{self, rounds};
+use super::samples;
+use crate::run::Workload;
 use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 /// `persist_events` (Troupe and raw JetStream; needs nats-server).

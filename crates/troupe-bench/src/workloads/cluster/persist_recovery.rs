@@ -4,8 +4,9 @@
 //! against a recovery from a snapshot taken after the last event (`from a
 //! snapshot`), op `recover`; each round checks the recovered state.
 
-use super::{program, rounds, samples};
-use crate::workloads::Workload;
+use super::program::{self, rounds};
+use super::samples;
+use crate::run::Workload;
 use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 /// `persist_recovery` (Troupe; needs nats-server).

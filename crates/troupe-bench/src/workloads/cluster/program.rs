@@ -13,6 +13,7 @@
 //! one the workload fails with an install hint and starts nothing. A child is
 //! killed, with its process group, after [`LIMIT`].
 
+use crate::run::RunCfg;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -54,6 +55,11 @@ pub fn missing_nats() -> Option<String> {
             troupe_test_nats::BINARY_VAR
         )
     })
+}
+
+/// The rounds a program runs for `cfg`: its warm-up, then its samples.
+pub fn rounds(cfg: &RunCfg) -> usize {
+    cfg.warmup + cfg.samples
 }
 
 /// The folder of this executable's profile (`target/release`, ...).
@@ -156,7 +162,7 @@ impl Program {
         }
         let path = self.locate()?;
         crate::stats::progress(&format!("{} {}", self.bin, args.join(" ")));
-        crate::peers::run_with_timeout(&path, args, LIMIT)
+        crate::programs::run_with_timeout(&path, args, LIMIT)
             .map_err(|e| format!("{} {}: {e}", self.bin, args.join(" ")))
     }
 }

@@ -7,7 +7,7 @@
 //! run). No warm-up: every run is a fresh cluster, `--samples` runs.
 
 use super::{program, samples};
-use crate::workloads::Workload;
+use crate::run::Workload;
 use troupe_bench_contract::spec::{ParamSpec, Spec};
 
 /// `rebalance` (Troupe; needs nats-server).

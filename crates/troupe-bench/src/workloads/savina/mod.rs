@@ -21,6 +21,7 @@ pub mod concdict;
 pub mod count;
 pub mod fjcreate;
 pub mod fjthrput;
+pub mod harness;
 pub mod nqueenk;
 pub mod philosopher;
 pub mod pingpong;
@@ -31,13 +32,9 @@ pub mod sieve;
 pub mod threadring;
 pub mod trapezoid;
 
-use super::{PlotCtx, Plotted, RunCfg, Workload};
-use crate::stats::{Figure, Sample};
-use serde_json::{Map, Value};
-use std::time::Instant;
-use troupe::ActorSystem;
-use troupe_bench_contract::savina::UNIT;
-use troupe_bench_contract::spec::Args;
+use crate::run::Workload;
+// The workload files reach their harness through `super::`.
+pub use harness::{measure, plot_threads, recv, sample, timed};
 
 /// The micro group, in report order.
 pub const MICRO: &[&Workload] = &[
@@ -94,131 +91,11 @@ pub const GROUPS: &[&str] = &[
     "savina-parallel",
 ];
 
-/// The group (`micro`, `concurrency`, `parallel`) of a Savina workload.
-pub fn group_of(workload: &str) -> Option<&'static str> {
-    let is = |g: &[&Workload]| g.iter().any(|w| w.spec.name == workload);
-    if is(MICRO) {
-        Some("micro")
-    } else if is(CONCURRENCY) {
-        Some("concurrency")
-    } else if is(PARALLEL) {
-        Some("parallel")
-    } else {
-        None
-    }
-}
-
-/// The parameters as a JSON `params` object, the way the peers print them.
-pub fn params_of(args: &Args) -> Map<String, Value> {
-    serde_json::from_str(&args.to_json()).expect("Args::to_json is a JSON object")
-}
-
-/// The figure's label: the workload and its `key=value` parameters, as the
-/// peers' figures are named.
-pub fn label(args: &Args) -> String {
-    let compact: Vec<String> = params_of(args)
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    format!("{} {}", args.spec().name, compact.join(" "))
-}
-
-/// A Savina sample: the measured phase took `seconds`; one operation, so the
-/// figure's time columns are the phase's time.
-pub fn sample(seconds: f64) -> Sample {
-    Sample::new(seconds, 1.0)
-}
-
-/// Times the measured phase: from `start` (which sends the first message)
-/// until `wait` returns the run's result.
-pub fn timed<T>(
-    start: impl FnOnce() -> Result<(), String>,
-    wait: impl FnOnce() -> Result<T, String>,
-) -> Result<(f64, T), String> {
-    let t0 = Instant::now();
-    start()?;
-    let r = wait()?;
-    Ok((t0.elapsed().as_secs_f64(), r))
-}
-
-/// Measures one Savina workload: `once` runs one sample on a fresh system
-/// (which is shut down after it, outside the measured phase) and verifies it.
-/// The figure's `rate` is the median sample's time in milliseconds.
-pub fn measure(
-    cfg: &RunCfg,
-    args: &Args,
-    mut once: impl FnMut(&ActorSystem) -> Result<Sample, String>,
-) -> Result<Vec<Figure>, String> {
-    let name = args.spec().name;
-    let mut fig = cfg.measure("troupe", name, label(args), params_of(args), UNIT, || {
-        let system = cfg.system();
-        let s = once(&system);
-        system.shutdown();
-        s
-    })?;
-    fig.rate = fig.seconds * 1e3;
-    if let Some(g) = group_of(name) {
-        fig.extra.insert("savina_group".into(), Value::from(g));
-    }
-    Ok(vec![fig])
-}
-
-/// A crossbeam receive that gives up after a minute instead of hanging when
-/// a protocol loses a message.
-pub fn recv<T>(rx: &crossbeam_channel::Receiver<T>) -> Result<T, String> {
-    rx.recv_timeout(std::time::Duration::from_secs(60))
-        .map_err(|e| format!("no result: {e}"))
-}
-
-/// `--plot` for the parallel group: the workload's time at 1, 2 and 4
-/// threads (re-measured at each), as an SVG line chart + CSV.
-pub fn plot_threads(c: &PlotCtx<'_>) -> Result<Plotted, String> {
-    let name = c.args.spec().name;
-    let w = PARALLEL
-        .iter()
-        .find(|w| w.spec.name == name)
-        .ok_or_else(|| format!("{name} is not a Savina parallel workload"))?;
-    let mut points = Vec::new();
-    let mut extra = Vec::new();
-    for threads in [1usize, 2, 4] {
-        let figs = match c.figs.iter().find(|f| f.threads == threads) {
-            Some(f) => vec![f.clone()],
-            None => {
-                let cfg = RunCfg {
-                    threads,
-                    ..c.cfg.clone()
-                };
-                let mut figs = (w.run)(&cfg, c.args)?;
-                // Named apart from the run's own figure (`--baseline` keys).
-                for f in &mut figs {
-                    f.name = format!("{} at {threads} threads", f.name);
-                }
-                extra.extend(figs.iter().cloned());
-                figs
-            }
-        };
-        if let Some(f) = figs.first() {
-            points.push((threads as f64, f.rate));
-        }
-    }
-    let (svg, csv) = crate::plot::line_chart(
-        c.dir,
-        &format!("{name}_threads"),
-        &format!("{name}: ms vs worker threads (lower is better)"),
-        "threads",
-        "ms",
-        &points,
-    )?;
-    let mut text = format!("plot: {} ({})\n", svg.display(), csv.display());
-    for (t, ms) in &points {
-        text.push_str(&format!("  {name} at {t} threads: {ms:.2} ms\n"));
-    }
-    Ok((text, extra))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::harness::group_of;
     use super::*;
+    use crate::run::RunCfg;
 
     /// Tiny parameters for each Savina workload (flag -> value).
     fn tiny(name: &str) -> &'static [(&'static str, &'static str)] {
@@ -288,6 +165,20 @@ mod tests {
             assert!(f.rate > 0.0 && (f.rate - f.seconds * 1e3).abs() < 1e-9);
             assert!(group_of(w.spec.name).is_some());
         }
+    }
+
+    #[test]
+    fn harness_groups_agree_with_the_lists() {
+        for (g, list) in [
+            ("micro", MICRO),
+            ("concurrency", CONCURRENCY),
+            ("parallel", PARALLEL),
+        ] {
+            for w in list {
+                assert_eq!(group_of(w.spec.name), Some(g), "{}", w.spec.name);
+            }
+        }
+        assert_eq!(group_of("ring"), None);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! ran.
 
 use super::{CONCURRENCY, MICRO};
-use crate::peers::PEERS;
+use crate::programs::PEERS;
 use crate::stats::Figure;
 use troupe_bench_contract::savina::UNIT;
 
