@@ -55,6 +55,13 @@ pub const SHARDING_STATS: &[Family<ShardingStats>] = &[
         value: |s| s.handover_stops,
     },
     Family {
+        name: "handover_kills",
+        help: "Entities killed here because a leave's hand-over timed out.",
+        kind: Kind::Counter,
+        unit: "{entity}",
+        value: |s| s.handover_kills,
+    },
+    Family {
         name: "entities_active",
         help: "Entities running here now.",
         kind: Kind::Gauge,
@@ -174,6 +181,13 @@ pub const SHARDING_STATS: &[Family<ShardingStats>] = &[
         value: |s| s.expired,
     },
     Family {
+        name: "hops_exceeded",
+        help: "Envelopes refused after MAX_HOPS forwards, reaching a region that does not own their shard.",
+        kind: Kind::Counter,
+        unit: "{envelope}",
+        value: |s| s.hops_exceeded,
+    },
+    Family {
         name: "bad_envelopes",
         help: "Envelopes with a bad id or hop count.",
         kind: Kind::Counter,
@@ -277,6 +291,8 @@ mod tests {
         s.undecodable = 23;
         s.entity_gone = 24;
         s.entities_refused = 25;
+        s.handover_kills = 26;
+        s.hops_exceeded = 27;
         for (field, v) in debug_fields(&format!("{s:?}")) {
             let fam = SHARDING_STATS
                 .iter()
