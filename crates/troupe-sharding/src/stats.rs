@@ -68,6 +68,8 @@ counters! {
     tells,
     /// Asks sent by entity references on this node.
     asks,
+    /// Of `tells`: those sent with a receipt (`EntityRef::tell_confirmed`).
+    tells_confirmed_sent,
     /// Messages handed to a local entity.
     delivered,
     /// Of `delivered`, remote tells the node's inbox handed to their
