@@ -18,7 +18,7 @@ use troupe_remote::{Node, NodeBuilder};
 
 use crate::bad_input::RateLog;
 use crate::cluster::Cluster;
-use crate::core::{Counters, Inner};
+use crate::core::{Counters, DownHook, Inner};
 use crate::liveness::{Intake, Peers};
 use crate::monitor::StandIns;
 use crate::permissions;
@@ -246,7 +246,9 @@ impl ClusterBuilder {
             own: Mutex::new(HashMap::new()),
             cache: Cache::default(),
             resync: Notify::new(),
-            down_hooks: Mutex::new(Vec::new()),
+            // The node's link accounting first: a peer declared down
+            // makes its unconfirmed tells lost (`Node::peer_down`).
+            down_hooks: Mutex::new(vec![Box::new(node.peer_down_hook()) as DownHook]),
             counters: Counters::default(),
             bad_log: RateLog::default(),
             key: self.key,

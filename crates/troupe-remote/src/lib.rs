@@ -106,6 +106,7 @@ pub mod transport;
 pub use api::builder::NodeBuilder;
 pub use api::expose::Exposure;
 pub use api::node::Node;
+pub use api::receipt::{Receipt, ReceiptFuture};
 pub use api::remote_ref::{EncodesAs, RemoteRef};
 pub use api::runtime;
 #[cfg(feature = "otel")]
@@ -116,6 +117,7 @@ pub use protocol::error::NodeError;
 pub use protocol::message::{
     type_id, type_id_extend, RemoteAsk, RemoteMessage, TypeEntry, TypeRegistry,
 };
+pub use protocol::receipts::{Delivered, TellRefusal, Undelivered};
 pub use protocol::schema::SchemaMismatch;
 pub use protocol::serve::TellOutcome;
 pub use protocol::stats::NodeStats;

@@ -139,6 +139,13 @@ pub const SHARDING_STATS: &[Family<ShardingStats>] = &[
         value: |s| s.asks,
     },
     Family {
+        name: "tells_confirmed_sent",
+        help: "Of tells: those sent with a receipt (EntityRef::tell_confirmed).",
+        kind: Kind::Counter,
+        unit: "{tell}",
+        value: |s| s.tells_confirmed_sent,
+    },
+    Family {
         name: "delivered",
         help: "Messages handed to a local entity.",
         kind: Kind::Counter,
@@ -293,6 +300,7 @@ mod tests {
         s.entities_refused = 25;
         s.handover_kills = 26;
         s.hops_exceeded = 27;
+        s.tells_confirmed_sent = 28;
         for (field, v) in debug_fields(&format!("{s:?}")) {
             let fam = SHARDING_STATS
                 .iter()

@@ -20,7 +20,7 @@ use troupe::{
     Actor, ActorRef, ActorSystem, AskError, ReplyTo, SendError, SpawnOptions, SystemHandle,
 };
 use troupe_cluster::Cluster;
-use troupe_remote::{Exposure, RemoteAsk, RemoteMessage};
+use troupe_remote::{Delivered, Exposure, Receipt, RemoteAsk, RemoteMessage};
 
 use crate::config::Config;
 use crate::coordinator::{Command, Control, Coordinator};
@@ -614,7 +614,76 @@ impl<A: Actor> EntityRef<A> {
             Sent::Full => return Err(SendError::Full(msg)),
             Sent::NotTried => {}
         }
-        // This node's region: it delivers, forwards or buffers.
+        self.to_local_region(msg)
+    }
+
+    /// Sends `msg` to the entity as [`tell`](Self::tell) does (same path,
+    /// same order among tells from this node, same errors, which hand
+    /// `msg` back) and gives a [`Receipt`] of what the owner's node did
+    /// with it:
+    /// - `Ok(Delivered)`: the owner's node took it: into the entity's
+    ///   mailbox (the direct path), or into its region, which activates
+    ///   the entity, buffers it for a shard in hand-over, or forwards it;
+    ///   for a shard owned here, this node's region took it. It is not
+    ///   "handled": see the guide's table (`book/src/sharding.md`);
+    /// - `Err(Refused(_))`: the owner's node refused it (its buffer was
+    ///   full, or the type or body is unknown there);
+    /// - `Err(Lost)`, `Err(Unknown)`: as [`RemoteRef::tell_confirmed`](troupe_remote::RemoteRef::tell_confirmed)
+    ///   (`within` is the deadline for `Unknown`).
+    pub fn tell_confirmed<M: RemoteMessage>(
+        &self,
+        msg: M,
+        within: Duration,
+    ) -> Result<Receipt, SendError<M>>
+    where
+        A::Msg: From<M>,
+    {
+        if self.shared.stopped.load(Ordering::Acquire) {
+            return Err(SendError::Stopped(msg));
+        }
+        let Some(typed) = self.shared.tells.find(M::TYPE_ID) else {
+            return Err(SendError::Closed(msg));
+        };
+        if !check(self.id.bytes(), 0) {
+            return Err(SendError::Closed(msg));
+        }
+        let wire_schema = typed.wire_schema;
+        let sent = self.shared.with_route(self.shard, |route| match route {
+            Route::Remote { tell, .. } => {
+                let out = EntityTellOut {
+                    entity: self.id.bytes(),
+                    msg: &msg,
+                };
+                match tell.tell_other_confirmed_as::<EntityTell<M>, _>(wire_schema, &out, within) {
+                    Ok(r) => Ok(r),
+                    Err(SendError::Full(())) => Err(Sent::Full),
+                    Err(_) => Err(Sent::NotTried),
+                }
+            }
+            Route::Local => Err(Sent::NotTried),
+        });
+        match sent {
+            Ok(receipt) => {
+                self.shared.stats.tells_sent.add();
+                Counters::add(&self.shared.stats.tells_confirmed_sent);
+                Ok(receipt)
+            }
+            Err(Sent::Full) => Err(SendError::Full(msg)),
+            Err(_) => {
+                // This node's region took it, or says why not now.
+                self.to_local_region(msg)?;
+                Counters::add(&self.shared.stats.tells_confirmed_sent);
+                Ok(Receipt::ready(Ok(Delivered)))
+            }
+        }
+    }
+
+    /// Hands `msg` to this node's region, which delivers, forwards or
+    /// buffers it.
+    fn to_local_region<M: RemoteMessage>(&self, msg: M) -> Result<(), SendError<M>>
+    where
+        A::Msg: From<M>,
+    {
         let Ok(payload) = postcard::to_allocvec(&msg) else {
             return Err(SendError::Closed(msg));
         };

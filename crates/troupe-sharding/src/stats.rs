@@ -72,6 +72,8 @@ counters! {
     tells,
     /// Asks sent by entity references on this node.
     asks,
+    /// Of `tells`: those sent with a receipt (`EntityRef::tell_confirmed`).
+    tells_confirmed_sent,
     /// Messages handed to a local entity's mailbox. What a mailbox drops
     /// (its entity stopped itself at once, panicked, or was killed for a
     /// lost shard or a leave) is counted by the actor system

@@ -6,6 +6,7 @@
 //! - `builder.rs`: settings, and connecting over NATS or a given transport.
 //! - `node.rs`: the node's methods and its shutdown.
 //! - `remote_ref.rs`: tells and asks to a remote actor.
+//! - `receipt.rs`: the future of a confirmed tell's outcome.
 //! - `expose.rs`: making a local actor reachable.
 //! - `runtime.rs`: the process's one I/O runtime, and blocking on it.
 //! - `telemetry.rs` (feature `otel`): OpenTelemetry's crates and an OTLP
@@ -25,6 +26,7 @@ pub mod node_metrics;
 pub(crate) mod otel_metrics;
 #[cfg(feature = "otel")]
 pub(crate) mod otel_stats;
+pub(crate) mod receipt;
 pub(crate) mod remote_ref;
 pub mod runtime;
 pub mod stats_export;

@@ -156,6 +156,28 @@ impl Node {
         }
     }
 
+    /// Tells this node that `node` was declared down (by the cluster's
+    /// failure detector: `troupe-cluster` calls it for every peer it
+    /// declares down). Every tell to it not yet accounted becomes lost, in
+    /// [`NodeStats`] (`frames_lost`, `tells_lost_to_down`) and in its
+    /// receipt (`Lost`); returns how many. Tells it confirmed stay
+    /// confirmed: "into the mailbox", which a dead node dropped (see
+    /// [`NodeStats`]'s docs). A `node` this one never told is a no-op.
+    pub fn peer_down(&self, node: &str) -> u64 {
+        self.core.peer_down(node)
+    }
+
+    /// A hook that calls [`peer_down`](Self::peer_down) on this node while
+    /// it exists (it holds it weakly), for a failure detector's callback.
+    pub fn peer_down_hook(&self) -> impl Fn(&str) + Send + Sync + 'static {
+        let core = std::sync::Arc::downgrade(&self.core);
+        move |node: &str| {
+            if let Some(core) = core.upgrade() {
+                core.peer_down(node);
+            }
+        }
+    }
+
     /// Whether the connection to the server is up.
     pub fn is_connected(&self) -> bool {
         self.core.transport().is_connected()

@@ -4,8 +4,9 @@
 //! scrape or collection. The mechanism is [`stats_export`](crate::stats_export).
 //!
 //! Families are named `troupe_remote_<field>`, labelled `node="<name>"`;
-//! counters are served with `_total`, the two gauges
-//! (`troupe_remote_tells_unconfirmed`, `troupe_remote_links`) without.
+//! counters are served with `_total`, the three gauges
+//! (`troupe_remote_tells_unconfirmed`, `troupe_remote_links`,
+//! `troupe_remote_receipts_waiting`) without.
 //! **A new field of `NodeStats` is exported by adding its row to
 //! [`NODE_STATS`]**; the test `every_field_is_exported` fails until it is.
 //!
@@ -202,6 +203,55 @@ pub const NODE_STATS: &[Family<NodeStats>] = &[
         unit: "{message}",
         value: |s| s.schema_mismatches,
     },
+    Family {
+        name: "tells_lost_to_down",
+        help: "Of frames_lost: tells not yet accounted when their peer was declared down.",
+        kind: Kind::Counter,
+        unit: "{message}",
+        value: |s| s.tells_lost_to_down,
+    },
+    Family {
+        name: "receipts_delivered",
+        help: "Receipts of confirmed tells resolved Delivered.",
+        kind: Kind::Counter,
+        unit: "{receipt}",
+        value: |s| s.receipts_delivered,
+    },
+    Family {
+        name: "receipts_refused",
+        help: "Receipts of confirmed tells resolved Refused (the peer gave its reason).",
+        kind: Kind::Counter,
+        unit: "{receipt}",
+        value: |s| s.receipts_refused,
+    },
+    Family {
+        name: "receipts_lost",
+        help: "Receipts of confirmed tells resolved Lost.",
+        kind: Kind::Counter,
+        unit: "{receipt}",
+        value: |s| s.receipts_lost,
+    },
+    Family {
+        name: "receipts_unknown",
+        help: "Receipts of confirmed tells resolved Unknown (their deadline passed).",
+        kind: Kind::Counter,
+        unit: "{receipt}",
+        value: |s| s.receipts_unknown,
+    },
+    Family {
+        name: "receipts_waiting",
+        help: "Receipts waiting for an outcome now.",
+        kind: Kind::Gauge,
+        unit: "{receipt}",
+        value: |s| s.receipts_waiting,
+    },
+    Family {
+        name: "receipts_issued",
+        help: "As a receiver: receipts this node issued for tells that asked.",
+        kind: Kind::Counter,
+        unit: "{receipt}",
+        value: |s| s.receipts_issued,
+    },
 ];
 
 /// An export of [`NODE_STATS`] with no source yet (add one with
@@ -267,6 +317,13 @@ mod tests {
             links: 23,
             unauthenticated: 24,
             schema_mismatches: 25,
+            tells_lost_to_down: 26,
+            receipts_delivered: 27,
+            receipts_refused: 28,
+            receipts_lost: 29,
+            receipts_unknown: 30,
+            receipts_waiting: 31,
+            receipts_issued: 32,
             ..NodeStats::default()
         };
         for (field, v) in debug_fields(&format!("{s:?}")) {

@@ -16,6 +16,10 @@
 //!   [`schema`](crate::schema)).
 //! - Asks do not wait behind queued tells: an ask may overtake tells sent
 //!   earlier to the same actor.
+//! - `tell_confirmed` is a tell (same link, same number sequence, so it
+//!   keeps its order among plain tells) that also files a waiter for its
+//!   own outcome, a [`Receipt`] (see `protocol/receipts.rs`); a plain
+//!   `tell` files nothing and pays nothing for it.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -30,7 +34,7 @@ use crate::protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
 use crate::protocol::otel;
 use crate::protocol::outbox::{Outbox, Refusal};
 use crate::protocol::schema;
-use crate::NodeError;
+use crate::{NodeError, Receipt};
 
 /// A reference to the actor `actor@node` for messages of type `M`.
 ///
@@ -107,6 +111,55 @@ impl<M: RemoteMessage> RemoteRef<M> {
         }
     }
 
+    /// Sends a message as [`tell`](Self::tell) does (same order, same
+    /// link, never blocks) and gives a [`Receipt`] of its outcome:
+    /// `Ok(Delivered)` once the peer has handed it to the actor's mailbox,
+    /// or `Refused` (with the peer's reason), `Lost`, or, if nothing is
+    /// known `within` this time (kept to within one
+    /// [`ack_period`](crate::NodeBuilder::ack_period)), `Unknown`.
+    ///
+    /// `Delivered` is not "handled": an actor that stops or a node that
+    /// dies drops what its mailbox holds. The receipt costs the peer a few
+    /// bytes in its next ack, which it sends at once rather than at its
+    /// ack period; receipts travel batched like tells.
+    ///
+    /// Errors hand the message back as [`tell`](Self::tell)'s do; `Full`
+    /// also when 65,536 receipts wait on this link.
+    ///
+    /// ```no_run
+    /// # use troupe_remote::{Node, Undelivered};
+    /// # use std::time::Duration;
+    /// # fn f(node: &Node) -> Result<(), Box<dyn std::error::Error>> {
+    /// let counter = node.lookup::<u64>("counter@b")?;
+    /// match counter.tell_confirmed(5, Duration::from_secs(1)) {
+    ///     Ok(receipt) => match receipt.wait() {
+    ///         Ok(_delivered) => {}
+    ///         Err(Undelivered::Unknown) => { /* may or may not have arrived */ }
+    ///         Err(other) => eprintln!("not delivered: {other}"),
+    ///     },
+    ///     Err(refused) => eprintln!("not sent: {refused:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn tell_confirmed(&self, msg: M, within: Duration) -> Result<Receipt, SendError<M>> {
+        match self.push_confirmed(M::TYPE_ID, self.schema, &msg, within) {
+            Ok(r) => Ok(r),
+            Err(SendError::Closed(())) => Err(closed(msg)),
+            Err(_) => Err(SendError::Full(msg)),
+        }
+    }
+
+    /// As [`tell_other_as`](Self::tell_other_as), with a [`Receipt`] as
+    /// [`tell_confirmed`](Self::tell_confirmed) gives.
+    pub fn tell_other_confirmed_as<N: RemoteMessage, B: EncodesAs<N>>(
+        &self,
+        schema: u64,
+        body: &B,
+        within: Duration,
+    ) -> Result<Receipt, SendError<()>> {
+        self.push_confirmed(N::TYPE_ID, schema, body, within)
+    }
+
     /// As [`tell`](Self::tell), for a sender that keeps the message (it is
     /// encoded from the borrow); errors carry `()` instead of the message.
     pub fn tell_ref(&self, msg: &M) -> Result<(), SendError<()>> {
@@ -155,6 +208,33 @@ impl<M: RemoteMessage> RemoteRef<M> {
         let header = Header::new(Kind::Tell, type_id, self.target, schema);
         match self.outbox.push(header, body, self.core.max_body()) {
             Ok(()) => Ok(()),
+            Err(Refusal::Closed) => Err(closed(())),
+            Err(Refusal::Full) => Err(SendError::Full(())),
+            Err(Refusal::Encode(e)) => {
+                log_encode(&self.name, &e);
+                Err(SendError::Full(()))
+            }
+        }
+    }
+
+    /// As `push_tell`, filing a waiter for the tell's outcome.
+    fn push_confirmed<B: serde::Serialize>(
+        &self,
+        type_id: u64,
+        schema: u64,
+        body: &B,
+        within: Duration,
+    ) -> Result<Receipt, SendError<()>> {
+        if !self.core.accepting() {
+            return Err(closed(()));
+        }
+        let header = Header::new(Kind::Tell, type_id, self.target, schema);
+        let deadline = std::time::Instant::now() + within;
+        match self
+            .outbox
+            .push_confirmed(header, body, self.core.max_body(), deadline)
+        {
+            Ok(rx) => Ok(Receipt::new(rx)),
             Err(Refusal::Closed) => Err(closed(())),
             Err(Refusal::Full) => Err(SendError::Full(())),
             Err(Refusal::Encode(e)) => {

@@ -118,6 +118,8 @@ pub(crate) struct Core {
     pub(super) ask_spin: Duration,
     /// The last schema mismatch seen (see [`schema`](crate::schema)).
     pub(super) last_mismatch: Mutex<Option<SchemaMismatch>>,
+    /// Receipts wait to be sent: wakes the link task (see `links.rs`).
+    pub(super) receipts_due: Arc<tokio::sync::Notify>,
 }
 
 /// A random epoch (never 0): the std hasher's random keys over the clock
@@ -203,6 +205,7 @@ impl Core {
             serve_timeout: c.serve_timeout,
             ask_spin: c.ask_spin,
             last_mismatch: Mutex::new(None),
+            receipts_due: Arc::new(tokio::sync::Notify::new()),
         });
         handle.spawn(Core::inbox_loop(Arc::downgrade(&core), sub));
         handle.spawn(Core::link_task(Arc::downgrade(&core), c.ack_period));
@@ -284,6 +287,7 @@ impl Core {
             self.batch_bytes,
             self.queue_bytes,
             self.key.clone(),
+            self.counters.clone(),
         ));
         let task = outbox
             .clone()
@@ -307,6 +311,11 @@ impl Core {
         let mut s = self.counters.snapshot();
         s.tells_unconfirmed = self.unconfirmed();
         s.links = self.links.lock().len() as u64;
+        s.receipts_waiting = self
+            .outboxes()
+            .iter()
+            .map(|o| o.receipts_waiting() as u64)
+            .sum();
         s
     }
 

@@ -4,10 +4,13 @@
 //! ```text
 //! offset size field
 //!  0      1   version      FORMAT_VERSION (2); anything else: the frame is refused
-//!  1      1   kind         1 tell, 2 ask, 3 reply, 4 ping, 5 link, 6 ack, 7 seal
+//!  1      1   kind         1 tell, 2 ask, 3 reply, 4 ping, 5 link, 6 ack, 7 seal,
+//!                          8 receipts
 //!  2      1   status       replies: Status as u8; 0 elsewhere
 //!  3      1   flags        bit 0: the body starts with a trace block (see
-//!                          `trace_context`); other bits 0, ignored on read
+//!                          `trace_context`); bit 1 (tells): the sender wants
+//!                          this tell's receipt ([`FLAG_RECEIPT`]); other
+//!                          bits 0, ignored on read
 //!  4      4   body length  u32 little-endian, bytes following the header
 //!  8      8   type id      u64 LE: RemoteMessage::TYPE_ID of the body;
 //!                          link and ack: the sending node's epoch
@@ -42,6 +45,20 @@
 //! accounts every number in `base..=upto`: delivered, refused by B, or lost
 //! (the numbers B never saw); see `outbox.rs`.
 //!
+//! # Receipts
+//!
+//! A tell whose flags carry [`FLAG_RECEIPT`] asks B for its own outcome
+//! (`RemoteRef::tell_confirmed`). B notes `(number, fate)` for each such
+//! tell in the link's state and sends them, in number order, in a
+//! **receipts frame** (kind 8) placed *right before* the ack frame in the
+//! same message: type id = the epoch acknowledged, correlation = `total`
+//! (receipts B has issued in this link state, so A can tell that a message
+//! of receipts was lost), body = postcard of `(receiver name, base,
+//! overflowed, [(number, fate)])` ([`Receipts`], fates: [`Fate`]). Only a
+//! sender whose link frames carry [`FLAG_RECEIPT`] (it reads receipts
+//! frames) is sent one, then with every ack. See
+//! `receipts.rs` for how A resolves a receipt.
+//!
 //! Invariants:
 //! - A NATS message on a node's subject carries one or more whole frames;
 //!   an ask (a NATS request) carries exactly one ask frame, its reply exactly
@@ -59,6 +76,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::trace_context::{self, TraceContext, FLAG_TRACE};
+
+/// The flag bit of a tell whose sender wants its receipt (see "Receipts"
+/// in the module docs).
+pub const FLAG_RECEIPT: u8 = 0x02;
 
 /// The format version written in every frame's first byte.
 pub const FORMAT_VERSION: u8 = 2;
@@ -86,6 +107,9 @@ pub enum Kind {
     /// HMAC-SHA256 of the subject and the frames before it (see
     /// [`auth`](crate::auth)).
     Seal = 7,
+    /// The outcomes of tells that asked for a receipt, sent before the ack
+    /// they belong to (see [`Receipts`]).
+    Receipts = 8,
 }
 
 impl Kind {
@@ -98,6 +122,7 @@ impl Kind {
             5 => Kind::Link,
             6 => Kind::Ack,
             7 => Kind::Seal,
+            8 => Kind::Receipts,
             _ => return None,
         })
     }
@@ -162,6 +187,8 @@ pub struct Frame<'a> {
     pub body: &'a [u8],
     /// The sender's trace context, if the frame carries one.
     pub trace: Option<TraceContext<'a>>,
+    /// Tells: the sender wants this tell's receipt ([`FLAG_RECEIPT`]).
+    pub receipt: bool,
 }
 
 /// Why bytes are not a frame.
@@ -253,6 +280,7 @@ pub fn decode_frame(buf: &[u8], max_body: usize) -> Result<(Frame<'_>, &[u8]), F
             correlation: u64_at(buf, 24),
             body,
             trace,
+            receipt: buf[3] & FLAG_RECEIPT != 0,
         },
         after,
     ))
@@ -496,6 +524,89 @@ impl LinkAck {
             base,
             received,
             dropped,
+        })
+    }
+}
+
+/// What became of one tell that asked for a receipt, as its receiver
+/// reports it (a byte on the wire).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Fate {
+    /// Handed to the actor's mailbox.
+    Delivered = 0,
+    /// The actor refused it (its bounded mailbox was full, or it stopped).
+    Refused = 1,
+    /// No actor is exposed under the target id there.
+    UnknownTarget = 2,
+    /// The actor does not take this type remotely.
+    UnknownType = 3,
+    /// The receiver's shape of the type differs from the sender's.
+    SchemaMismatch = 4,
+    /// The body did not decode to its type there.
+    Undecodable = 5,
+}
+
+impl Fate {
+    /// The fate a byte stands for; `None` for a byte no receiver writes.
+    pub fn from_u8(b: u8) -> Option<Fate> {
+        Some(match b {
+            0 => Fate::Delivered,
+            1 => Fate::Refused,
+            2 => Fate::UnknownTarget,
+            3 => Fate::UnknownType,
+            4 => Fate::SchemaMismatch,
+            5 => Fate::Undecodable,
+            _ => return None,
+        })
+    }
+}
+
+/// A receipts frame (kind 8): the fates of the tells that asked for one,
+/// in number order, since the receiver's last ack (see "Receipts" in the
+/// module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Receipts {
+    /// The sender's epoch acknowledged.
+    pub epoch: u64,
+    /// Receipts the receiver issued in this link state, these included.
+    pub total: u64,
+    /// The receiver's name.
+    pub receiver: String,
+    /// The base of the receiver's link state (as in its [`LinkAck`]).
+    pub base: u64,
+    /// The receiver could not keep every receipt of this link state (more
+    /// than it holds between two acks): the sender cannot tell a lost
+    /// tell from one whose receipt was not kept.
+    pub overflowed: bool,
+    /// `(number, fate byte)`, ascending.
+    pub list: Vec<(u64, u8)>,
+}
+
+impl Receipts {
+    /// Appends the frame to `out`; the bytes written.
+    pub fn encode(&self, out: &mut Vec<u8>) -> usize {
+        let h = Header::new(Kind::Receipts, self.epoch, 0, self.total);
+        let body = (
+            self.receiver.as_str(),
+            self.base,
+            self.overflowed,
+            &self.list,
+        );
+        encode_frame(out, h, &body, usize::MAX).unwrap_or(0)
+    }
+
+    /// Reads a receipts frame's body.
+    pub fn decode(frame: &Frame<'_>) -> Result<Receipts, postcard::Error> {
+        let (receiver, base, overflowed, list) =
+            decode_body::<(String, u64, bool, Vec<(u64, u8)>)>(frame.body)?;
+        Ok(Receipts {
+            epoch: frame.type_id,
+            total: frame.correlation,
+            receiver,
+            base,
+            overflowed,
+            list,
         })
     }
 }

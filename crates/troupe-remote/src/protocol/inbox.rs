@@ -24,6 +24,8 @@
 //!   and type (a sharding region's envelopes, a burst to one actor) pays
 //!   for two hashed lookups once, not per frame. The table cannot change
 //!   within a batch (its read lock is held throughout).
+//! - A tell flagged for a receipt gets one, with its fate, in its link's
+//!   state (see `links.rs`); a batch without such tells allocates nothing.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -31,7 +33,7 @@ use std::sync::{Arc, Weak};
 use futures::StreamExt;
 
 use crate::protocol::core::{is_token, Core};
-use crate::protocol::envelope::{decode_body, open_sealed, Frame, Frames, Kind, Status};
+use crate::protocol::envelope::{decode_body, open_sealed, Fate, Frame, Frames, Kind, Status};
 use crate::protocol::links::LinkRun;
 use crate::protocol::message::TypeEntry;
 use crate::protocol::otel;
@@ -123,6 +125,10 @@ impl Core {
                                 first: frame.correlation,
                                 tells: 0,
                                 dropped: 0,
+                                // A link frame flagged so: the sender reads
+                                // receipts frames (see `receipts.rs`).
+                                reads_receipts: frame.receipt,
+                                receipts: Vec::new(),
                             })
                         }
                         _ => {
@@ -136,6 +142,11 @@ impl Core {
                     self.on_ack(&frame, payload.len());
                     continue;
                 }
+                Kind::Receipts => {
+                    bump(&self.counters.link_frames);
+                    self.on_receipts(&frame, payload.len());
+                    continue;
+                }
                 // A keyed sender's seal, read by a node without a key (a
                 // keyed node checked and took it off before).
                 Kind::Seal => continue,
@@ -147,11 +158,18 @@ impl Core {
                     continue;
                 }
             }
-            let delivered =
-                self.deliver(&targets, &mut last, &frame, run.as_ref().map(|r| r.sender));
+            let fate = self.deliver(&targets, &mut last, &frame, run.as_ref().map(|r| r.sender));
+            let delivered = fate == Fate::Delivered;
             counts.delivered += u64::from(delivered);
             match run.as_mut() {
                 Some(r) => {
+                    if frame.receipt {
+                        // `first >= 1` and `tells` counts this batch's
+                        // frames, so the number cannot wrap in practice;
+                        // saturating all the same (it came off the wire).
+                        let seq = r.first.saturating_add(r.tells);
+                        r.receipts.push((seq, fate as u8));
+                    }
                     r.tells += 1;
                     r.dropped += u64::from(!delivered);
                 }
@@ -210,7 +228,7 @@ impl Core {
         *self.last_mismatch.lock() = Some(m);
     }
 
-    /// Hands one tell to its actor; says whether it was delivered. `last`:
+    /// Hands one tell to its actor; says what became of it. `last`:
     /// the batch's last lookup, reused when this frame has its target and
     /// type.
     fn deliver<'t>(
@@ -219,7 +237,7 @@ impl Core {
         last: &mut Option<Last<'t>>,
         frame: &Frame<'_>,
         sender: Option<&str>,
-    ) -> bool {
+    ) -> Fate {
         let (target, handlers) = match last {
             Some(l) if l.target_id == frame.target && l.type_id == frame.type_id => {
                 (l.target, l.handlers)
@@ -229,7 +247,7 @@ impl Core {
                     if bump_and_log(&self.counters.unknown_target) {
                         tracing::warn!(node = %self.name, target = format_args!("{:#018x}", frame.target), "tell for an actor not exposed here");
                     }
-                    return false;
+                    return Fate::UnknownTarget;
                 };
                 let handlers = target.by_type.get(&frame.type_id);
                 *last = Some(Last {
@@ -243,30 +261,30 @@ impl Core {
         };
         if let Some(h) = handlers.filter(|h| h.tell.is_some()) {
             if !self.schema_agrees(h, h.tell_schema, frame.correlation, sender, false) {
-                return false;
+                return Fate::SchemaMismatch;
             }
         }
         let Some(tell) = handlers.and_then(|h| h.tell.as_ref()) else {
             if bump_and_log(&self.counters.unknown_type) {
                 tracing::warn!(node = %self.name, actor = %target.name, type_id = format_args!("{:#018x}", frame.type_id), "tell of a type the actor does not take remotely");
             }
-            return false;
+            return Fate::UnknownType;
         };
         // Feature `otel`: the remote sender's trace continues here.
         let _span = otel::receive_span(frame.trace.as_ref(), &self.name, &target.name);
         match tell(frame.body) {
             // Counted by the batch (`BatchCounts`).
-            TellOutcome::Delivered => true,
+            TellOutcome::Delivered => Fate::Delivered,
             TellOutcome::Refused => {
                 bump(&self.counters.refused);
                 tracing::debug!(node = %self.name, actor = %target.name, "the actor refused a remote tell (full or stopped)");
-                false
+                Fate::Refused
             }
             TellOutcome::Undecodable => {
                 if bump_and_log(&self.counters.undecodable) {
                     tracing::warn!(node = %self.name, actor = %target.name, "a remote tell's body did not decode to its type");
                 }
-                false
+                Fate::Undecodable
             }
         }
     }

@@ -110,6 +110,46 @@ impl Ledger {
         self.failed_total += tells;
     }
 
+    /// The peer was declared down: every number not yet accounted, up to
+    /// `accepted`, is counted lost (kept with the failed numbers, so that
+    /// no later ack of a new link state counts it again). Returns how many.
+    pub(crate) fn declare_down(&mut self, accepted: u64) -> u64 {
+        let lo = self.seg.map_or(1, |s| s.upto + 1);
+        if lo > accepted {
+            return 0;
+        }
+        let mut gaps = Vec::new();
+        let mut at = lo;
+        for &(a, b) in &self.failed {
+            if b < at {
+                continue;
+            }
+            if a > accepted {
+                break;
+            }
+            if a > at {
+                gaps.push((at, a - 1));
+            }
+            at = b + 1;
+        }
+        if at <= accepted {
+            gaps.push((at, accepted));
+        }
+        let n: u64 = gaps.iter().map(|(a, b)| b - a + 1).sum();
+        self.failed.extend(gaps);
+        self.failed.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.failed.len());
+        for (a, b) in self.failed.drain(..) {
+            match merged.last_mut() {
+                Some((_, end)) if *end + 1 >= a => *end = (*end).max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        self.failed = merged;
+        self.failed_total += n;
+        n
+    }
+
     /// Failed numbers in `lo..=hi`.
     fn failed_in(&self, lo: u64, hi: u64) -> u64 {
         self.failed
@@ -299,6 +339,24 @@ mod tests {
         assert_eq!(l.on_ack(&ack(22, 25, 4, 0), 25), Ok(delta(4, 0, 8, 8)));
         assert_eq!(l.unconfirmed(25), 0);
         assert_eq!(l.failed_total + l.lost + l.confirmed, 25);
+    }
+
+    #[test]
+    fn a_peer_declared_down_makes_every_unaccounted_number_lost_once() {
+        let mut l = Ledger::default();
+        l.on_ack(&ack(1, 10, 10, 0), 20).unwrap();
+        l.record_failed(13, 2); // 13..=14
+        assert_eq!(l.unconfirmed(20), 8);
+        // 11, 12 and 15..=20: lost; the failed 13..=14 not counted again.
+        assert_eq!(l.declare_down(20), 8);
+        assert_eq!(l.unconfirmed(20), 0);
+        assert_eq!(l.failed, vec![(11, 20)]);
+        assert_eq!(l.declare_down(20), 0, "nothing twice");
+        // The peer restarts: its new state starts at 26; 21..=25 were sent
+        // to it after the down, and only they are the new hole.
+        assert_eq!(l.on_ack(&ack(26, 27, 2, 0), 27), Ok(delta(2, 0, 5, 5)));
+        assert_eq!(l.unconfirmed(27), 0);
+        assert_eq!(l.confirmed + l.lost + l.failed_total, 27);
     }
 
     #[test]

@@ -25,19 +25,35 @@
 //! sender's next batch starts a fresh one whose base follows the last
 //! number acked, and a sender whose last ack was lost probes (at least
 //! every 32 periods) long before the state goes.
+//!
+//! Receipts (see `receipts.rs`): a run's flagged tells leave
+//! `(number, fate)` in the link state (at most [`MAX_HELD_RECEIPTS`];
+//! beyond, the state is marked `overflowed` and the sender will say
+//! `Unknown` rather than `Lost`), and wake the link task at once, so a
+//! receipt travels within a round trip rather than an ack period. For a
+//! sender that reads receipts (its link frames say so), every ack is
+//! preceded, in the same message, by a receipts frame holding those not
+//! yet sent and the state's `total` (also when 0: so that the sender can
+//! say `Lost` of a flagged tell that never arrived). A message
+//! that could not be published puts its receipts back.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::protocol::core::{node_subject, Core};
-use crate::protocol::envelope::{append_seal, Frame, LinkAck, HEADER_LEN, SEAL_FRAME_LEN};
+use crate::protocol::envelope::{
+    append_seal, Frame, LinkAck, Receipts, HEADER_LEN, SEAL_FRAME_LEN,
+};
 use crate::protocol::outbox::Outbox;
 use crate::protocol::stats::{add_and_log, bump, bump_and_log};
 
 /// The largest gap in a sender's sequence numbers counted as missed tells;
 /// a larger jump restarts the link state (see `Core::account_run`).
 pub(crate) const MAX_GAP: u64 = 1 << 24;
+
+/// The most receipts one link state holds between two acks.
+pub(crate) const MAX_HELD_RECEIPTS: usize = 1 << 16;
 
 /// The receiver's state of one link (tells from one sender node).
 pub(crate) struct LinkIn {
@@ -52,6 +68,14 @@ pub(crate) struct LinkIn {
     dirty: bool,
     /// The link task's tick when a batch last came in on this link.
     seen_tick: u64,
+    /// The sender reads receipts frames.
+    reads_receipts: bool,
+    /// Receipts not yet sent: `(number, fate)`, ascending.
+    receipts: Vec<(u64, u8)>,
+    /// Receipts issued in this state (sent, held, or not kept).
+    receipts_total: u64,
+    /// A receipt of this state could not be kept.
+    overflowed: bool,
 }
 
 impl LinkIn {
@@ -61,6 +85,9 @@ impl LinkIn {
         self.upto = first.saturating_sub(1);
         self.received = 0;
         self.dropped = 0;
+        self.receipts.clear();
+        self.receipts_total = 0;
+        self.overflowed = false;
     }
 }
 
@@ -71,6 +98,10 @@ pub(crate) struct LinkRun<'a> {
     pub first: u64,
     pub tells: u64,
     pub dropped: u64,
+    /// The link frame says the sender reads receipts frames.
+    pub reads_receipts: bool,
+    /// The run's flagged tells: `(number, fate)`.
+    pub receipts: Vec<(u64, u8)>,
 }
 
 impl Core {
@@ -83,10 +114,30 @@ impl Core {
         let mut tick = tokio::time::interval_at(first, period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
+            // Receipts waiting wake the task before its tick: they go out
+            // with an ack at once (an early ack is an ack; the tick's own
+            // round stays on its period).
+            let due = match weak.upgrade() {
+                Some(core) => {
+                    let due = core.receipts_due.clone();
+                    drop(core);
+                    due
+                }
+                None => break,
+            };
+            let early = tokio::select! {
+                _ = tick.tick() => false,
+                _ = due.notified() => true,
+            };
             let Some(core) = weak.upgrade() else { break };
             if core.closed.load(Ordering::Acquire) {
                 break;
+            }
+            if early {
+                if core.transport.is_connected() {
+                    core.send_acks().await;
+                }
+                continue;
             }
             let tick = std::panic::AssertUnwindSafe(core.link_tick());
             if futures::FutureExt::catch_unwind(tick).await.is_err() {
@@ -98,6 +149,14 @@ impl Core {
 
     /// Accounts a run of tells in the sender's link state.
     pub(super) fn end_run(&self, r: LinkRun<'_>) {
+        let receipts = !r.receipts.is_empty();
+        self.account_run_of(r);
+        if receipts {
+            self.receipts_due.notify_one();
+        }
+    }
+
+    fn account_run_of(&self, r: LinkRun<'_>) {
         let now = self.tick.load(Ordering::Relaxed);
         let mut links = self.links.lock();
         let full = links.len() >= self.max_links;
@@ -124,6 +183,10 @@ impl Core {
                     dropped: 0,
                     dirty: false,
                     seen_tick: now,
+                    reads_receipts: false,
+                    receipts: Vec::new(),
+                    receipts_total: 0,
+                    overflowed: false,
                 };
                 st.fresh(r.epoch, r.first);
                 self.account_run(&mut st, &r);
@@ -163,6 +226,51 @@ impl Core {
         st.received = st.received.saturating_add(r.tells);
         st.dropped = st.dropped.saturating_add(r.dropped);
         st.dirty = true;
+        st.reads_receipts |= r.reads_receipts;
+        if !r.receipts.is_empty() {
+            let n = r.receipts.len() as u64;
+            st.receipts_total = st.receipts_total.saturating_add(n);
+            self.counters
+                .receipts_issued
+                .fetch_add(n, Ordering::Relaxed);
+            let room = MAX_HELD_RECEIPTS.saturating_sub(st.receipts.len());
+            if room < r.receipts.len() {
+                st.overflowed = true;
+            }
+            st.receipts.extend(r.receipts.iter().take(room).copied());
+        }
+    }
+
+    /// Hands a peer's receipts frame to the outbox for that peer.
+    pub(super) fn on_receipts(&self, frame: &Frame<'_>, len: usize) {
+        let rc = match Receipts::decode(frame) {
+            Ok(r) => r,
+            Err(e) => {
+                return self.bad_frame(
+                    &format_args!("a receipts frame that did not decode: {e}"),
+                    len,
+                )
+            }
+        };
+        if rc.epoch != self.epoch {
+            return;
+        }
+        let outbox = self.peers.lock().get(rc.receiver.as_str()).cloned();
+        if let Some(o) = outbox {
+            o.on_receipts(&rc);
+        }
+    }
+
+    /// The peer `node` was declared down: the tells to it not yet
+    /// accounted are counted lost, their receipts resolved `Lost`. Returns
+    /// how many tells.
+    pub(crate) fn peer_down(&self, node: &str) -> u64 {
+        let outbox = self.peers.lock().get(node).cloned();
+        let lost = outbox.map_or(0, |o| o.peer_down(&self.counters));
+        if lost > 0 {
+            tracing::warn!(node = %self.name, peer = %node, tells = lost, "peer declared down: its unconfirmed tells are counted lost");
+        }
+        lost
     }
 
     /// Hands a peer's ack to the outbox for that peer.
@@ -198,7 +306,9 @@ impl Core {
             .lock()
             .retain(|_, l| l.dirty || now.saturating_sub(l.seen_tick) <= idle);
         let outboxes: Vec<Arc<Outbox>> = self.peers.lock().values().cloned().collect();
+        let at = std::time::Instant::now();
         for o in outboxes {
+            o.expire_receipts(at);
             if o.wants_probe() {
                 o.push_probe();
             }
@@ -208,13 +318,33 @@ impl Core {
     /// Publishes an ack for every receiver link state that changed since its
     /// last one.
     pub(super) async fn send_acks(&self) {
-        let acks: Vec<(String, String, Vec<u8>)> = {
+        type Held = Vec<(u64, u8)>;
+        let acks: Vec<(String, String, Vec<u8>, Held)> = {
             let mut links = self.links.lock();
             links
                 .iter_mut()
                 .filter(|(_, l)| l.dirty)
                 .map(|(sender, l)| {
                     l.dirty = false;
+                    let mut out =
+                        Vec::with_capacity(2 * HEADER_LEN + self.name.len() + SEAL_FRAME_LEN);
+                    // Taken now, kept until the message is published.
+                    let mut held = std::mem::take(&mut l.receipts);
+                    if l.reads_receipts {
+                        let rc = Receipts {
+                            epoch: l.epoch,
+                            total: l.receipts_total,
+                            receiver: self.name.to_string(),
+                            base: l.base,
+                            overflowed: l.overflowed,
+                            list: held,
+                        };
+                        rc.encode(&mut out);
+                        held = rc.list;
+                    } else {
+                        // A sender that does not read receipts gets none.
+                        held.clear();
+                    }
                     let ack = LinkAck {
                         epoch: l.epoch,
                         upto: l.upto,
@@ -223,23 +353,28 @@ impl Core {
                         received: l.received,
                         dropped: l.dropped,
                     };
-                    let mut out =
-                        Vec::with_capacity(2 * HEADER_LEN + self.name.len() + SEAL_FRAME_LEN);
                     ack.encode(&mut out);
                     if let Some(key) = &self.key {
                         append_seal(&mut out, key, &l.subject);
                     }
-                    (sender.clone(), l.subject.clone(), out)
+                    (sender.clone(), l.subject.clone(), out, held)
                 })
                 .collect()
         };
-        for (sender, subject, bytes) in acks {
+        for (sender, subject, bytes, held) in acks {
             match self.transport.publish(&subject, bytes.into()).await {
                 Ok(()) => bump(&self.counters.acks_sent),
                 Err(e) => {
                     tracing::debug!(node = %self.name, sender = %sender, error = %e, "could not send an ack; will again");
                     if let Some(l) = self.links.lock().get_mut(&sender) {
                         l.dirty = true;
+                        // The receipts go with the next ack, before any
+                        // issued since (the state may have started over:
+                        // then they belong to no one).
+                        if !held.is_empty() && held.first().is_some_and(|&(s, _)| s >= l.base) {
+                            let newer = std::mem::replace(&mut l.receipts, held);
+                            l.receipts.extend(newer);
+                        }
                     }
                 }
             }

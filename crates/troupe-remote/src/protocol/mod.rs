@@ -35,7 +35,8 @@
 //!   handlers an exposed actor installs; `ask.rs`: the asking side.
 //! - `links.rs`: the receiver's link accounting and the link task;
 //!   `outbox.rs`: coalescing and the sender's half; `ledger.rs`: the
-//!   sender's accounting of acks.
+//!   sender's accounting of acks; `receipts.rs`: one tell's fate, for a
+//!   sender who asked.
 //! - `stats.rs`: the counters; `error.rs`: setup errors and the status ↔
 //!   ask error mapping.
 
@@ -53,5 +54,6 @@ pub(crate) mod ledger;
 mod links;
 pub(crate) mod otel;
 pub(crate) mod outbox;
+pub(crate) mod receipts;
 pub(crate) mod serve;
 pub(crate) mod stats;

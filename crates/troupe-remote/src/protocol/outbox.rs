@@ -26,6 +26,14 @@
 //!    frame, first = the next number), so the peer learns how far the sender
 //!    has counted and a tail lost in an outage is revealed; an unanswered
 //!    probe doubles the gap to the next one, up to `MAX_PROBE_GAP` ticks.
+//! 4. A tell that asked for a receipt (`push_confirmed`) is pushed as in
+//!    step 1 with the receipt flag, and its waiter filed in the link's
+//!    [`Book`] under the state lock; every link frame carries the flag too
+//!    (this node reads receipts). The peer's receipts frames, and the acks
+//!    after them, resolve the waiters (see `receipts.rs`).
+//! 5. The peer declared down ([`Outbox::peer_down`]): every tell not yet
+//!    accounted is counted lost (`frames_lost`, and `tells_lost_to_down`),
+//!    and its waiters resolve `Lost`.
 //!
 //! Invariants:
 //! - Frames leave in the order `tell` accepted them (one flusher, batches in
@@ -43,7 +51,11 @@
 //! - Accounting: every accepted tell (number `1..next_seq`) is in exactly one
 //!   of the ledger's confirmed, refused, lost, failed, or else unconfirmed
 //!   (the gauge `next_seq - 1 - accounted`). The ledger's lock is never held
-//!   while taking the state's, nor the other way round.
+//!   while taking the state's, nor the other way round; the book's is taken
+//!   under the state's (to file a waiter before its tell can be acked),
+//!   never the other way round, and never with the ledger's.
+//! - A plain tell pays nothing for receipts: one flag byte written into a
+//!   link frame, no lock or allocation more.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -55,10 +67,11 @@ use tokio::sync::Notify;
 use crate::protocol::auth::ClusterKey;
 use crate::protocol::envelope::{
     append_seal, encode_frame_traced, encode_link, link_frame_len, EncodeError, Header, LinkAck,
-    SEAL_FRAME_LEN,
+    Receipts, FLAG_RECEIPT, SEAL_FRAME_LEN,
 };
 use crate::protocol::ledger::Ledger;
 use crate::protocol::otel;
+use crate::protocol::receipts::{Book, Outcome};
 use crate::protocol::stats::Counters;
 use crate::protocol::trace_context::TraceContext;
 use crate::transport::Transport;
@@ -104,6 +117,8 @@ pub(crate) struct Outbox {
     queue_bytes: usize,
     state: Mutex<State>,
     ledger: Mutex<Ledger>,
+    /// The receipts this link waits for (see `receipts.rs`).
+    book: Mutex<Book>,
     notify: Notify,
     /// Seals every batch, when the node has a cluster key (the node keeps
     /// `batch_bytes` a seal frame short of the max payload).
@@ -118,6 +133,7 @@ impl Outbox {
         batch_bytes: usize,
         queue_bytes: usize,
         key: Option<ClusterKey>,
+        counters: Arc<Counters>,
     ) -> Self {
         Outbox {
             subject,
@@ -139,6 +155,7 @@ impl Outbox {
                 pushed: false,
             }),
             ledger: Mutex::new(Ledger::default()),
+            book: Mutex::new(Book::new(counters)),
             notify: Notify::new(),
             key,
         }
@@ -156,7 +173,27 @@ impl Outbox {
         value: &T,
         max_body: usize,
     ) -> Result<(), Refusal> {
-        otel::with_outgoing(|trace| self.push_traced(header, trace, value, max_body))
+        otel::with_outgoing(|trace| {
+            self.push_traced(header, trace, value, max_body, None)
+                .map(|_| ())
+        })
+    }
+
+    /// As [`push`](Self::push), for a tell that asks for its receipt: the
+    /// waiter, resolved by the peer's receipts, acks, or `deadline` (see
+    /// `receipts.rs`). `Full` also when the link holds
+    /// [`MAX_WAITING`](crate::protocol::receipts::MAX_WAITING) waiters.
+    pub(crate) fn push_confirmed<T: Serialize>(
+        &self,
+        header: Header,
+        value: &T,
+        max_body: usize,
+        deadline: std::time::Instant,
+    ) -> Result<oneshot::Receiver<Outcome>, Refusal> {
+        otel::with_outgoing(|trace| {
+            self.push_traced(header, trace, value, max_body, Some(deadline))
+        })
+        .map(|rx| rx.unwrap_or_else(|| oneshot::channel().1))
     }
 
     fn push_traced<T: Serialize>(
@@ -165,7 +202,8 @@ impl Outbox {
         trace: Option<&TraceContext<'_>>,
         value: &T,
         max_body: usize,
-    ) -> Result<(), Refusal> {
+        receipt: Option<std::time::Instant>,
+    ) -> Result<Option<oneshot::Receiver<Outcome>>, Refusal> {
         let mut st = self.state.lock();
         if st.closed {
             return Err(Refusal::Closed);
@@ -173,11 +211,22 @@ impl Outbox {
         if st.queued >= self.queue_bytes {
             return Err(Refusal::Full);
         }
+        // Under the state lock, so no other tell takes the room.
+        let mut book = match receipt {
+            Some(_) => {
+                let book = self.book.lock();
+                if !book.has_room() {
+                    return Err(Refusal::Full);
+                }
+                Some(book)
+            }
+            None => None,
+        };
         let seq = st.next_seq;
         let start = st.open.len();
         let mut link = 0;
         if start == 0 {
-            link = encode_link(&mut st.open, self.epoch, seq, &self.node);
+            link = self.link(&mut st.open, seq);
             st.open_first = seq;
         }
         let frame_start = st.open.len();
@@ -188,11 +237,14 @@ impl Outbox {
                 return Err(Refusal::Encode(e));
             }
         };
+        if book.is_some() {
+            st.open[frame_start + 3] |= FLAG_RECEIPT;
+        }
         if st.open_tells > 0 && st.open.len() > self.batch_bytes {
             // Seal the tells before this one; this tell opens the next
             // batch, behind a link frame of its own.
             let mut next = Vec::with_capacity(self.batch_bytes.max(self.link_len + n));
-            link = encode_link(&mut next, self.epoch, seq, &self.node);
+            link = self.link(&mut next, seq);
             next.extend_from_slice(&st.open[frame_start..]);
             st.open.truncate(frame_start);
             let bytes = std::mem::replace(&mut st.open, next);
@@ -210,11 +262,27 @@ impl Outbox {
         st.queued += n + link;
         let wake = !st.signalled;
         st.signalled = true;
+        let rx = match (book.as_mut(), receipt) {
+            (Some(book), Some(deadline)) => Some(book.wait(seq, deadline)),
+            _ => None,
+        };
+        drop(book);
         drop(st);
         if wake {
             self.notify.notify_one();
         }
-        Ok(())
+        Ok(rx)
+    }
+
+    /// Writes a link frame for a batch whose first number is `first`,
+    /// flagged: this node reads receipts frames.
+    fn link(&self, out: &mut Vec<u8>, first: u64) -> usize {
+        let start = out.len();
+        let n = encode_link(out, self.epoch, first, &self.node);
+        if n > 0 {
+            out[start + 3] |= FLAG_RECEIPT;
+        }
+        n
     }
 
     /// Queues a probe (a batch holding only a link frame whose first is the
@@ -227,7 +295,7 @@ impl Outbox {
         }
         let seq = st.next_seq;
         st.open_first = seq;
-        let n = encode_link(&mut st.open, self.epoch, seq, &self.node);
+        let n = self.link(&mut st.open, seq);
         st.queued += n;
         let wake = !st.signalled;
         st.signalled = true;
@@ -295,6 +363,43 @@ impl Outbox {
         if d.late > 0 {
             tracing::warn!(peer = %ack.receiver, tells = d.late, "tells already counted lost arrived late");
         }
+        // After the counters: a caller woken by its receipt sees them.
+        self.book.lock().on_ack(ack);
+    }
+
+    /// Reads a receipts frame from the peer (before the ack it precedes).
+    pub(crate) fn on_receipts(&self, rc: &Receipts) {
+        let accepted = self.accepted();
+        match self.book.lock().on_receipts(rc, accepted) {
+            Ok(_) => {}
+            Err(()) => {
+                tracing::debug!(peer = %rc.receiver, base = rc.base, "ignored a receipts frame with impossible numbers")
+            }
+        }
+    }
+
+    /// The link task's tick: resolves the receipts past their deadline.
+    pub(crate) fn expire_receipts(&self, now: std::time::Instant) {
+        let mut book = self.book.lock();
+        if book.waiting() > 0 {
+            book.expire(now);
+        }
+    }
+
+    /// Receipts this link waits for.
+    pub(crate) fn receipts_waiting(&self) -> usize {
+        self.book.lock().waiting()
+    }
+
+    /// The peer was declared down: every tell accepted and not yet
+    /// accounted is counted lost, and its receipt says so. Returns how many.
+    pub(crate) fn peer_down(&self, counters: &Counters) -> u64 {
+        let accepted = self.accepted();
+        let lost = self.ledger.lock().declare_down(accepted);
+        counters.frames_lost.fetch_add(lost, Relaxed);
+        counters.tells_lost_to_down.fetch_add(lost, Relaxed);
+        self.book.lock().down();
+        lost
     }
 
     /// Refuses further frames; the flusher sends what is queued and ends.
@@ -352,6 +457,7 @@ impl Outbox {
                         // revealing these numbers can be accounted first.
                         self.ledger.lock().record_failed(first, tells);
                         counters.frames_lost.fetch_add(tells, Relaxed);
+                        self.book.lock().failed(first, tells);
                         tracing::warn!(subject = %self.subject, frames = tells, error = %e, "lost a batch of tells");
                     }
                 }
@@ -393,7 +499,15 @@ mod tests {
     #[test]
     fn a_sealed_overflow_starts_the_next_batch_with_its_own_link_frame() {
         // Room for the link frame (34 bytes) and three 33-byte tells.
-        let o = Outbox::new("s".into(), 7, "a".into(), 34 + 3 * 33, 1 << 20, None);
+        let o = Outbox::new(
+            "s".into(),
+            7,
+            "a".into(),
+            34 + 3 * 33,
+            1 << 20,
+            None,
+            Default::default(),
+        );
         let h = Header::new(Kind::Tell, 1, 2, 0);
         for i in 0..7u8 {
             o.push(h, &i, 100).ok().unwrap();
@@ -418,7 +532,15 @@ mod tests {
 
     #[test]
     fn a_probe_is_a_lone_link_frame_with_the_next_number() {
-        let o = Outbox::new("s".into(), 7, "a".into(), 1024, 1 << 20, None);
+        let o = Outbox::new(
+            "s".into(),
+            7,
+            "a".into(),
+            1024,
+            1 << 20,
+            None,
+            Default::default(),
+        );
         let h = Header::new(Kind::Tell, 1, 2, 0);
         o.push(h, &1u8, 100).ok().unwrap();
         o.push(h, &2u8, 100).ok().unwrap();

@@ -37,6 +37,17 @@
 //!   drains to 0 within a few link-sync intervals once the link is quiet and
 //!   connected and the peer is alive; it stays up while the peer is absent.
 //!
+//! A tell's peer declared down ([`Node::peer_down`](crate::Node::peer_down))
+//! moves its unconfirmed tells to `frames_lost` (and `tells_lost_to_down`).
+//! `tells_confirmed` means "handed to the actor's mailbox", never "handled":
+//! a peer that dies drops what its mailboxes held, confirmed or not.
+//!
+//! Receipts (tells sent with
+//! [`RemoteRef::tell_confirmed`](crate::RemoteRef::tell_confirmed)) are in
+//! these buckets like any tell, and are also counted by outcome:
+//! `receipts_delivered + receipts_refused + receipts_lost + receipts_unknown
+//! + receipts_waiting` is every receipt asked for.
+//!
 //! The sum holds at any instant up to the skew of relaxed reads (a tell is
 //! counted in `frames_lost` a moment before its link's gauge drops).
 //!
@@ -73,6 +84,12 @@ pub(crate) struct Counters {
     pub links_refused: AtomicU64,
     pub unauthenticated: AtomicU64,
     pub schema_mismatches: AtomicU64,
+    pub tells_lost_to_down: AtomicU64,
+    pub receipts_delivered: AtomicU64,
+    pub receipts_refused: AtomicU64,
+    pub receipts_lost: AtomicU64,
+    pub receipts_unknown: AtomicU64,
+    pub receipts_issued: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64) {
@@ -170,6 +187,23 @@ pub struct NodeStats {
     /// see [`schema`](crate::schema) and
     /// [`Node::last_schema_mismatch`](crate::Node::last_schema_mismatch).
     pub schema_mismatches: u64,
+    /// Of `frames_lost`: tells not yet accounted when their peer was
+    /// declared down ([`Node::peer_down`](crate::Node::peer_down)); a peer
+    /// that was alive after all may still confirm some (logged as late).
+    pub tells_lost_to_down: u64,
+    /// Receipts ([`RemoteRef::tell_confirmed`](crate::RemoteRef::tell_confirmed))
+    /// resolved `Delivered`.
+    pub receipts_delivered: u64,
+    /// Receipts resolved `Refused` (the peer gave its reason).
+    pub receipts_refused: u64,
+    /// Receipts resolved `Lost`.
+    pub receipts_lost: u64,
+    /// Receipts resolved `Unknown` (their deadline passed).
+    pub receipts_unknown: u64,
+    /// Gauge: receipts waiting for an outcome.
+    pub receipts_waiting: u64,
+    /// As a receiver: receipts this node issued for tells that asked.
+    pub receipts_issued: u64,
 }
 
 impl Counters {
@@ -200,6 +234,13 @@ impl Counters {
             links: 0,
             unauthenticated: self.unauthenticated.load(Relaxed),
             schema_mismatches: self.schema_mismatches.load(Relaxed),
+            tells_lost_to_down: self.tells_lost_to_down.load(Relaxed),
+            receipts_delivered: self.receipts_delivered.load(Relaxed),
+            receipts_refused: self.receipts_refused.load(Relaxed),
+            receipts_lost: self.receipts_lost.load(Relaxed),
+            receipts_unknown: self.receipts_unknown.load(Relaxed),
+            receipts_waiting: 0,
+            receipts_issued: self.receipts_issued.load(Relaxed),
         }
     }
 }

@@ -7,7 +7,7 @@
 //! troupe-remote-bench [--quick] [--messages N] [--asks K] [--samples S]
 //!                     [--erlang] [--caf] [--url nats://...] [--json FILE|-]
 //!                     [--only serialize,tell,ask] [--sizes 64,1024] [--batch-bytes N]
-//!                     [--ask-spin-us N]
+//!                     [--ask-spin-us N] [--window W]
 //! ```
 //!
 //! Workloads (BENCHMARKS.md's JSON line format, one line per figure):
@@ -25,6 +25,11 @@
 //! - `remote_serialize`: encode and decode of a frame (header + postcard
 //!   body) per message shape and size, in-process, ns per op; with `--caf`,
 //!   CAF 0.17's binary serializer on the same shapes (`peers/caf`).
+//! - `confirmed` (only with `--only confirmed`): N tells, then N
+//!   `tell_confirmed` with at most W receipts outstanding, alternating per
+//!   sample, to the same sink; then K single `tell_confirmed` of an 8-byte
+//!   body awaited one at a time, interleaved with K asks of the same size.
+//!   Printed, not in the JSON lines.
 //!
 //! Each throughput figure is the median of S samples after one warm-up.
 //! Child roles (`--role ...`) are this binary re-run; they are not for users.
@@ -189,6 +194,9 @@ pub(crate) struct Args {
     /// Payload sizes in bytes, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
     sizes: Vec<usize>,
+    /// `--only confirmed`: receipts outstanding at most.
+    #[arg(long, default_value_t = 1000)]
+    window: usize,
     /// The node's outbox batch size in bytes.
     #[arg(long)]
     batch_bytes: Option<usize>,
@@ -225,10 +233,12 @@ fn raw_client(rt: &tokio::runtime::Runtime, url: &str) -> async_nats::Client {
     })
 }
 
+mod confirmed;
 mod peers;
 mod roles;
 mod runs;
 
+use confirmed::*;
 use peers::*;
 use roles::*;
 use runs::*;
@@ -492,6 +502,29 @@ fn main() {
     ));
     }
 
+    let mut confirmed_lines = Vec::new();
+    for &size in sizes.iter().filter(|_| only.contains("confirmed")) {
+        eprintln!(
+            "confirmed {size} B: tell and tell_confirmed (window {}) alternating, then latency against ask...",
+            args.window
+        );
+        let run = confirmed_run(&url, size, n, samples, args.window, k);
+        let (tell, conf) = (
+            median(run.tell_rates.clone()),
+            median(run.confirmed_rates.clone()),
+        );
+        let lat = percentiles(run.confirmed_latency);
+        let ask = percentiles(run.ask_latency);
+        confirmed_lines.push(format!(
+            "confirmed {size} B: tell {tell:.0}/s, tell_confirmed {conf:.0}/s ({:.2}x tell; samples tell {:?}, confirmed {:?}); \
+             latency of one 8 B tell_confirmed p50 {:.1} us p99 {:.1} us, ask p50 {:.1} us p99 {:.1} us",
+            conf / tell,
+            run.tell_rates.iter().map(|r| *r as u64).collect::<Vec<_>>(),
+            run.confirmed_rates.iter().map(|r| *r as u64).collect::<Vec<_>>(),
+            lat.0, lat.1, ask.0, ask.1
+        ));
+    }
+
     if only.contains("serialize") && args.caf {
         eprintln!("CAF 0.17 binary serializer on the same shapes...");
         figs.extend(caf_serialize());
@@ -554,6 +587,9 @@ fn main() {
                 c.seconds / f.seconds
             );
         }
+    }
+    for line in &confirmed_lines {
+        println!("{line}");
     }
     if let Some(line) = &ask_summary {
         println!("{line}");
