@@ -130,6 +130,19 @@ impl Cluster {
         &self.inner.name
     }
 
+    /// This node's heartbeat interval ([`ClusterBuilder::heartbeat`]).
+    pub fn heartbeat(&self) -> Duration {
+        self.inner.interval
+    }
+
+    /// The silence after which a peer with this node's heartbeat is
+    /// declared down: the interval times `down_after`
+    /// ([`ClusterBuilder::down_after`]). No peer is declared down sooner
+    /// after its last heartbeat reached this node.
+    pub fn down_detection(&self) -> Duration {
+        self.inner.interval.mul_f64(self.inner.down_after)
+    }
+
     /// The peers this node holds alive, sorted.
     pub fn peers(&self) -> Vec<String> {
         self.inner.peers.lock().names()
