@@ -249,6 +249,7 @@ impl ClusterBuilder {
             down_hooks: Mutex::new(Vec::new()),
             counters: Counters::default(),
             bad_log: RateLog::default(),
+            down_log: RateLog::default(),
             key: self.key,
             intake: Intake::default(),
             balanced_seq: AtomicU64::new(0),
