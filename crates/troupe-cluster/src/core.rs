@@ -139,6 +139,8 @@ pub(crate) struct Inner {
     /// so that heartbeats under made-up incarnations (each a "restart")
     /// cannot flood the log.
     pub(crate) down_log: RateLog,
+    /// The revision of this node's name key (`name_lock.rs`).
+    pub(crate) name_rev: AtomicU64,
     pub(crate) key: Option<ClusterKey>,
     /// This node's own heartbeats out and back (see `liveness.rs`).
     pub(crate) intake: Intake,

@@ -37,7 +37,7 @@
 //!     }
 //! }
 //!
-//! let cluster = Arc::new(Cluster::connect("nats://127.0.0.1:4222", "n1")?);
+//! let cluster = Arc::new(Cluster::builder("nats://127.0.0.1:4222", "n1").insecure().connect()?);
 //! let carts = cluster
 //!     .sharding("cart", |_id| Cart { items: 0 })
 //!     .tell::<Add>()

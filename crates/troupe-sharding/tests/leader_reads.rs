@@ -62,6 +62,7 @@ fn ownership_reads_come_from_the_stream_leader() {
     };
     let cluster = Arc::new(
         Cluster::builder(&server.url(), "l1")
+            .insecure()
             .heartbeat(Duration::from_millis(200))
             .connect()
             .expect("connect"),
@@ -95,6 +96,7 @@ fn a_deposed_owner_cannot_overwrite_the_remembered_list() {
         return;
     };
     let cluster = Cluster::builder(&server.url(), "r1")
+        .insecure()
         .connect()
         .expect("connect");
     let store = BucketOwnership::open(&cluster).expect("bucket");

@@ -68,6 +68,7 @@ fn node(
 ) -> (Arc<Cluster>, Sharding<Probe>) {
     let cluster = Arc::new(
         Cluster::builder(url, name)
+            .insecure()
             .heartbeat(hb)
             .connect()
             .expect("connect"),

@@ -72,6 +72,7 @@ fn slow_node(
     });
     let node = Arc::new(
         Cluster::builder_on(net.connect(), "s1")
+            .insecure()
             .heartbeat(HB)
             .connect()
             .expect("connect"),
