@@ -89,6 +89,7 @@ CRATES = {
             "core": 1,
             "tasks": 1,
             "mirror": 1,
+            "name_lock": 1,
             "builder": 2,
             "cluster": 2,
             "directory": 2,

@@ -71,7 +71,10 @@ impl Actor for Watcher {
 type Error = Box<dyn std::error::Error>;
 
 fn connect(url: &str, name: &str) -> Result<Cluster, Error> {
-    Ok(Cluster::builder(url, name).heartbeat(HEARTBEAT).connect()?)
+    Ok(Cluster::builder(url, name)
+        .insecure()
+        .heartbeat(HEARTBEAT)
+        .connect()?)
 }
 
 /// `node URL NAME`: serve a worker as `worker@NAME`, registered as

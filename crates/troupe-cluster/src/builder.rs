@@ -40,7 +40,7 @@ pub(crate) enum Via {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// let c = troupe_cluster::Cluster::builder("nats://127.0.0.1:4222", "n1")
+/// let c = troupe_cluster::Cluster::builder("nats://127.0.0.1:4222", "n1").insecure()
 ///     .namespace("staging")
 ///     .heartbeat(Duration::from_millis(200))
 ///     .user_password("app", "secret")
@@ -62,6 +62,7 @@ pub struct ClusterBuilder {
     pub(crate) node: Option<NodeOptions>,
     pub(crate) max_peers: usize,
     pub(crate) key: Option<ClusterKey>,
+    pub(crate) insecure: bool,
     pub(crate) registry_replicas: usize,
 }
 
@@ -82,6 +83,7 @@ impl ClusterBuilder {
             node: None,
             max_peers: crate::liveness::DEFAULT_MAX_PEERS,
             key: None,
+            insecure: false,
             registry_replicas: 1,
         }
     }
@@ -158,6 +160,16 @@ impl ClusterBuilder {
         self.key = Some(ClusterKey::new(secret));
         self
     }
+    /// Runs without a cluster secret: the node then obeys an unsealed Kill
+    /// and lets any client that may publish on the cluster's subjects
+    /// declare a peer down or plant a registry entry. Without a
+    /// [`secret`](Self::secret) and without this, [`connect`](Self::connect)
+    /// refuses with `ClusterError::Node(NodeError::Insecure)`. For tests,
+    /// examples and a trusted network behind NATS permissions.
+    pub fn insecure(mut self) -> Self {
+        self.insecure = true;
+        self
+    }
     /// Anything else on the underlying [`NodeBuilder`] (TLS and other
     /// `async-nats` options through `.nats(|o| o.connect_options(..))`,
     /// limits).
@@ -169,10 +181,15 @@ impl ClusterBuilder {
         self
     }
 
-    /// Connects the node, opens (or creates) the registry bucket, loads
-    /// the registry and starts heartbeats. A wrong credential or an absent
+    /// Connects the node, opens (or creates) the registry bucket, takes
+    /// the node's name (`name_lock.rs`), loads the registry and starts
+    /// heartbeats. Refused without a [`secret`](Self::secret) unless the
+    /// builder said [`insecure`](Self::insecure). A wrong credential or an absent
     /// server is an error within the connect timeout.
     pub fn connect(self) -> Result<Cluster, ClusterError> {
+        if self.key.is_none() && !self.insecure {
+            return Err(ClusterError::Node(troupe_remote::NodeError::Insecure));
+        }
         if !wire::is_token(&self.namespace) || !wire::is_token(&self.name) {
             return Err(ClusterError::BadName(format!(
                 "namespace {:?} and node {:?} must be letters, digits, '_' and '-'",
@@ -194,8 +211,9 @@ impl ClusterBuilder {
             Via::Given(make) => make(&self.name),
         };
         let mut nb = nb.cluster(self.namespace.clone());
-        if let Some(key) = &self.key {
-            nb = nb.cluster_key(key.clone());
+        match &self.key {
+            Some(key) => nb = nb.cluster_key(key.clone()),
+            None => nb = nb.insecure(),
         }
         if let Some(f) = self.node {
             nb = f(nb);
@@ -228,6 +246,14 @@ impl ClusterBuilder {
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(1)
             ^ u64::from(std::process::id()) << 48;
+        // One live process per name, also for two that start at once
+        // (name_lock.rs).
+        let name_rev = block_on(&handle, {
+            let (kv, name) = (kv.clone(), self.name.clone());
+            let wait = crate::name_lock::wait(self.heartbeat, self.down_after);
+            async move { crate::name_lock::acquire(&kv, &name, incarnation, wait).await }
+        })
+        .unwrap_or_else(|| Err(stopped()))?;
         let inner = Arc::new(Inner {
             ns: self.namespace,
             name: self.name,
@@ -251,6 +277,8 @@ impl ClusterBuilder {
             down_hooks: Mutex::new(vec![Box::new(node.peer_down_hook()) as DownHook]),
             counters: Counters::default(),
             bad_log: RateLog::default(),
+            down_log: RateLog::default(),
+            name_rev: AtomicU64::new(name_rev),
             key: self.key,
             intake: Intake::default(),
             balanced_seq: AtomicU64::new(0),
@@ -286,6 +314,7 @@ impl ClusterBuilder {
             handle.spawn(inner.clone().check()),
             handle.spawn(inner.clone().mirror()),
             handle.spawn(inner.clone().refresh()),
+            handle.spawn(inner.clone().hold_name()),
         ];
         Ok(Cluster {
             inner,

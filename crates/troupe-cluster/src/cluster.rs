@@ -47,14 +47,14 @@ use crate::ClusterError;
 ///
 /// let system = ActorSystem::new();
 /// // Process 1: serves `worker@n1`, registered as "jobs" and in group "pool".
-/// let n1 = Cluster::connect("nats://127.0.0.1:4222", "n1")?;
+/// let n1 = Cluster::builder("nats://127.0.0.1:4222", "n1").insecure().connect()?;
 /// let worker = system.spawn(Worker);
 /// n1.expose("worker", &worker).tell::<Job>().serve()?;
 /// n1.register::<Job>("jobs", "worker")?;
 /// n1.join_group::<Job>("pool", "worker")?;
 ///
 /// // Process 2: finds it, watches it, sends to the group.
-/// let n2 = Cluster::connect("nats://127.0.0.1:4222", "n2")?;
+/// let n2 = Cluster::builder("nats://127.0.0.1:4222", "n2").insecure().connect()?;
 /// let jobs = n2.find::<Job>("jobs").expect("registered");
 /// jobs.tell(Job(1)).ok();
 /// let watcher = system.spawn(Watcher);
@@ -88,7 +88,10 @@ pub(crate) fn token(what: &str, s: &str) -> Result<(), ClusterError> {
 }
 
 impl Cluster {
-    /// Joins the default namespace with default settings.
+    /// Joins the default namespace with default settings, which include
+    /// no secret: this refuses (`NodeError::Insecure`); use
+    /// [`builder`](Self::builder) with [`secret`](ClusterBuilder::secret)
+    /// (or, for tests, [`insecure`](ClusterBuilder::insecure)).
     pub fn connect(url: &str, node: &str) -> Result<Cluster, ClusterError> {
         Cluster::builder(url, node).connect()
     }
@@ -109,8 +112,8 @@ impl Cluster {
     /// use troupe_remote::transport::memory::MemoryNetwork;
     ///
     /// let net = MemoryNetwork::new();
-    /// let a = Cluster::builder_on(net.connect(), "a").connect()?;
-    /// let b = Cluster::builder_on(net.connect(), "b").connect()?;
+    /// let a = Cluster::builder_on(net.connect(), "a").insecure().connect()?;
+    /// let b = Cluster::builder_on(net.connect(), "b").insecure().connect()?;
     /// assert_eq!(a.name(), "a");
     /// # drop(b);
     /// # Ok::<(), troupe_cluster::ClusterError>(())
@@ -128,6 +131,19 @@ impl Cluster {
     /// This node's name.
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// This node's heartbeat interval ([`ClusterBuilder::heartbeat`]).
+    pub fn heartbeat(&self) -> Duration {
+        self.inner.interval
+    }
+
+    /// The silence after which a peer with this node's heartbeat is
+    /// declared down: the interval times `down_after`
+    /// ([`ClusterBuilder::down_after`]). No peer is declared down sooner
+    /// after its last heartbeat reached this node.
+    pub fn down_detection(&self) -> Duration {
+        self.inner.interval.mul_f64(self.inner.down_after)
     }
 
     /// The peers this node holds alive, sorted.
@@ -238,6 +254,7 @@ impl Drop for Cluster {
                     for k in own {
                         let _ = inner.kv.delete(&k, None).await;
                     }
+                    inner.release_name().await;
                     let _ = inner.transport.flush().await;
                 })
                 .await;

@@ -135,6 +135,12 @@ pub(crate) struct Inner {
     pub(crate) down_hooks: Mutex<Vec<DownHook>>,
     pub(crate) counters: Counters,
     pub(crate) bad_log: RateLog,
+    /// The "peer down" lines: one per [`LOG_EVERY`](crate::bad_input::LOG_EVERY),
+    /// so that heartbeats under made-up incarnations (each a "restart")
+    /// cannot flood the log.
+    pub(crate) down_log: RateLog,
+    /// The revision of this node's name key (`name_lock.rs`).
+    pub(crate) name_rev: AtomicU64,
     pub(crate) key: Option<ClusterKey>,
     /// This node's own heartbeats out and back (see `liveness.rs`).
     pub(crate) intake: Intake,

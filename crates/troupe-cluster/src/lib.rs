@@ -40,7 +40,8 @@
 //! `bad_input.rs`, `error.rs`; 1 `state`: [`liveness`], [`registry`],
 //! [`monitor`], [`permissions`], `core.rs` (the shared state and
 //! counters), `tasks.rs` (heartbeats, control, the connection check),
-//! `mirror.rs` (the registry's watch and refresh); 2 `api`: `builder.rs`
+//! `mirror.rs` (the registry's watch and refresh), `name_lock.rs` (one
+//! live process per node name); 2 `api`: `builder.rs`
 //! ([`ClusterBuilder`]), `cluster.rs` ([`Cluster`]), `directory.rs`
 //! (registry and broadcast groups), `balanced.rs` (load-balanced groups),
 //! `remote_watch.rs` (remote monitors and links), [`metrics`] (the
@@ -67,6 +68,7 @@ pub mod liveness;
 pub mod metrics;
 mod mirror;
 pub mod monitor;
+mod name_lock;
 pub mod permissions;
 pub mod registry;
 mod remote_watch;

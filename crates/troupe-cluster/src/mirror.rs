@@ -23,6 +23,9 @@ impl Inner {
             let mut keys = self.kv.keys().await.map_err(|e| e.to_string())?;
             let mut maps = crate::registry::Maps::default();
             while let Some(k) = keys.next().await {
+                if wire::is_lock_key(&k) {
+                    continue;
+                }
                 if let Ok(Some(e)) = self.kv.get(&k).await {
                     maps.apply(&k, e.revision, self.registry_value(&k, &e.value));
                 }
@@ -56,6 +59,7 @@ impl Inner {
                     loop {
                         tokio::select! {
                             next = w.next() => match next {
+                                Some(e) if wire::is_lock_key(&e.key) => {}
                                 Some(e) => {
                                     let value = match e.op {
                                         KvOp::Put => self.registry_value(&e.key, &e.value),

@@ -274,7 +274,9 @@ impl Inner {
     /// `node` (that incarnation) is down: Down to watchers of its actors,
     /// its registry entries out of the cache and the bucket, hooks told.
     pub(crate) fn declared_down(&self, node: &str, incarnation: u64, why: &str) {
-        tracing::warn!(node = %self.name, peer = %node, why, "peer down");
+        if let Some(left_out) = self.down_log.admit(Instant::now()) {
+            tracing::warn!(node = %self.name, peer = %node, why, left_out, "peer down");
+        }
         self.counters.nodes_down.fetch_add(1, Ordering::Relaxed);
         self.standins.stop_node(node);
         let gone = self.cache.maps.write().drop_node(node, incarnation);

@@ -81,6 +81,14 @@ pub fn kv_seal_subject(key: &str) -> String {
 pub fn name_key(name: &str) -> String {
     format!("n.{name}")
 }
+/// The key that holds node `node`'s name (`name_lock.rs`).
+pub fn lock_key(node: &str) -> String {
+    format!("lock.{node}")
+}
+/// Whether `key` is a name's key, not a registry entry.
+pub fn is_lock_key(key: &str) -> bool {
+    key.starts_with("lock.")
+}
 /// The key of one group membership.
 pub fn member_key(group: &str, node: &str, actor: &str) -> String {
     format!("g.{group}.{node}.{actor}")

@@ -60,6 +60,7 @@ impl Actor for Watcher {
 
 fn cluster(server: &NatsServer, name: &str) -> Cluster {
     Cluster::builder(&server.url(), name)
+        .insecure()
         .heartbeat(HB)
         .connect()
         .expect("connect")
@@ -479,6 +480,7 @@ fn wrong_credentials_fail_fast_and_namespaces_isolate() {
     };
     let start = Instant::now();
     let r = Cluster::builder(&server.url(), "x")
+        .insecure()
         .user_password("app", "wrong")
         .connect_timeout(Duration::from_secs(2))
         .connect();
@@ -491,6 +493,7 @@ fn wrong_credentials_fail_fast_and_namespaces_isolate() {
 
     let ok = |ns: &str, name: &str| {
         Cluster::builder(&server.url(), name)
+            .insecure()
             .namespace(ns)
             .heartbeat(HB)
             .user_password("app", "s3cret")

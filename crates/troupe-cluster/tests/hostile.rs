@@ -75,6 +75,7 @@ impl Raw {
 
 fn cluster(server: &NatsServer, name: &str) -> Cluster {
     Cluster::builder(&server.url(), name)
+        .insecure()
         .heartbeat(HB)
         .connect()
         .expect("connect")
@@ -131,6 +132,7 @@ fn made_up_heartbeats_do_not_grow_the_peer_table() {
         return;
     };
     let a = Cluster::builder(&server.url(), "a")
+        .insecure()
         .heartbeat(HB)
         .max_peers(16)
         .connect()

@@ -27,6 +27,7 @@ impl Actor for Worker {
 
 fn cluster(net: &MemoryNetwork, name: &str) -> Cluster {
     Cluster::builder_on(net.connect(), name)
+        .insecure()
         .heartbeat(Duration::from_millis(100))
         .connect()
         .expect("connect")

@@ -89,6 +89,7 @@ fn server() -> Option<NatsServer> {
 
 fn cluster(url: &str, name: &str, user: &str, password: &str) -> Result<Cluster, ClusterError> {
     Cluster::builder(url, name)
+        .insecure()
         .namespace("app")
         .heartbeat(Duration::from_millis(200))
         .user_password(user, password)

@@ -90,6 +90,7 @@ impl Actor for Payments {
 
 fn node(net: &MemoryNetwork, name: &str) -> Node {
     Node::builder_on(net.connect(), name)
+        .insecure()
         .connect()
         .expect("a node")
 }

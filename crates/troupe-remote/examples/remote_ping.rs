@@ -122,7 +122,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 note_bytes: 0,
                 quit,
             });
-            let node = Node::connect(&url, "pong")?;
+            let node = Node::builder(&url, "pong").insecure().connect()?;
             node.expose("ponger", &pong)
                 .ask::<Ping>(PongMsg::Ping)
                 .tell::<Note>()
@@ -136,7 +136,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Role::Ping => {
             let count = args.count;
-            let node = Node::connect(&url, "ping")?;
+            let node = Node::builder(&url, "ping").insecure().connect()?;
             let ping = node.lookup::<Ping>("ponger@pong")?;
             let mut worst = Duration::ZERO;
             for i in 0..count {

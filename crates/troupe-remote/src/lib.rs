@@ -48,11 +48,11 @@
 //! // Process 1
 //! let system = ActorSystem::new();
 //! let cart = system.spawn(Cart::default());
-//! let shop = Node::connect(&url, "shop")?;
+//! let shop = Node::builder(&url, "shop").insecure().connect()?;
 //! shop.expose("cart", &cart).tell::<Add>().ask::<Total>(CartMsg::Total).serve()?;
 //!
 //! // Process 2
-//! let client = Node::connect(&url, "client")?;
+//! let client = Node::builder(&url, "client").insecure().connect()?;
 //! let add = client.lookup::<Add>("cart@shop")?;
 //! add.tell(Add { item: "tea".into(), qty: 2 }).unwrap();
 //! client.flush(Duration::from_secs(1)); // asks may overtake queued tells

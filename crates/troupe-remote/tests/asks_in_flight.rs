@@ -19,13 +19,19 @@ fn an_ask_in_flight_fails_with_disconnected_when_the_server_goes() {
     };
     let system = ActorSystem::builder().threads(1).build();
     let counter = system.spawn(Counter::new(Arc::new(AtomicU64::new(0))));
-    let b = Node::connect(&server.url(), "b").unwrap();
+    let b = Node::builder(&server.url(), "b")
+        .insecure()
+        .connect()
+        .unwrap();
     b.expose("counter", &counter)
         .ask::<Silent>(CounterMsg::Silent)
         .ask::<Sum>(CounterMsg::Sum)
         .serve()
         .unwrap();
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let silent = a.lookup::<Silent>("counter@b").unwrap();
     let asker = std::thread::spawn(move || {
         let r = silent.ask(Silent, Duration::from_secs(20));

@@ -42,7 +42,10 @@ fn serve_slow(server: &NatsServer, system: &ActorSystem) -> Node {
         sum: 0,
         seen: Vec::new(),
     }));
-    let b = Node::connect(&server.url(), "b").unwrap();
+    let b = Node::builder(&server.url(), "b")
+        .insecure()
+        .connect()
+        .unwrap();
     b.expose("slow", &counter)
         .tell::<Add>()
         .ask::<Sum>(CounterMsg::Sum)
@@ -58,7 +61,10 @@ fn an_async_actor_answers_remote_tells_and_asks_in_order() {
     };
     let system = ActorSystem::builder().threads(2).build();
     let b = serve_slow(&server, &system);
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let add = a.lookup::<Add>("slow@b").unwrap();
     for i in 1..=200u64 {
         add.tell(Add(i)).unwrap();
@@ -91,7 +97,10 @@ fn an_async_handler_awaits_a_remote_ask() {
     };
     let system = ActorSystem::builder().threads(2).build();
     let b = serve_slow(&server, &system);
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let add = a.lookup::<Add>("slow@b").unwrap();
     for i in 1..=10u64 {
         add.tell(Add(i)).unwrap();

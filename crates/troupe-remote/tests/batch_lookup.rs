@@ -27,7 +27,10 @@ fn a_batch_looks_up_again_when_the_target_or_the_type_changes() {
     let x = system.spawn(Counter::new(seen_x.clone()));
     let y = system.spawn(Counter::new(seen_y.clone()));
     let net = MemoryNetwork::new();
-    let b = Node::builder_on(net.connect(), "b").connect().unwrap();
+    let b = Node::builder_on(net.connect(), "b")
+        .insecure()
+        .connect()
+        .unwrap();
     b.expose("x", &x)
         .tell::<Add>()
         .tell::<Blob>()
@@ -63,7 +66,10 @@ fn a_batch_looks_up_again_when_the_target_or_the_type_changes() {
         })
         .unwrap();
 
-    let a = Node::builder_on(net.connect(), "a").connect().unwrap();
+    let a = Node::builder_on(net.connect(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let sum = |n: &str| {
         a.lookup::<Sum>(&format!("{n}@b"))
             .unwrap()

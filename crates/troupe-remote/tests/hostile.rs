@@ -61,13 +61,19 @@ fn four_link_frames_do_not_make_a_node_deaf() {
     };
     let system = ActorSystem::builder().threads(1).build();
     let counter = system.spawn(Counter::new(Arc::new(AtomicU64::new(0))));
-    let b = Node::connect(&server.url(), "b").unwrap();
+    let b = Node::builder(&server.url(), "b")
+        .insecure()
+        .connect()
+        .unwrap();
     b.expose("counter", &counter)
         .tell::<Add>()
         .ask::<Sum>(CounterMsg::Sum)
         .serve()
         .unwrap();
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let sum = a.lookup::<Sum>("counter@b").unwrap();
     assert_eq!(sum.ask(Sum, T), Ok(0));
 
@@ -108,6 +114,7 @@ fn made_up_sender_names_do_not_grow_the_link_table() {
     let system = ActorSystem::builder().threads(1).build();
     let counter = system.spawn(Counter::new(Arc::new(AtomicU64::new(0))));
     let b = Node::builder(&server.url(), "b")
+        .insecure()
         .ack_period(Duration::from_millis(5))
         .link_idle(Duration::ZERO) // the floor: 64 periods
         .max_links(64)
@@ -138,7 +145,10 @@ fn made_up_sender_names_do_not_grow_the_link_table() {
     assert!(wait_until(T, || b.stats().links == 0), "{:?}", b.stats());
     assert!(b.stats().acks_sent <= 2 * 64, "{:?}", b.stats());
     // A real sender gets a link state again.
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let add = a.lookup::<Add>("counter@b").unwrap();
     add.tell(Add(1)).unwrap();
     assert!(a.settle(T));
@@ -271,7 +281,10 @@ fn a_batch_s_counts_survive_a_handler_s_panic() {
         .load(std::sync::atomic::Ordering::Relaxed)
         == 2));
     // The node goes on.
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let sum = a.lookup::<Sum>("counter@b").unwrap();
     assert_eq!(sum.ask(Sum, T), Ok(3));
     system.shutdown();

@@ -24,6 +24,7 @@ const T: Duration = Duration::from_secs(10);
 
 fn node(net: &MemoryNetwork, name: &str) -> Node {
     Node::builder_on(net.connect(), name)
+        .insecure()
         .ack_period(SYNC)
         .connect()
         .unwrap()
@@ -304,6 +305,7 @@ fn a_peer_that_leaves_acks_what_it_took() {
     let counter = system.spawn(Counter::new(seen.clone()));
     // Its link task acks only when it leaves.
     let b = Node::builder_on(server.connect(), "b")
+        .insecure()
         .ack_period(Duration::from_secs(600))
         .connect()
         .unwrap();
@@ -362,6 +364,7 @@ fn a_sender_cut_off_keeps_its_tells_unconfirmed_until_it_is_back() {
     b.expose("counter", &counter).tell::<Add>().serve().unwrap();
     let conn = Arc::new(net.connect());
     let a = Node::builder_on(conn.clone(), "a")
+        .insecure()
         .ack_period(SYNC)
         .connect()
         .unwrap();

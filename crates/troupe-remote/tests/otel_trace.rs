@@ -95,7 +95,10 @@ fn label(s: &SpanData) -> String {
 }
 
 fn node(net: &MemoryNetwork, name: &str) -> Node {
-    Node::builder_on(net.connect(), name).connect().unwrap()
+    Node::builder_on(net.connect(), name)
+        .insecure()
+        .connect()
+        .unwrap()
 }
 
 #[test]

@@ -49,6 +49,7 @@ fn node(
     password: &'static str,
 ) -> Result<Node, NodeError> {
     Node::builder(url, name)
+        .insecure()
         .cluster("app")
         .nats(move |n| {
             n.connect_options(move |o| o.user_and_password(user.into(), password.into()))
@@ -103,6 +104,7 @@ fn a_namespace_the_user_may_not_use_is_an_error_at_connect() {
     }
     // The namespace it may use works.
     let ok = Node::builder(&server.url(), "z")
+        .insecure()
         .cluster("other")
         .nats(|n| n.connect_options(|o| o.user_and_password("outsider".into(), "x".into())))
         .connect();

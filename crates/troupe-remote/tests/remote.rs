@@ -26,7 +26,10 @@ fn serve_counting(
     let c = Counter::new(seen.clone());
     let disorder = c.disorder.clone();
     let counter = system.spawn(c);
-    let node = Node::connect(&server.url(), node).unwrap();
+    let node = Node::builder(&server.url(), node)
+        .insecure()
+        .connect()
+        .unwrap();
     node.expose("counter", &counter)
         .tell::<Add>()
         .tell::<Blob>()
@@ -44,7 +47,10 @@ fn tells_arrive_in_order_and_asks_answer() {
     };
     let system = ActorSystem::builder().threads(2).build();
     let ((_b, seen), disorder) = serve_counting(&server, &system, "b");
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let add = a.lookup::<Add>("counter@b").unwrap();
     for i in 1..=10_000u64 {
         add.tell(Add(i)).unwrap();
@@ -66,7 +72,10 @@ fn ask_errors_are_distinct() {
     };
     let system = ActorSystem::builder().threads(2).build();
     let (b, _) = serve(&server, &system, "b");
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     // No such node: the server says no responders, at once.
     let nobody = a.lookup::<Sum>("counter@nobody").unwrap();
     let started = std::time::Instant::now();
@@ -100,6 +109,7 @@ fn clusters_on_one_server_do_not_see_each_other() {
     let seen = Arc::new(AtomicU64::new(0));
     let counter = system.spawn(Counter::new(seen.clone()));
     let blue = Node::builder(&server.url(), "b")
+        .insecure()
         .cluster("blue")
         .connect()
         .unwrap();
@@ -109,12 +119,14 @@ fn clusters_on_one_server_do_not_see_each_other() {
         .unwrap();
     // Same node name, other cluster: allowed, and it cannot reach blue's actor.
     let green = Node::builder(&server.url(), "b")
+        .insecure()
         .cluster("green")
         .connect()
         .unwrap();
     let from_green = green.lookup::<Sum>("counter@b").unwrap();
     assert!(from_green.ask(Sum, T).is_err());
     let blue_client = Node::builder(&server.url(), "c")
+        .insecure()
         .cluster("blue")
         .connect()
         .unwrap();
@@ -130,8 +142,11 @@ fn a_node_name_is_taken_once_per_cluster() {
     let Some(server) = NatsServer::start_or_skip() else {
         return;
     };
-    let _first = Node::connect(&server.url(), "same").unwrap();
-    match Node::connect(&server.url(), "same") {
+    let _first = Node::builder(&server.url(), "same")
+        .insecure()
+        .connect()
+        .unwrap();
+    match Node::builder(&server.url(), "same").insecure().connect() {
         Err(NodeError::NameTaken(n)) => assert_eq!(n, "same"),
         other => panic!(
             "expected NameTaken, got {:?}",
@@ -159,6 +174,7 @@ fn a_type_id_clash_is_refused_at_start_naming_both() {
         return;
     };
     let err = Node::builder(&server.url(), "x")
+        .insecure()
         .register::<clash::one::Same>()
         .register::<clash::two::Same>()
         .connect()
@@ -172,6 +188,7 @@ fn a_type_id_clash_is_refused_at_start_naming_both() {
     );
     // And at lookup time on a running node.
     let node = Node::builder(&server.url(), "y")
+        .insecure()
         .register::<clash::one::Same>()
         .connect()
         .unwrap();
@@ -188,7 +205,10 @@ fn an_oversized_message_is_handed_back() {
     };
     let system = ActorSystem::builder().threads(2).build();
     let (_b, seen) = serve(&server, &system, "b");
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     // A frame header, and the link frame for "a" (header, length, name).
     assert_eq!(a.max_body(), 4096 - 32 - 34);
     let blob = a.lookup::<Blob>("counter@b").unwrap();
@@ -212,7 +232,10 @@ fn garbage_on_a_node_subject_is_counted_and_the_node_keeps_serving() {
     };
     let system = ActorSystem::builder().threads(2).build();
     let (b, seen) = serve(&server, &system, "b");
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let client = a.transport().clone();
     let subject = b.subject();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -275,6 +298,7 @@ fn a_node_on_the_callers_runtime_asks_without_a_hop() {
         .unwrap();
     rt.block_on(async {
         let a = Node::builder(&server.url(), "a")
+            .insecure()
             .connect_async()
             .await
             .unwrap();
@@ -314,7 +338,10 @@ fn a_flood_of_garbage_is_counted_exactly() {
     };
     let system = ActorSystem::builder().threads(2).build();
     let (b, seen) = serve(&server, &system, "b");
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let client = a.transport().clone();
     let subject = b.subject();
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -88,8 +88,14 @@ fn a_shape_mismatch_is_refused_and_names_both_sides() {
         return;
     };
     let system = ActorSystem::builder().threads(2).build();
-    let a = Node::connect(&server.url(), "a").unwrap();
-    let b = Node::connect(&server.url(), "b").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
+    let b = Node::builder(&server.url(), "b")
+        .insecure()
+        .connect()
+        .unwrap();
     let (tx, items) = mpsc::channel();
     let shop = system.spawn(Shop(tx, 0));
     a.expose("shop", &shop)
@@ -160,7 +166,10 @@ fn a_shape_mismatch_is_refused_and_names_both_sides() {
 
     // The same shapes under other Rust names pass: the stable name is the
     // identity (a third node: b's registry holds `there`'s types).
-    let c = Node::connect(&server.url(), "c").unwrap();
+    let c = Node::builder(&server.url(), "c")
+        .insecure()
+        .connect()
+        .unwrap();
     let thing = c.lookup::<twin::Thing>("shop@a").unwrap();
     thing.tell(twin::Thing(7)).unwrap();
     assert_eq!(items.recv_timeout(T), Ok(7));

@@ -41,13 +41,19 @@ fn kill_mid_stream(paced: bool) {
     let c = Counter::new(seen.clone());
     let disorder = c.disorder.clone();
     let counter = system.spawn(c);
-    let b = Node::connect(&server.url(), "b").unwrap();
+    let b = Node::builder(&server.url(), "b")
+        .insecure()
+        .connect()
+        .unwrap();
     b.expose("counter", &counter)
         .tell::<Add>()
         .ask::<Sum>(CounterMsg::Sum)
         .serve()
         .unwrap();
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let add = a.lookup::<Add>("counter@b").unwrap();
 
     // Phase 1: stream flat out for 600 ms; another thread kills the server

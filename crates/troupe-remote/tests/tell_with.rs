@@ -36,7 +36,10 @@ fn a_handler_delivers_refuses_and_fails_to_decode_and_each_is_counted() {
         .serve()
         .unwrap();
 
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let add = a.lookup::<Add>("counter@b").unwrap();
     for i in 1..=100u64 {
         add.tell(Add(i)).unwrap();
@@ -89,7 +92,10 @@ fn a_reference_tells_another_type_with_that_type_s_fingerprint() {
         .serve()
         .unwrap();
 
-    let a = Node::connect(&server.url(), "a").unwrap();
+    let a = Node::builder(&server.url(), "a")
+        .insecure()
+        .connect()
+        .unwrap();
     let blob = a.lookup::<Blob>("counter@b").unwrap();
     let add_schema = troupe_remote::schema::tell_fingerprint::<Add>();
     for i in 1..=10u64 {

@@ -31,7 +31,10 @@ fn a_malformed_trace_block_is_a_counted_bad_frame() {
     let system = ActorSystem::builder().threads(1).build();
     let seen = Arc::new(AtomicU64::new(0));
     let counter = system.spawn(Counter::new(seen.clone()));
-    let b = Node::builder_on(net.connect(), "b").connect().unwrap();
+    let b = Node::builder_on(net.connect(), "b")
+        .insecure()
+        .connect()
+        .unwrap();
     b.expose("counter", &counter).tell::<Add>().serve().unwrap();
 
     let tc = TraceContext {

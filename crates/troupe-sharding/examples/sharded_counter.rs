@@ -52,6 +52,7 @@ impl Actor for Counter {
 fn node(url: &str, name: &str) -> (Arc<Cluster>, Sharding<Counter>) {
     let cluster = Arc::new(
         Cluster::builder(url, name)
+            .insecure()
             .heartbeat(Duration::from_millis(250))
             .connect()
             .expect("connect"),

@@ -162,7 +162,12 @@ type Error = Box<dyn std::error::Error>;
 /// journal on JetStream, and take commands on stdin (`where`, `shop`)
 /// until it closes.
 fn node(url: &str, name: &str) -> Result<(), Error> {
-    let cluster = Arc::new(Cluster::builder(url, name).heartbeat(HEARTBEAT).connect()?);
+    let cluster = Arc::new(
+        Cluster::builder(url, name)
+            .insecure()
+            .heartbeat(HEARTBEAT)
+            .connect()?,
+    );
     let store = Arc::new(JetStreamStore::builder(url).namespace("shop").connect()?);
     let carts: Carts = cluster
         .sharding("cart", move |id| {

@@ -13,7 +13,9 @@ pub struct Config {
     /// Keep active ids in the store and reactivate them on the shard's
     /// next owner (default off).
     pub remember_entities: bool,
-    /// How often the coordinator reads membership and ownership (default 500 ms).
+    /// How often the coordinator reads membership and ownership (default:
+    /// [`Config::tick_for`] the cluster's down detection, 437.5 ms at the
+    /// cluster's defaults, 87.5 ms at a 200 ms heartbeat).
     pub tick: Duration,
     /// Most envelopes a region buffers for shards without an owner (default 10,000).
     pub buffer: usize,
@@ -35,6 +37,21 @@ pub struct Config {
     /// it (default 1; 3 on a 3-server NATS cluster, so that no shard's
     /// record is lost with one server). A bucket that exists keeps its count.
     pub replicas: usize,
+}
+
+/// The longest tick [`Config::tick_for`] derives.
+const MAX_DERIVED_TICK: Duration = Duration::from_millis(500);
+
+impl Config {
+    /// The default tick for a cluster whose down detection (heartbeat
+    /// times `down_after`, `Cluster::down_detection`)
+    /// is `down`: a quarter of it, between 10 ms and 500 ms.
+    /// The delivery lease (3 ticks) then ends before a silent node is
+    /// declared down, and a taken-over shard's wait (4 ticks) is about
+    /// one down detection.
+    pub fn tick_for(down: Duration) -> Duration {
+        (down / 4).clamp(Duration::from_millis(10), MAX_DERIVED_TICK)
+    }
 }
 
 impl Default for Config {

@@ -25,14 +25,36 @@
 //!      has not heard its peers yet and must not take their shards) and
 //!      desired here: **claim**, revision-checked against the revision
 //!      just read; the new revision is the shard's fencing token, handed to
-//!      the region with `Owned`;
+//!      the region with `Owned` (at once for a released or never claimed
+//!      shard, after the wait below for one taken over);
 //!    - owned here by the record but not known to this coordinator (a
-//!      restart under the same name): adopted with the record's revision;
+//!      restart under the same name): adopted with the record's revision,
+//!      after the same wait;
 //!    - known to this coordinator but owned by another in the record:
 //!      the region is told `Lost` and kills the shard's entities.
 //! 5. sends the region `Verified` (the time the reads began, which renews
 //!    its delivery lease) and a `Tick` (passivation, buffer retries). A
 //!    tick whose reads fail renews nothing.
+//!
+//! # Taking over
+//!
+//! A shard claimed from a node that is not alive here, or adopted from an
+//! earlier incarnation, may still be delivered to by that node: declared
+//! down is not dead (a partition, a paused process), and its region
+//! delivers until its lease runs out, [`LEASE_TICKS`] ticks after the
+//! start of its last read of the records. That read saw its own record,
+//! so it began before this claim; the old owner's lease therefore ends
+//! before `claim + LEASE_TICKS * tick`. The coordinator tells its region
+//! `Owned` only at its first tick after `claim + (LEASE_TICKS + 1) *
+//! tick` (the extra tick for what the old owner's entities had in their
+//! mailboxes at the lease's end); meanwhile the shard routes here and the
+//! region buffers its envelopes, and the shard does not count as
+//! settled. This holds whatever the heartbeat and the down detection, as
+//! long as every node has the same tick (measured with a real partition,
+//! `tests/proxy_partition.rs`: at a 200 ms heartbeat and a 500 ms tick the
+//! two owners handled one entity's messages at once for 787-982 ms
+//! without the wait, and 0 with it). A released shard needs no wait: its
+//! old owner stopped its entities before releasing it.
 //!
 //! On a graceful leave ([`Sharding::leave`](crate::Sharding::leave), or a
 //! drop) it leaves the type's member list, hands over every shard it owns
@@ -60,7 +82,7 @@ use troupe_remote::RemoteRef;
 use crate::envelope::{ShardAsk, ShardTell};
 use crate::ownership::{update_members, ShardOwner, StoreError};
 use crate::placement::desired_owner;
-use crate::region::{Region, RegionMsg};
+use crate::region::{Region, RegionMsg, LEASE_TICKS};
 use crate::shared::{Route, Shared};
 use crate::stats::Counters;
 
@@ -115,6 +137,11 @@ pub(crate) struct Coordinator<A: Actor> {
     pub seen: HashSet<String>,
     /// The live nodes at the last tick.
     pub last_live: Vec<String>,
+    /// Shards claimed from another owner (or adopted from an earlier
+    /// incarnation of this node) whose region is told `Owned` only once
+    /// this instant has passed: the previous owner's lease has run out by
+    /// then (see the module docs, "Taking over").
+    pub deferred: HashMap<u32, Instant>,
     pub started: Instant,
     /// Set once this node has handed its shards over: ticks only refresh
     /// the routing table.
@@ -275,19 +302,22 @@ impl<A: Actor> Coordinator<A> {
         match r.node.as_deref() {
             Some(o) if o == me => {
                 if self.owned.get(&s) != Some(&r.revision) {
+                    // Adopted: a record under this node's name that this
+                    // coordinator did not write (an earlier incarnation's,
+                    // which may still deliver within its lease).
                     self.owned.insert(s, r.revision);
-                    let _ = self.region.tell(RegionMsg::Owned {
-                        shard: s,
-                        token: r.revision,
-                    });
+                    self.deferred
+                        .insert(s, Instant::now() + self.takeover_wait());
                 }
+                let waiting = !self.tell_owned_when_due(s, r.revision);
                 if desired == Some(me.as_str()) {
-                    return true;
+                    return !waiting;
                 }
                 self.hand_over(s, r.revision, false);
                 false
             }
             owner => {
+                self.deferred.remove(&s);
                 if self.owned.remove(&s).is_some() {
                     let _ = self.region.tell(RegionMsg::Lost { shard: s });
                 }
@@ -305,11 +335,17 @@ impl<A: Actor> Coordinator<A> {
                     match sh.store.claim(&sh.kind, s, &me, r.revision) {
                         Ok(token) => {
                             Counters::add(&sh.stats.claims);
-                            if owner.is_some() {
-                                Counters::add(&sh.stats.takeovers);
-                            }
                             self.owned.insert(s, token);
                             sh.routes.set_local(s);
+                            if owner.is_some() {
+                                // Taken from a node that may still run,
+                                // cut off: it delivers until its lease
+                                // ends, so this region waits that long.
+                                Counters::add(&sh.stats.takeovers);
+                                self.deferred
+                                    .insert(s, Instant::now() + self.takeover_wait());
+                                return false;
+                            }
                             let _ = self.region.tell(RegionMsg::Owned { shard: s, token });
                             return true;
                         }
@@ -321,9 +357,34 @@ impl<A: Actor> Coordinator<A> {
         }
     }
 
+    /// How long a taken-over shard waits before its region is told
+    /// `Owned`: the previous owner's lease ([`LEASE_TICKS`] ticks from the
+    /// start of a read that saw its record, hence made before the claim)
+    /// and one tick more, for what its entities had in their mailboxes
+    /// when the lease ran out. Every node has the same tick.
+    fn takeover_wait(&self) -> Duration {
+        self.shared.config.tick * (LEASE_TICKS + 1)
+    }
+
+    /// Tells the region `Owned { s, token }` if `s` waits no more (or
+    /// never waited); `false` while it waits.
+    fn tell_owned_when_due(&mut self, s: u32, token: u64) -> bool {
+        match self.deferred.get(&s) {
+            None => true,
+            Some(due) if Instant::now() < *due => false,
+            Some(_) => {
+                self.deferred.remove(&s);
+                let _ = self.region.tell(RegionMsg::Owned { shard: s, token });
+                true
+            }
+        }
+    }
+
     /// Stops the shard's entities through the region (kills them with
     /// `kill`), then releases the record; `true` if released.
     fn hand_over(&mut self, s: u32, token: u64, kill: bool) -> bool {
+        // A shard still waiting was never the region's: nothing to stop.
+        self.deferred.remove(&s);
         let sh = self.shared.clone();
         let stopped = self.region.ask(
             |done| RegionMsg::Release {

@@ -37,7 +37,7 @@
 //!     }
 //! }
 //!
-//! let cluster = Arc::new(Cluster::connect("nats://127.0.0.1:4222", "n1")?);
+//! let cluster = Arc::new(Cluster::builder("nats://127.0.0.1:4222", "n1").insecure().connect()?);
 //! let carts = cluster
 //!     .sharding("cart", |_id| Cart { items: 0 })
 //!     .tell::<Add>()
@@ -65,6 +65,10 @@
 //!   records; a node paused or cut off longer (and so possibly declared
 //!   down and replaced) delivers nothing until it has read them again.
 //!   The direct path (below) checks the same lease, ended a little earlier.
+//!   A node that takes a shard over delivers only once the old owner's
+//!   lease has surely run out (a lease and a tick after its claim), so a
+//!   node cut off but still running never handles an entity's messages
+//!   while another does ([`coordinator`], "Taking over").
 //! - **Direct path.** A remote tell to an entity active on its owner is
 //!   handed to the entity by the node's inbox loop, without the region
 //!   actor's thread, when nothing for that node waits in the region; the

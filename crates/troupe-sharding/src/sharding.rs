@@ -99,6 +99,7 @@ impl ClusterSharding for Arc<Cluster> {
             exposers: Vec::new(),
             store: None,
             system: None,
+            tick_set: false,
         }
     }
 }
@@ -121,6 +122,9 @@ pub struct ShardingBuilder<A: Actor> {
     exposers: Vec<Exposer<A>>,
     store: Option<Arc<dyn OwnershipStore>>,
     system: Option<SystemHandle>,
+    /// `tick` was set: else `start` derives it from the cluster's down
+    /// detection ([`Config::tick_for`]).
+    tick_set: bool,
 }
 
 impl<A: Actor> ShardingBuilder<A> {
@@ -199,9 +203,16 @@ impl<A: Actor> ShardingBuilder<A> {
         self
     }
 
-    /// How often ownership is checked against membership (default 500 ms).
+    /// How often ownership is checked against membership (default: a
+    /// quarter of the cluster's down detection, at most 500 ms; see
+    /// [`Config::tick_for`]). The delivery lease is
+    /// [`LEASE_TICKS`](crate::region::LEASE_TICKS) ticks and a taken-over
+    /// shard waits one lease and one tick before its new owner delivers, so
+    /// the tick sets how fast a shard moves, not whether two nodes may run
+    /// one entity: set the same tick on every node.
     pub fn tick(mut self, every: Duration) -> Self {
         self.config.tick = every.max(Duration::from_millis(10));
+        self.tick_set = true;
         self
     }
 
@@ -273,10 +284,14 @@ impl<A: Actor> ShardingBuilder<A> {
         if let Some((a, b)) = self.clash {
             return Err(ShardingError::TagClash(a, b));
         }
+        let mut config = self.config;
+        if !self.tick_set {
+            config.tick = Config::tick_for(self.cluster.down_detection());
+        }
         let store = match self.store {
             Some(s) => s,
             None => Arc::new(
-                BucketOwnership::open_with_replicas(&self.cluster, self.config.replicas)
+                BucketOwnership::open_with_replicas(&self.cluster, config.replicas)
                     .map_err(ShardingError::Store)?,
             ),
         };
@@ -295,7 +310,7 @@ impl<A: Actor> ShardingBuilder<A> {
         let shared = Arc::new(Shared {
             kind: self.kind.clone(),
             node: self.cluster.name().to_string(),
-            config: self.config,
+            config,
             store,
             factory: self.factory,
             tells: self.tells,
@@ -346,6 +361,7 @@ impl<A: Actor> ShardingBuilder<A> {
             refs: HashMap::new(),
             seen: Default::default(),
             last_live: Vec::new(),
+            deferred: HashMap::new(),
             started: std::time::Instant::now(),
             leaving: false,
         };

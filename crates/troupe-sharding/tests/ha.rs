@@ -78,6 +78,7 @@ fn killing_one_of_three_nats_servers_keeps_owners_and_acknowledged_events() {
         let name = format!("h{i}");
         let cluster = retry("connect a node", Duration::from_secs(60), || {
             Cluster::builder(&url, &name)
+                .insecure()
                 .heartbeat(HB)
                 .registry_replicas(3)
                 .connect()

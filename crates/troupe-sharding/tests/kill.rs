@@ -79,6 +79,7 @@ fn sigkill_a_node_holding_1000_entities() {
         .map(|i| {
             let c = Arc::new(
                 Cluster::builder(&url, &format!("k{i}"))
+                    .insecure()
                     .heartbeat(HB)
                     .connect()
                     .unwrap(),

@@ -46,6 +46,7 @@ const SHARDS: u32 = 64;
 fn node(url: &str, name: &str, activations: &Activations) -> (Arc<Cluster>, Sharding<Entity>) {
     let cluster = Arc::new(
         Cluster::builder(url, name)
+            .insecure()
             .heartbeat(HB)
             .connect()
             .expect("connect"),

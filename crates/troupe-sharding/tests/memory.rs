@@ -16,6 +16,7 @@ const ASK: Duration = Duration::from_secs(5);
 fn cluster(net: &MemoryNetwork, name: &str) -> Arc<Cluster> {
     Arc::new(
         Cluster::builder_on(net.connect(), name)
+            .insecure()
             .heartbeat(HB)
             .connect()
             .expect("connect"),

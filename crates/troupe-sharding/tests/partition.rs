@@ -106,6 +106,7 @@ impl Actor for Fenced {
 fn node(url: &str, name: &str) -> (Arc<Cluster>, Sharding<Fenced>) {
     let cluster = Arc::new(
         Cluster::builder(url, name)
+            .insecure()
             .heartbeat(HB)
             .connect()
             .expect("connect"),

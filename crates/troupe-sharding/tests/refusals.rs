@@ -28,6 +28,7 @@ fn tells_beyond_the_owners_buffer_are_refused_to_the_sender() {
     let node = |name: &str| {
         let c = Arc::new(
             Cluster::builder_on(net.connect(), name)
+                .insecure()
                 .heartbeat(HB)
                 .connect()
                 .expect("connect"),

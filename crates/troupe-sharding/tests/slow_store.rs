@@ -40,8 +40,14 @@ impl OwnershipStore for Slow {
     fn remembered(&self, kind: &str, shard: u32) -> Result<Vec<String>, StoreError> {
         self.inner.remembered(kind, shard)
     }
-    fn remember(&self, kind: &str, shard: u32, ids: &[String]) -> Result<(), StoreError> {
-        self.inner.remember(kind, shard, ids)
+    fn remember(
+        &self,
+        kind: &str,
+        shard: u32,
+        token: u64,
+        ids: &[String],
+    ) -> Result<(), StoreError> {
+        self.inner.remember(kind, shard, token, ids)
     }
     fn members(&self, kind: &str) -> Result<(Vec<String>, u64), StoreError> {
         self.inner.members(kind)
@@ -66,6 +72,7 @@ fn slow_node(
     });
     let node = Arc::new(
         Cluster::builder_on(net.connect(), "s1")
+            .insecure()
             .heartbeat(HB)
             .connect()
             .expect("connect"),

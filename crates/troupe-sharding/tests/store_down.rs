@@ -20,6 +20,7 @@ fn tells_wait_for_the_store_and_are_delivered_when_it_returns() {
     let store = Arc::new(MemoryOwnership::new());
     let node = Arc::new(
         Cluster::builder_on(net.connect(), "d1")
+            .insecure()
             .heartbeat(HB)
             .connect()
             .expect("connect"),

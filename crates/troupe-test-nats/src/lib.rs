@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 pub mod cpu;
+pub mod toxiproxy;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};

@@ -37,6 +37,7 @@ impl Actor for Watcher {
 fn victim(url: &str, name: &str, ms: u64) {
     let system = ActorSystem::builder().threads(1).build();
     let c = Cluster::builder(url, name)
+        .insecure()
         .heartbeat(Duration::from_millis(ms))
         .connect()
         .expect("connect");
@@ -95,6 +96,7 @@ fn main() {
     let system = ActorSystem::builder().threads(2).build();
     let hb = Duration::from_millis(ms);
     let watcher_node = Cluster::builder(&url, "watcher")
+        .insecure()
         .heartbeat(hb)
         .connect()
         .expect("connect");
@@ -161,6 +163,7 @@ fn main() {
     let others: Vec<Cluster> = (0..2)
         .map(|i| {
             Cluster::builder(&url, &format!("m{i}"))
+                .insecure()
                 .heartbeat(hb)
                 .connect()
                 .expect("connect")

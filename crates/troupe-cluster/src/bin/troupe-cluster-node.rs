@@ -72,6 +72,7 @@ fn main() {
     let (url, name) = (&url, &name);
     let system = ActorSystem::builder().threads(1).build();
     let cluster = match Cluster::builder(url, name)
+        .insecure()
         .heartbeat(Duration::from_millis(ms))
         .connect()
     {

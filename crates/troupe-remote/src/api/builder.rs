@@ -56,7 +56,7 @@ pub(crate) fn check_token(what: &str, s: &str) -> Result<(), NodeError> {
 ///
 /// ```no_run
 /// # use troupe_remote::Node;
-/// let node = Node::builder("nats://127.0.0.1:4222", "shop-1")
+/// let node = Node::builder("nats://127.0.0.1:4222", "shop-1").insecure()
 ///     .cluster("staging")
 ///     .credentials_file("/etc/nats/shop.creds")
 ///     .connect()?;
@@ -78,6 +78,7 @@ pub struct NodeBuilder {
     link_idle: Duration,
     max_links: usize,
     key: Option<ClusterKey>,
+    insecure: bool,
 }
 
 impl NodeBuilder {
@@ -208,6 +209,16 @@ impl NodeBuilder {
         self
     }
 
+    /// Runs without a cluster key: this node then obeys unsealed messages
+    /// (a Kill, a ping) from any client that may publish to its inbox.
+    /// Without a key and without this, [`connect`](Self::connect) refuses
+    /// with [`NodeError::Insecure`]. For tests, examples and a trusted
+    /// network behind NATS permissions.
+    pub fn insecure(mut self) -> Self {
+        self.insecure = true;
+        self
+    }
+
     /// How long dropping the node waits to flush queued tells (default 2 s).
     pub fn shutdown_grace(mut self, t: Duration) -> Self {
         self.shutdown_grace = t;
@@ -217,6 +228,9 @@ impl NodeBuilder {
     /// Checks the names and the registered types; gives the protocol's
     /// settings and the transport to open.
     fn checked(self) -> Result<(Config, Via, Duration), NodeError> {
+        if self.key.is_none() && !self.insecure {
+            return Err(NodeError::Insecure);
+        }
         check_token("cluster", &self.cluster)?;
         check_token("node name", &self.name)?;
         let mut types = TypeRegistry::default();
@@ -241,6 +255,8 @@ impl NodeBuilder {
 
     /// Connects, checks the registered types, takes the node's name in the
     /// cluster (refused if a live node holds it) and starts serving.
+    /// Refused ([`NodeError::Insecure`]) without a cluster key unless the
+    /// builder said [`insecure`](Self::insecure).
     pub fn connect(self) -> Result<Node, NodeError> {
         let threads = self.threads;
         let (config, via, grace) = self.checked()?;
@@ -258,7 +274,7 @@ impl NodeBuilder {
     ///
     /// ```no_run
     /// # async fn f() -> Result<(), troupe_remote::NodeError> {
-    /// let node = troupe_remote::Node::builder("nats://127.0.0.1:4222", "web-1").connect_async().await?;
+    /// let node = troupe_remote::Node::builder("nats://127.0.0.1:4222", "web-1").insecure().connect_async().await?;
     /// # Ok(()) }
     /// ```
     pub async fn connect_async(self) -> Result<Node, NodeError> {
@@ -303,6 +319,7 @@ impl NodeBuilder {
             link_idle: Duration::from_secs(60),
             max_links: 1024,
             key: None,
+            insecure: false,
         }
     }
 }

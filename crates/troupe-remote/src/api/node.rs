@@ -51,10 +51,10 @@ use crate::{Exposure, NodeBuilder, NodeError, RemoteRef};
 /// # let url = nats.url(); // e.g. "nats://127.0.0.1:4222"
 /// let system = ActorSystem::new();
 /// let echo = system.spawn(Echo);
-/// let server = Node::connect(&url, "server")?;
+/// let server = Node::builder(&url, "server").insecure().connect()?;
 /// server.expose("echo", &echo).ask::<Ping>(|q, r| (q, r)).serve()?;
 ///
-/// let client = Node::connect(&url, "client")?;
+/// let client = Node::builder(&url, "client").insecure().connect()?;
 /// let remote = client.lookup::<Ping>("echo@server")?;
 /// assert_eq!(remote.ask(Ping(7), Duration::from_secs(1)), Ok(7));
 /// # Ok::<(), troupe_remote::NodeError>(())
@@ -77,7 +77,9 @@ impl Node {
     }
 
     /// Connects to the NATS server at `url` as `node_name` in the default
-    /// cluster. Names are letters, digits, `_` and `-`.
+    /// cluster. Names are letters, digits, `_` and `-`. With no cluster
+    /// key this refuses ([`NodeError::Insecure`]); use
+    /// [`builder`](Self::builder) with a secret, or `.insecure()`.
     pub fn connect(url: &str, node_name: &str) -> Result<Node, NodeError> {
         Node::builder(url, node_name).connect()
     }

@@ -37,6 +37,10 @@ pub enum NodeError {
     /// The server's permissions forbid this user a subject the node needs
     /// (found at connect; see [`crate::permissions`]).
     Forbidden(Forbidden),
+    /// No cluster key was set and the builder did not say `.insecure()`:
+    /// without a key a node obeys unsealed control messages from any
+    /// client of the server.
+    Insecure,
 }
 
 impl fmt::Display for NodeError {
@@ -53,6 +57,12 @@ impl fmt::Display for NodeError {
             NodeError::AlreadyExposed(n) => write!(f, "an actor is already exposed as {n}"),
             NodeError::Subscribe(e) => write!(f, "cannot subscribe to the node's inbox: {e}"),
             NodeError::Forbidden(forbidden) => write!(f, "{forbidden}"),
+            NodeError::Insecure => f.write_str(
+                "no cluster key: without one this node would obey an unsealed Kill or \
+                 membership message from any client of the server; set the same secret on \
+                 every node (NodeBuilder::secret, ClusterBuilder::secret), or say \
+                 .insecure() on the builder to run without one",
+            ),
         }
     }
 }

@@ -106,8 +106,19 @@ pub type Bucket = Arc<dyn KvBucket>;
 
 /// One key-value bucket; see the module docs for its promises.
 pub trait KvBucket: Send + Sync + 'static {
-    /// The key's live value, if any.
+    /// The key's live value, if any. Over NATS any replica of the bucket
+    /// may answer (JetStream direct get), possibly from a state behind
+    /// the stream leader's: fine for a cache, not for a decision.
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KvEntry>, KvError>>;
+
+    /// As [`get`](Self::get), answered by the one copy every write goes
+    /// through (over NATS the stream's leader, `STREAM.MSG.GET`), so it
+    /// sees every write acknowledged before it was asked: the read for a
+    /// decision (who owns what, a fencing check). The default is `get`,
+    /// right for a store with one copy.
+    fn get_leader<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KvEntry>, KvError>> {
+        self.get(key)
+    }
 
     /// Writes `value` under `key`; the new revision.
     fn put<'a>(&'a self, key: &'a str, value: Bytes) -> BoxFuture<'a, Result<u64, KvError>>;

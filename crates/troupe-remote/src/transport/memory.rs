@@ -8,8 +8,8 @@
 //! use troupe_remote::Node;
 //!
 //! let net = MemoryNetwork::new();
-//! let a = Node::builder_on(net.connect(), "a").connect()?;
-//! let b = Node::builder_on(net.connect(), "b").connect()?;
+//! let a = Node::builder_on(net.connect(), "a").insecure().connect()?;
+//! let b = Node::builder_on(net.connect(), "b").insecure().connect()?;
 //! assert!(a.ping("b", Duration::from_secs(1)).is_ok());
 //! # drop(b);
 //! # Ok::<(), troupe_remote::NodeError>(())

@@ -38,7 +38,7 @@ type OptionsFn = Box<dyn FnOnce(ConnectOptions) -> ConnectOptions + Send>;
 ///
 /// ```no_run
 /// # use troupe_remote::{Node, transport::nats::NatsOptions};
-/// let node = Node::builder("nats://127.0.0.1:4222", "shop-1")
+/// let node = Node::builder("nats://127.0.0.1:4222", "shop-1").insecure()
 ///     .nats(|o: NatsOptions| o.connect_options(|c| c.subscription_capacity(1 << 16)))
 ///     .connect()?;
 /// # Ok::<(), troupe_remote::NodeError>(())

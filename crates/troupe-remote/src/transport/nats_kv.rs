@@ -6,10 +6,13 @@
 //! permission; a create that fails (another node made it meanwhile) is
 //! followed by one more open. Buckets keep one value per key (history 1),
 //! on `config.replicas` JetStream replicas (clamped to 1..=5) when created.
+//! `get` is JetStream's direct get where the bucket allows it (any replica
+//! answers); `get_leader` asks the stream leader (`STREAM.MSG.GET`).
 
 use async_nats::jetstream::kv::{
     Config, CreateErrorKind, Entry, Operation, Store, UpdateErrorKind,
 };
+use async_nats::jetstream::stream::LastRawMessageErrorKind;
 use async_nats::Client;
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -67,6 +70,35 @@ impl KvBucket for NatsBucket {
         async move {
             let e = self.store.entry(key).await.map_err(other)?;
             Ok(e.map(entry_of).filter(|e| e.op == KvOp::Put))
+        }
+        .boxed()
+    }
+
+    fn get_leader<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KvEntry>, KvError>> {
+        async move {
+            let subject = format!("{}{key}", self.store.prefix);
+            let m = match self
+                .store
+                .stream
+                .get_last_raw_message_by_subject(&subject)
+                .await
+            {
+                Ok(m) => m,
+                Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(None),
+                Err(e) => return Err(other(e)),
+            };
+            // A delete or purge is a message with this header (the KV
+            // convention async-nats reads the same way).
+            let deleted = m
+                .headers
+                .get("KV-Operation")
+                .is_some_and(|v| matches!(v.as_str(), "DEL" | "PURGE"));
+            Ok((!deleted).then(|| KvEntry {
+                key: key.to_string(),
+                value: m.payload,
+                revision: m.sequence,
+                op: KvOp::Put,
+            }))
         }
         .boxed()
     }

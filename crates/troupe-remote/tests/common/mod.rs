@@ -113,7 +113,10 @@ pub fn counter_on_b(
     let system = troupe::ActorSystem::builder().threads(threads).build();
     let seen = Arc::new(AtomicU64::new(0));
     let counter = system.spawn(Counter::new(seen.clone()));
-    let b = troupe_remote::Node::connect(url, "b").unwrap();
+    let b = troupe_remote::Node::builder(url, "b")
+        .insecure()
+        .connect()
+        .unwrap();
     (system, seen, counter, b)
 }
 

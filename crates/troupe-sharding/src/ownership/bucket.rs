@@ -12,8 +12,15 @@
 //! refuses either unless the key is as expected, which is the
 //! compare-and-set every claim and release relies on. A release writes an
 //! empty value (the key is never deleted, so its revision only grows).
-//! Remembered ids are `<kind>.entities.<shard>`, a postcard list, put by
-//! the shard's owner.
+//! Remembered ids are `<kind>.entities.<shard>`, a postcard list with the
+//! writer's token, written revision-checked by the shard's owner (see
+//! [`OwnershipStore::remember`]).
+//!
+//! Every read that decides ownership (the owner records, the member
+//! list, the remembered list before its write) is answered by the
+//! bucket stream's leader ([`KvBucket::get_leader`](troupe_remote::transport::kv::KvBucket::get_leader)),
+//! not by JetStream's direct get, which any replica may answer from a
+//! state behind the leader's.
 //!
 //! Calls block: each runs its future on the process's I/O runtime
 //! ([`troupe_remote::runtime::handle`]) and waits for it with a timeout,
@@ -28,7 +35,8 @@ use tokio::runtime::Handle;
 use troupe_cluster::Cluster;
 use troupe_remote::transport::kv::{Bucket, BucketConfig, KvEntry, KvError};
 
-use super::{decode_ids, encode_ids, members_key, owner_key, remembered_key};
+use super::{decode_ids, decode_remembered, encode_ids, members_key, owner_key};
+use super::{remember_fenced, remembered_key};
 use super::{OwnershipStore, ShardOwner, StoreError};
 
 /// Shard ownership in a key-value bucket of the cluster's transport.
@@ -126,7 +134,7 @@ impl OwnershipStore for BucketOwnership {
         let bucket = self.bucket.clone();
         let keys: Vec<String> = (0..shards).map(|s| owner_key(kind, s)).collect();
         block(&self.handle, self.timeout, async move {
-            let all = join_all(keys.iter().map(|k| bucket.get(k))).await;
+            let all = join_all(keys.iter().map(|k| bucket.get_leader(k))).await;
             all.into_iter()
                 .map(|r| r.map(record).map_err(unavailable))
                 .collect()
@@ -137,7 +145,11 @@ impl OwnershipStore for BucketOwnership {
         let bucket = self.bucket.clone();
         let key = owner_key(kind, shard);
         block(&self.handle, self.timeout, async move {
-            bucket.get(&key).await.map(record).map_err(unavailable)
+            bucket
+                .get_leader(&key)
+                .await
+                .map(record)
+                .map_err(unavailable)
         })?
     }
 
@@ -166,30 +178,41 @@ impl OwnershipStore for BucketOwnership {
         })??;
         match e {
             None => Ok(Vec::new()),
-            Some(e) => {
-                decode_ids(&e.value).ok_or_else(|| unavailable("undecodable remembered ids"))
-            }
+            Some(e) => decode_remembered(&e.value)
+                .map(|(_, ids)| ids)
+                .ok_or_else(|| unavailable("undecodable remembered ids")),
         }
     }
 
-    fn remember(&self, kind: &str, shard: u32, ids: &[String]) -> Result<(), StoreError> {
-        let b = encode_ids(ids).ok_or_else(|| unavailable("too many remembered ids"))?;
-        let bucket = self.bucket.clone();
+    fn remember(
+        &self,
+        kind: &str,
+        shard: u32,
+        token: u64,
+        ids: &[String],
+    ) -> Result<(), StoreError> {
         let key = remembered_key(kind, shard);
-        block(&self.handle, self.timeout, async move {
-            bucket
-                .put(&key, Bytes::from(b))
-                .await
-                .map(|_| ())
-                .map_err(unavailable)
-        })?
+        let read = || {
+            let (bucket, key) = (self.bucket.clone(), key.clone());
+            block(&self.handle, self.timeout, async move {
+                bucket.get_leader(&key).await.map_err(unavailable)
+            })?
+            .map(|e| e.map(|e| (e.value.to_vec(), e.revision)))
+        };
+        let write = |value: Vec<u8>, expected: u64| {
+            let (bucket, key) = (self.bucket.clone(), key.clone());
+            block(&self.handle, self.timeout, async move {
+                write(&bucket, &key, Bytes::from(value), expected).await
+            })?
+        };
+        remember_fenced(token, ids, read, write)
     }
 
     fn members(&self, kind: &str) -> Result<(Vec<String>, u64), StoreError> {
         let bucket = self.bucket.clone();
         let key = members_key(kind);
         let e = block(&self.handle, self.timeout, async move {
-            bucket.get(&key).await.map_err(unavailable)
+            bucket.get_leader(&key).await.map_err(unavailable)
         })??;
         match e {
             None => Ok((Vec::new(), 0)),

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use super::{decode_ids, encode_ids, members_key, owner_key, remembered_key};
+use super::{decode_ids, decode_remembered, encode_ids, members_key, owner_key};
+use super::{remember_fenced, remembered_key};
 use super::{OwnershipStore, ShardOwner, StoreError};
 
 /// An in-memory ownership store. Clone the `Arc` into each node's sharding.
@@ -94,15 +95,26 @@ impl OwnershipStore for MemoryOwnership {
     fn remembered(&self, kind: &str, shard: u32) -> Result<Vec<String>, StoreError> {
         match self.read(&remembered_key(kind, shard))? {
             None => Ok(Vec::new()),
-            Some((b, _)) => decode_ids(&b)
+            Some((b, _)) => decode_remembered(&b)
+                .map(|(_, ids)| ids)
                 .ok_or_else(|| StoreError::Unavailable("undecodable remembered ids".into())),
         }
     }
 
-    fn remember(&self, kind: &str, shard: u32, ids: &[String]) -> Result<(), StoreError> {
-        let b = encode_ids(ids)
-            .ok_or_else(|| StoreError::Unavailable("too many remembered ids".into()))?;
-        self.write(remembered_key(kind, shard), b, None).map(|_| ())
+    fn remember(
+        &self,
+        kind: &str,
+        shard: u32,
+        token: u64,
+        ids: &[String],
+    ) -> Result<(), StoreError> {
+        let key = remembered_key(kind, shard);
+        remember_fenced(
+            token,
+            ids,
+            || self.read(&key),
+            |v, expected| self.write(key.clone(), v, Some(expected)),
+        )
     }
 
     fn members(&self, kind: &str) -> Result<(Vec<String>, u64), StoreError> {
@@ -155,7 +167,8 @@ mod tests {
     #[test]
     fn remembered_ids_round_trip_and_outages_fail() {
         let st = MemoryOwnership::new();
-        st.remember("cart", 3, &["a".into(), "b".into()]).unwrap();
+        st.remember("cart", 3, 1, &["a".into(), "b".into()])
+            .unwrap();
         assert_eq!(st.remembered("cart", 3).unwrap(), vec!["a", "b"]);
         assert!(st.remembered("cart", 4).unwrap().is_empty());
         st.set_down(true);
@@ -165,6 +178,32 @@ mod tests {
         ));
         st.set_down(false);
         assert!(decode_ids(&[0xff, 0xff]).is_none());
+    }
+
+    /// D5: the list is written with its owner's token and a write under
+    /// an older token is refused, so a deposed owner that still runs
+    /// cannot overwrite the new owner's list (it was a plain put).
+    #[test]
+    fn a_deposed_owner_cannot_overwrite_the_new_owners_list() {
+        let st = MemoryOwnership::new();
+        st.remember("cart", 3, 5, &["old".into()]).unwrap();
+        st.remember("cart", 3, 9, &["new".into()]).unwrap();
+        assert_eq!(
+            st.remember("cart", 3, 5, &["stale".into()]),
+            Err(StoreError::Conflict)
+        );
+        assert_eq!(st.remembered("cart", 3).unwrap(), vec!["new"]);
+        // The owner itself writes on; a list of the old format (no token)
+        // is read and may be overwritten.
+        st.remember("cart", 3, 9, &["new".into(), "more".into()])
+            .unwrap();
+        assert_eq!(st.remembered("cart", 3).unwrap(), vec!["new", "more"]);
+        let bare = encode_ids(&["bare".into()]).unwrap();
+        st.write(remembered_key("cart", 4), bare, None).unwrap();
+        assert_eq!(st.remembered("cart", 4).unwrap(), vec!["bare"]);
+        st.remember("cart", 4, 1, &["x".into()]).unwrap();
+        assert_eq!(st.remembered("cart", 4).unwrap(), vec!["x"]);
+        assert!(decode_remembered(&[0, 1, 0xff]).is_none());
     }
 
     #[test]

@@ -17,7 +17,11 @@
 //!   activation ([`crate::region`]) cannot activate on an ownership it
 //!   has lost;
 //! - the remembered entity ids of a shard are kept apart from its owner
-//!   record, written only by the shard's owner.
+//!   record, stored with the token of the owner that wrote them, and
+//!   written only by a revision-checked write that refuses a token older
+//!   than the stored one ([`remember`](OwnershipStore::remember)): a
+//!   deposed owner, still running cut off, cannot overwrite the list of
+//!   the shard's new owner.
 
 pub mod bucket;
 mod memory;
@@ -79,8 +83,16 @@ pub trait OwnershipStore: Send + Sync + 'static {
     fn release(&self, kind: &str, shard: u32, token: u64) -> Result<u64, StoreError>;
     /// The entity ids remembered for `shard`.
     fn remembered(&self, kind: &str, shard: u32) -> Result<Vec<String>, StoreError>;
-    /// Replaces the ids remembered for `shard`.
-    fn remember(&self, kind: &str, shard: u32, ids: &[String]) -> Result<(), StoreError>;
+    /// Replaces the ids remembered for `shard` by its owner under fencing
+    /// token `token`; [`StoreError::Conflict`] if the list stored was
+    /// written under a newer token (another node owns the shard now).
+    fn remember(
+        &self,
+        kind: &str,
+        shard: u32,
+        token: u64,
+        ids: &[String],
+    ) -> Result<(), StoreError>;
     /// The nodes that host `kind` (joined and not left), with the
     /// record's revision (0: none yet).
     fn members(&self, kind: &str) -> Result<(Vec<String>, u64), StoreError>;
@@ -150,4 +162,62 @@ pub(crate) fn decode_ids(bytes: &[u8]) -> Option<Vec<String>> {
 pub(crate) fn encode_ids(ids: &[String]) -> Option<Vec<u8>> {
     let b = postcard::to_allocvec(ids).ok()?;
     (b.len() <= MAX_REMEMBERED_BYTES).then_some(b)
+}
+
+/// The first bytes of a remembered list stored with its writer's token:
+/// an older value (a bare list) never starts so (an empty list is the one
+/// byte 0).
+const FENCED: [u8; 2] = [0, 1];
+
+/// Encodes remembered ids with the writer's token.
+pub(crate) fn encode_remembered(token: u64, ids: &[String]) -> Option<Vec<u8>> {
+    let mut b = FENCED.to_vec();
+    b.extend(postcard::to_allocvec(&(token, ids)).ok()?);
+    (b.len() <= MAX_REMEMBERED_BYTES + FENCED.len() + 10).then_some(b)
+}
+
+/// Decodes a remembered list: the writer's token (0 for a bare list
+/// written before tokens were stored) and the ids.
+pub(crate) fn decode_remembered(bytes: &[u8]) -> Option<(u64, Vec<String>)> {
+    let Some(rest) = bytes.strip_prefix(&FENCED[..]) else {
+        return decode_ids(bytes).map(|ids| (0, ids));
+    };
+    let ((token, ids), left): ((u64, Vec<String>), _) = postcard::take_from_bytes(rest).ok()?;
+    (left.is_empty()
+        && ids
+            .iter()
+            .all(|id| crate::envelope::check(id.as_bytes(), 0)))
+    .then_some((token, ids))
+}
+
+/// The fenced write of a remembered list through a store's `read` (value
+/// and revision) and revision-checked `write` (expected revision, 0:
+/// absent): refused if the stored list has a newer token, retried a few
+/// times when another write slips in between.
+pub(crate) fn remember_fenced(
+    token: u64,
+    ids: &[String],
+    read: impl Fn() -> Result<Option<(Vec<u8>, u64)>, StoreError>,
+    write: impl Fn(Vec<u8>, u64) -> Result<u64, StoreError>,
+) -> Result<(), StoreError> {
+    let value = encode_remembered(token, ids)
+        .ok_or_else(|| StoreError::Unavailable("too many remembered ids".into()))?;
+    for _ in 0..8 {
+        let expected = match read()? {
+            None => 0,
+            Some((b, rev)) => {
+                // An undecodable value is overwritten by the owner.
+                if decode_remembered(&b).is_some_and(|(t, _)| t > token) {
+                    return Err(StoreError::Conflict);
+                }
+                rev
+            }
+        };
+        match write(value.clone(), expected) {
+            Ok(_) => return Ok(()),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Conflict)
 }

@@ -85,7 +85,11 @@ impl<A: Actor> Region<A> {
         };
         let mut ids: Vec<String> = s.remembered.iter().cloned().collect();
         ids.sort();
-        if let Err(e) = self.shared.store.remember(&self.shared.kind, shard, &ids) {
+        if let Err(e) = self
+            .shared
+            .store
+            .remember(&self.shared.kind, shard, s.token, &ids)
+        {
             Counters::add(&self.stat().store_errors);
             tracing::warn!(error = %e, shard, "remembered entities not written");
         }

@@ -39,9 +39,10 @@
 //!   next `Verified`. A node paused (SIGSTOP, a stalled VM) or cut off from
 //!   the store past its lease thus delivers nothing until its coordinator
 //!   has read the records again and killed the entities of shards that
-//!   moved meanwhile. The lease (3 ticks, 1.5 s by default) must be shorter
-//!   than the time the cluster takes to declare a silent node down (at
-//!   least `down_after` heartbeats, 1.75 s by default).
+//!   moved meanwhile. A node that takes a shard over from another tells
+//!   its region `Owned` only a lease and a tick after its claim
+//!   (coordinator.rs, "Taking over"), so the two never deliver at once,
+//!   whatever the lease and the heartbeat.
 //!   The lease is checked when the region hands a message to its entity:
 //!   what already sits in an entity's mailbox when its node pauses is
 //!   handled when the node resumes, before the coordinator's next read.

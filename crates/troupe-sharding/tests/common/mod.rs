@@ -126,6 +126,7 @@ impl Actor for Counter {
 pub fn cluster(server: &NatsServer, name: &str) -> Arc<Cluster> {
     Arc::new(
         Cluster::builder(&server.url(), name)
+            .insecure()
             .heartbeat(HB)
             .connect()
             .expect("connect"),

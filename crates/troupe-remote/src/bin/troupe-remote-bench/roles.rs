@@ -22,6 +22,7 @@ pub(crate) fn child(role: &str, args: &Args) {
                 waiting: None,
             });
             let node = Node::builder(&url, "sink")
+                .insecure()
                 .nats(|o| o.connect_options(node_opts))
                 .connect()
                 .expect("node");
@@ -39,7 +40,7 @@ pub(crate) fn child(role: &str, args: &Args) {
         }
         "echo" => {
             let echo = system.spawn(EchoActor);
-            let mut builder = Node::builder(&url, "echo");
+            let mut builder = Node::builder(&url, "echo").insecure();
             if let Some(us) = args.ask_spin_us {
                 builder = builder.ask_spin(Duration::from_micros(us));
             }

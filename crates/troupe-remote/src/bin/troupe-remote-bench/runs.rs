@@ -10,7 +10,7 @@ pub(crate) fn remote_tell(
     batch_bytes: Option<usize>,
 ) -> (f64, f64, f64) {
     let _sink = ChildRole::start("tell-sink", url, &[]);
-    let mut builder = Node::builder(url, "source");
+    let mut builder = Node::builder(url, "source").insecure();
     if let Some(b) = batch_bytes {
         builder = builder.batch_bytes(b);
     }
@@ -146,12 +146,15 @@ pub(crate) fn ask_run(url: &str, k: u64, rounds: u64, spin_us: Option<u64>) -> A
             .await
             .expect("connect")
     });
-    let node = Node::builder(url, "asker").connect().expect("node");
+    let node = Node::builder(url, "asker")
+        .insecure()
+        .connect()
+        .expect("node");
     let echo = node.lookup::<Echo>("echo@echo").expect("lookup");
     let rt = rt();
     let client = raw_client(&rt, url);
     let node2 = rt
-        .block_on(Node::builder(url, "asker2").connect_async())
+        .block_on(Node::builder(url, "asker2").insecure().connect_async())
         .expect("node on this runtime");
     let echo2 = node2.lookup::<Echo>("echo@echo").expect("lookup");
     let mut run = AskRun {

@@ -109,6 +109,7 @@ fn node(
 ) -> (Arc<Cluster>, Sharding<Tally>) {
     let c = Arc::new(
         Cluster::builder(url, name)
+            .insecure()
             .heartbeat(hb)
             .connect()
             .expect("connect"),
