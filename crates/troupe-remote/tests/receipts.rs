@@ -18,6 +18,7 @@ const T: Duration = Duration::from_secs(10);
 
 fn node(net: &MemoryNetwork, name: &str) -> Node {
     Node::builder_on(net.connect(), name)
+        .insecure()
         .ack_period(SYNC)
         .connect()
         .unwrap()

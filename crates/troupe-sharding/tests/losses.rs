@@ -31,6 +31,7 @@ fn node(
 ) -> (Arc<Cluster>, Sharding<Counter>) {
     let c = Arc::new(
         Cluster::builder_on(net.connect(), name)
+            .insecure()
             .heartbeat(HB)
             .connect()
             .expect("connect"),
@@ -176,6 +177,7 @@ fn a_leave_whose_hand_over_timed_out_still_hands_the_shard_over() {
     let node = |name: &str| {
         let c = Arc::new(
             Cluster::builder_on(net.connect(), name)
+                .insecure()
                 .heartbeat(HB)
                 .connect()
                 .expect("connect"),
@@ -288,6 +290,7 @@ fn an_entity_that_stops_itself_loses_nothing_unseen() {
         let system = ActorSystem::new();
         let c = Arc::new(
             Cluster::builder_on(net.connect(), "q1")
+                .insecure()
                 .heartbeat(HB)
                 .connect()
                 .expect("connect"),
@@ -355,6 +358,7 @@ fn a_lost_shard_s_draining_entity_is_killed_and_its_mailbox_counted() {
     let system = ActorSystem::new();
     let c = Arc::new(
         Cluster::builder_on(net.connect(), "p1")
+            .insecure()
             .heartbeat(HB)
             .connect()
             .expect("connect"),

@@ -25,6 +25,7 @@ fn a_tell_then_an_ask_arrive_in_order_on_the_owner() {
     let tracker = Tracker::default();
     let c = Arc::new(
         Cluster::builder_on(net.connect(), "o1")
+            .insecure()
             .heartbeat(HB)
             .connect()
             .expect("connect"),

@@ -27,6 +27,7 @@ fn a_receipt_says_what_the_owner_did_with_each_tell() {
     let node = |name: &str| {
         let c = Arc::new(
             Cluster::builder_on(net.connect(), name)
+                .insecure()
                 .heartbeat(HB)
                 .connect()
                 .expect("connect"),

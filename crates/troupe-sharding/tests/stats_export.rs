@@ -45,6 +45,7 @@ impl Actor for Entity {
 fn cluster(net: &MemoryNetwork, name: &str) -> Arc<Cluster> {
     Arc::new(
         Cluster::builder_on(net.connect(), name)
+            .insecure()
             .heartbeat(Duration::from_millis(100))
             .connect()
             .expect("connect"),

@@ -68,7 +68,10 @@ pub(crate) fn confirmed_run(
     k: u64,
 ) -> ConfirmedRun {
     let _sink = ChildRole::start("tell-sink", url, &[]);
-    let node = Node::builder(url, "source").connect().expect("node");
+    let node = Node::builder(url, "source")
+        .insecure()
+        .connect()
+        .expect("node");
     let blob = node.lookup::<Blob>("sink@sink").expect("lookup");
     let wait = blob.retype::<WaitFor>().expect("retype");
     let payload = vec![0xa5u8; size];
