@@ -13,7 +13,7 @@
 //! Each protocol step of the unbounded mailbox has a model and a deliberate
 //! mutation of that step (`Mutation`, compiled only under `cfg(loom)`) that
 //! the model must catch:
-//! * the claim across a block boundary: `AdvancePastUnwritten`;
+//! * the claim across a block boundary: `NoWalkBack`;
 //! * recycling a drained block: `RecycleEarly`;
 //! * close against send: `CloseIndexFromLoad`;
 //! * the idle-to-scheduled decision: `ScheduleWithoutRace`.
@@ -39,8 +39,8 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 /// Two producers of two messages each (four slots: two blocks) against a
 /// consumer that pops while they push: the second claim of either producer
 /// lies past the first block, so one of them walks, links the next block
-/// and may move `block_tail`, while the other may not have found the first
-/// block yet.
+/// and moves `block_tail`, while the other may not have found the first
+/// block yet: it then finds `block_tail` past its block and walks back.
 fn two_producers_fifo_and_exact(mutation: Mutation) {
     model(move || {
         let q = Arc::new(Unbounded::with_mutation(mutation));
@@ -88,8 +88,8 @@ fn mailbox_two_producers_fifo_and_exact() {
 
 #[test]
 #[should_panic(expected = "passed its block")]
-fn mutation_block_tail_moved_past_an_unwritten_block_is_caught() {
-    two_producers_fifo_and_exact(Mutation::AdvancePastUnwritten);
+fn mutation_a_sender_not_walking_back_to_its_block_is_caught() {
+    two_producers_fifo_and_exact(Mutation::NoWalkBack);
 }
 
 /// Recycling: a producer claims slot 2 (the second block) and loads
