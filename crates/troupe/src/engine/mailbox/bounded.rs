@@ -30,6 +30,7 @@
 //! * the window's `fetch_sub(SENDER)` on the state word, never retried;
 //! * a send that finds the actor idle adds one `fetch_or(SCHEDULED)`
 //!   (the race for the task: exactly one racer wins).
+//!
 //! `DropOldest` on a full ring adds a CAS on `head` (the eviction) and a
 //! `fetch_add` on `evicted`; `DropNewest` on a full ring, the `fetch_add`
 //! on `evicted` only.
