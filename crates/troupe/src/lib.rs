@@ -96,7 +96,7 @@ pub use system::{ActorSystem, ShutdownReport, SystemBuilder, SystemHandle};
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_exports {
-    pub use crate::engine::mailbox::unbounded::{Release, Unbounded};
+    pub use crate::engine::mailbox::unbounded::{Mutation, Release, Unbounded};
     pub use crate::engine::reply_slot::ReplySlot;
     pub use crate::engine::state_word::ActorState;
     pub use crate::engine::state_word::{CLOSED, SCHEDULED, STOPPED, STOP_DRAIN, STOP_NOW};

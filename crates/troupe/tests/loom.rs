@@ -7,13 +7,22 @@
 //! `RUSTFLAGS="--cfg loom" cargo test -p troupe --test loom --release`
 //!
 //! Under `cfg(loom)` the mailbox blocks hold 2 slots, so these small models
-//! cross block boundaries and exercise block installation and recycling.
+//! cross block boundaries and exercise block installation, the walk of a
+//! sender whose claim lies past `block_tail`, and recycling.
+//!
+//! Each protocol step of the unbounded mailbox has a model and a deliberate
+//! mutation of that step (`Mutation`, compiled only under `cfg(loom)`) that
+//! the model must catch:
+//! * the claim across a block boundary: `NoWalkBack`;
+//! * recycling a drained block: `RecycleEarly`;
+//! * close against send: `CloseIndexFromLoad`;
+//! * the idle-to-scheduled decision: `ScheduleWithoutRace`.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use troupe::loom_exports::{Release, Unbounded, STOP_DRAIN};
+use troupe::loom_exports::{Mutation, Release, Unbounded, STOP_DRAIN};
 
 /// Bounded preemptions keep each model to seconds while still covering the
 /// interleavings that matter (every known bug class in such queues shows up
@@ -27,10 +36,14 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     b.check(f);
 }
 
-#[test]
-fn mailbox_two_producers_fifo_and_exact() {
-    model(|| {
-        let q = Arc::new(Unbounded::new());
+/// Two producers of two messages each (four slots: two blocks) against a
+/// consumer that pops while they push: the second claim of either producer
+/// lies past the first block, so one of them walks, links the next block
+/// and moves `block_tail`, while the other may not have found the first
+/// block yet: it then finds `block_tail` past its block and walks back.
+fn two_producers_fifo_and_exact(mutation: Mutation) {
+    model(move || {
+        let q = Arc::new(Unbounded::with_mutation(mutation));
         let producers: Vec<_> = (0..2)
             .map(|p| {
                 let q = q.clone();
@@ -68,6 +81,77 @@ fn mailbox_two_producers_fifo_and_exact() {
     });
 }
 
+#[test]
+fn mailbox_two_producers_fifo_and_exact() {
+    two_producers_fifo_and_exact(Mutation::None);
+}
+
+#[test]
+#[should_panic(expected = "passed its block")]
+fn mutation_a_sender_not_walking_back_to_its_block_is_caught() {
+    two_producers_fifo_and_exact(Mutation::NoWalkBack);
+}
+
+/// Recycling: a producer claims slot 2 (the second block) and loads
+/// `block_tail` (the first block) while the other producer fills the first
+/// block (slots 0 and 1), claims slot 3, links the second block and moves
+/// `block_tail`;
+/// the consumer drains the first block and recycles it. It may do so only
+/// once the sender still walking from it has written its slot (the
+/// released index). `RecycleEarly` recycles as soon as the block is
+/// released: loom sees the walker read the block's `start` while the
+/// consumer rewrites it.
+fn recycle_while_a_sender_walks(mutation: Mutation) {
+    model(move || {
+        let q = Arc::new(Unbounded::with_mutation(mutation));
+        let first = {
+            let q = q.clone();
+            thread::spawn(move || {
+                for i in 0..3u32 {
+                    q.push(i).unwrap();
+                }
+            })
+        };
+        let walker = {
+            let q = q.clone();
+            thread::spawn(move || {
+                q.push(2u32).unwrap();
+            })
+        };
+        let mut got = 0;
+        for _ in 0..3 {
+            // SAFETY: this thread is the only consumer.
+            if unsafe { q.pop() }.is_some() {
+                got += 1;
+            }
+        }
+        first.join().unwrap();
+        walker.join().unwrap();
+        // SAFETY: as above.
+        while unsafe { q.pop() }.is_some() {
+            got += 1;
+        }
+        // A fourth message runs into whatever the recycle left linked.
+        q.push(3).unwrap();
+        // SAFETY: as above.
+        while unsafe { q.pop() }.is_some() {
+            got += 1;
+        }
+        assert_eq!(got, 5, "lost or duplicated");
+    });
+}
+
+#[test]
+fn mailbox_recycles_only_blocks_no_sender_walks() {
+    recycle_while_a_sender_walks(Mutation::None);
+}
+
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn mutation_recycling_a_block_a_sender_still_walks_is_caught() {
+    recycle_while_a_sender_walks(Mutation::RecycleEarly);
+}
+
 /// Mirrors a worker's turn: pop everything, then try to release the actor.
 fn drain(q: &Unbounded<u32>, running: &AtomicBool, seen: &AtomicUsize) {
     loop {
@@ -91,10 +175,13 @@ fn drain(q: &Unbounded<u32>, running: &AtomicBool, seen: &AtomicUsize) {
     }
 }
 
-#[test]
-fn state_word_never_loses_a_wakeup_nor_runs_twice() {
-    model(|| {
-        let q = Arc::new(Unbounded::new());
+/// The idle-to-scheduled decision: the spawner's task releases the actor
+/// while two senders claim; each that finds the actor idle races for the
+/// task, and exactly one wins. `ScheduleWithoutRace` lets every sender
+/// that claimed while idle schedule: two consumers at once.
+fn never_loses_a_wakeup_nor_runs_twice(mutation: Mutation) {
+    model(move || {
+        let q = Arc::new(Unbounded::with_mutation(mutation));
         let running = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(AtomicUsize::new(0));
         let senders: Vec<_> = (0..2)
@@ -117,6 +204,17 @@ fn state_word_never_loses_a_wakeup_nor_runs_twice() {
         // Every message was consumed by whoever held the task last.
         assert_eq!(seen.load(Ordering::SeqCst), 2, "a message was stranded");
     });
+}
+
+#[test]
+fn state_word_never_loses_a_wakeup_nor_runs_twice() {
+    never_loses_a_wakeup_nor_runs_twice(Mutation::None);
+}
+
+#[test]
+#[should_panic(expected = "two consumers at once")]
+fn mutation_scheduling_without_the_race_is_caught() {
+    never_loses_a_wakeup_nor_runs_twice(Mutation::ScheduleWithoutRace);
 }
 
 #[test]
@@ -155,9 +253,16 @@ fn close_refuses_and_keeps_every_accepted_message() {
 /// accepted message out, waiting for the half-written slot. `drain` is the
 /// pop the drain uses; the mutation below passes the plain `pop`, which stops
 /// at the half-written slot (the code before issue 13's fix), and must fail.
-fn kill_with_half_written_slot(drain: unsafe fn(&Unbounded<u32>) -> Option<u32>) {
+///
+/// The same model carries the close mutation: `CloseIndexFromLoad` takes
+/// `closed_at` from a load before the closing `fetch_or`, so a claim
+/// between the two is accepted but left out of the drain.
+fn kill_with_half_written_slot(
+    mutation: Mutation,
+    drain: unsafe fn(&Unbounded<u32>) -> Option<u32>,
+) {
     model(move || {
-        let q = Arc::new(Unbounded::new());
+        let q = Arc::new(Unbounded::with_mutation(mutation));
         let sender = {
             let q = q.clone();
             thread::spawn(move || {
@@ -190,7 +295,14 @@ fn kill_with_half_written_slot(drain: unsafe fn(&Unbounded<u32>) -> Option<u32>)
 #[test]
 fn kill_drains_half_written_slots() {
     // SAFETY: the model calls the drain only from the task holder's thread.
-    kill_with_half_written_slot(|q| unsafe { q.pop_final() });
+    kill_with_half_written_slot(Mutation::None, |q| unsafe { q.pop_final() });
+}
+
+#[test]
+#[should_panic(expected = "stranded")]
+fn mutation_close_index_read_before_the_close_is_caught() {
+    // SAFETY: as above.
+    kill_with_half_written_slot(Mutation::CloseIndexFromLoad, |q| unsafe { q.pop_final() });
 }
 
 #[test]
@@ -198,7 +310,7 @@ fn kill_drains_half_written_slots() {
 fn mutation_drain_that_stops_at_a_half_written_slot_is_caught() {
     // SAFETY: as above, only the task holder pops; the mutation is which
     // pop the drain uses, not who calls it.
-    kill_with_half_written_slot(|q| unsafe { q.pop() });
+    kill_with_half_written_slot(Mutation::None, |q| unsafe { q.pop() });
 }
 
 /// The bounded mailbox's push against its actor's final drain (issues 13

@@ -15,6 +15,43 @@
 //! pairing with the sender's) reads `waiters` and, if non-zero, takes the lock
 //! and notifies. Either the sender's retry sees the freed slot or the consumer
 //! sees the waiter, so no sender sleeps next to free space.
+//!
+//! # Budget (audited for issue 39; shared lines written, per message)
+//! A send to a busy actor, policy `Reject`, `DropNewest` or `Block` with
+//! room: three RMWs on lines other senders write, and possible retries:
+//! * the push window's `fetch_add(SENDER + EPOCH)` on the state word
+//!   (`state_word.rs`), never retried;
+//! * the ring's claim, crossbeam `ArrayQueue::push`: loads of `tail`, of
+//!   the slot's stamp and of `head` (the full check), then a
+//!   `compare_exchange_weak` on `tail`. It fails, and the send backs off
+//!   and retries, each time another send claimed between the load and the
+//!   CAS: with `k` senders pushing at once, up to `k - 1` retries per
+//!   send. Then a plain store of the value and a Release store of the stamp;
+//! * the window's `fetch_sub(SENDER)` on the state word, never retried;
+//! * a send that finds the actor idle adds one `fetch_or(SCHEDULED)`
+//!   (the race for the task: exactly one racer wins).
+//!
+//! `DropOldest` on a full ring adds a CAS on `head` (the eviction) and a
+//! `fetch_add` on `evicted`; `DropNewest` on a full ring, the `fetch_add`
+//! on `evicted` only.
+//!
+//! The consumer's pop: a CAS on `head` (one consumer, so it does not
+//! retry, but the line is read by every send's full check) and a store to
+//! `popped`. With a `Block` policy, a SeqCst fence and a load of `waiters`
+//! per pop, and a lock and `notify_all` only when a sender waits. The
+//! release: a load of the state word, the ring's length (two loads), one
+//! CAS.
+//!
+//! Wake-ups: none per message. A `Block` sender that finds the ring full
+//! takes `lock` and sleeps on `space`; each pop that finds `waiters > 0`
+//! wakes all of them (they retry under the lock, one at a time).
+//!
+//! So a bounded send costs three shared-line RMWs against the unbounded
+//! mailbox's one, and its ring claim can retry under contention where the
+//! unbounded claim cannot. Left as it is: the push window is what makes
+//! the final drain exact with a third-party ring, and a ring with a
+//! `fetch_add` claim (which must then handle a claim past a full ring) is
+//! a rewrite with no measurement yet showing the bounded path hot.
 
 use crate::engine::deadline;
 use crossbeam_queue::ArrayQueue;
