@@ -21,7 +21,8 @@
 //! right after its tell), not fan-in (a handler that goes on telling the
 //! actor it woke): the first tell this thread makes to a *busy* actor after
 //! a placement moves the placed task to the deque, where thieves see it
-//! ([`tell_to_busy`], one thread-local read per such tell).
+//! ([`tell_to_busy`]: a thread-local read and a look at the slot per tell
+//! to a busy actor; nothing per ping-pong hop).
 //!
 //! The `WorkerLocal` lives on the worker thread's stack for the thread's whole
 //! life; `CURRENT` points at it while the loop runs and is cleared before it
@@ -47,37 +48,25 @@ const SEARCH_PASSES: u32 = 16;
 
 thread_local! {
     static CURRENT: Cell<*const WorkerLocal> = const { Cell::new(ptr::null()) };
-    /// A task entered this thread's worker's LIFO slot and has not left it:
-    /// the next tell to a busy actor spills it (`tell_to_busy`).
-    static LIFO_FRESH: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Called after a tell that found its actor busy (no task to schedule):
-/// if this thread's handler placed a task in the LIFO slot and goes on
-/// telling, that task moves to the stealable deque, so that a receiver it
-/// woke does not wait for the rest of the handler.
+/// if this thread is a worker whose LIFO slot holds a task, that task was
+/// placed there by the running turn (a turn starts with the slot empty:
+/// `next_local` takes it first or moves it to the deque), and the turn goes
+/// on telling; the task moves to the stealable deque, so that a receiver it
+/// woke does not wait for the rest of the handler. Nothing is read or
+/// written per hop of a ping-pong: only tells to busy actors look.
 #[inline(always)]
 pub(crate) fn tell_to_busy() {
-    if LIFO_FRESH.with(|f| f.get()) {
-        spill_lifo();
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn spill_lifo() {
-    LIFO_FRESH.with(|f| f.set(false));
     let w = CURRENT.with(|c| c.get());
     if w.is_null() {
         return;
     }
     // SAFETY: as in `current_for`: non-null only inside this thread's run loop.
     let w = unsafe { &*w };
-    if let Some(t) = w.lifo.take() {
-        sync::count(Event::LifoSpill);
-        sync::count(Event::DequePush);
-        w.deque.push(t);
-        w.pool.notify();
+    if w.lifo_occupied() {
+        w.spill_lifo();
     }
 }
 
@@ -151,8 +140,6 @@ pub(crate) struct WorkerLocal {
     rng: Cell<u32>,
     /// The CPU this worker is pinned to, if any.
     pub(crate) cpu: Option<usize>,
-    /// The last turn yielded its budget: take other work first.
-    yielded: Cell<bool>,
     /// The pool counts per-worker metrics (`stats.rs`); a copy of
     /// `pool.stats.on` on this worker's stack.
     counting: bool,
@@ -186,7 +173,6 @@ impl WorkerLocal {
             parker,
             rng: Cell::new(0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B)),
             cpu,
-            yielded: Cell::new(false),
             own_thread: Cell::new(false),
         }
     }
@@ -205,7 +191,6 @@ impl WorkerLocal {
         // to the injector before getting here.
         debug_assert!(!self.pool.shared_queue);
         sync::count(Event::LifoPlace);
-        LIFO_FRESH.with(|f| f.set(true));
         if let Some(old) = self.lifo.replace(Some(task)) {
             sync::count(Event::DequePush);
             self.deque.push(old);
@@ -245,10 +230,28 @@ impl WorkerLocal {
         if !self.own_thread.get() {
             return true;
         }
-        let lifo = self.lifo.take();
-        let busy = lifo.is_some();
-        self.lifo.set(lifo);
-        busy || !self.deque.is_empty() || !self.pool.injector.is_empty()
+        self.lifo_occupied() || !self.deque.is_empty() || !self.pool.injector.is_empty()
+    }
+
+    /// Whether the LIFO slot holds a task (a load; the slot is unchanged).
+    #[inline(always)]
+    fn lifo_occupied(&self) -> bool {
+        let t = self.lifo.take();
+        let occupied = t.is_some();
+        self.lifo.set(t);
+        occupied
+    }
+
+    /// Moves the LIFO slot's task to the stealable deque, with a notify.
+    #[cold]
+    #[inline(never)]
+    fn spill_lifo(&self) {
+        if let Some(t) = self.lifo.take() {
+            sync::count(Event::LifoSpill);
+            sync::count(Event::DequePush);
+            self.deque.push(t);
+            self.pool.notify();
+        }
     }
 
     /// Sends a task that used its whole budget while other work was
@@ -262,8 +265,12 @@ impl WorkerLocal {
             return self.pool.inject(task);
         }
         sync::count(Event::DequePush);
+        if !self.lifo_occupied() {
+            // A fairness turn next: it takes the injector's or the deque's
+            // oldest task, which is not this one (one of them held another).
+            self.tick.set(FAIRNESS_INTERVAL - 1);
+        }
         self.deque.push(task);
-        self.yielded.set(true);
         self.pool.notify();
     }
 
@@ -317,19 +324,6 @@ impl WorkerLocal {
         }
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
-        LIFO_FRESH.with(|f| f.set(false));
-        if self.yielded.replace(false) {
-            // Behind the work that was visible when the last turn yielded.
-            if let Some(t) = self.lifo.take() {
-                return Some(t);
-            }
-            if let Some(t) = steal_one(|| self.pool.injector.steal()) {
-                return Some(t);
-            }
-            if let Some(t) = steal_one(|| self.pool.stealers[self.index].steal()) {
-                return Some(t);
-            }
-        }
         if tick % FAIRNESS_INTERVAL == 0 {
             if let Some(t) = self.lifo.take() {
                 self.deque.push(t);
