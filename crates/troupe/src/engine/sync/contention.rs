@@ -89,8 +89,9 @@ static SEARCHING_MAX: StdAtomicUsize = StdAtomicUsize::new(0);
 static SITE_TABLE: Mutex<[(&str, u32); SITES]> = Mutex::new([("", 0); SITES]);
 static SITE_COUNT: StdAtomicUsize = StdAtomicUsize::new(0);
 
-/// A direct-mapped cache from a `Location`'s address to its site index + 1.
-const CACHE: usize = 64;
+/// A per-thread cache from a `Location`'s address to its site index (a
+/// site has one `Location` per monomorphization of its function).
+const CACHE: usize = 256;
 
 thread_local! {
     static MINE: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -120,20 +121,28 @@ fn bump(slot: usize) {
     }
 }
 
-/// The site index of `loc`, registering it on first sight.
+/// The site index of `loc`, registering it on first sight. The thread's
+/// cache is open-addressed (linear probing), so two hot sites that hash
+/// alike do not evict each other into the registry's lock.
 #[inline]
 fn site(loc: &'static Location<'static>) -> usize {
     let key = loc as *const Location<'static> as usize;
-    let h = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) % CACHE;
-    if let Some(i) = SITE_CACHE.with(|c| {
-        let (k, v) = c[h].get();
-        (k == key).then_some(v)
-    }) {
-        return i;
-    }
-    let i = register(loc);
-    SITE_CACHE.with(|c| c[h].set((key, i)));
-    i
+    let h = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) % CACHE;
+    SITE_CACHE.with(|c| {
+        for probe in 0..CACHE {
+            let slot = &c[(h + probe) % CACHE];
+            let (k, v) = slot.get();
+            if k == key {
+                return v;
+            }
+            if k == 0 {
+                let i = register(loc);
+                slot.set((key, i));
+                return i;
+            }
+        }
+        register(loc)
+    })
 }
 
 #[cold]
