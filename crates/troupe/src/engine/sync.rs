@@ -23,7 +23,9 @@ pub(crate) mod counted {
     #[cfg(all(feature = "contention", not(loom)))]
     pub(crate) use super::contention::atomics::{AtomicPtr, AtomicUsize};
     pub(crate) use std::sync::atomic::fence;
+    // Under loom only the scheduler's `AtomicUsize` is used from here.
     #[cfg(not(all(feature = "contention", not(loom))))]
+    #[cfg_attr(loom, allow(unused_imports))]
     pub(crate) use std::sync::atomic::{AtomicPtr, AtomicUsize};
 }
 
