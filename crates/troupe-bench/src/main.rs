@@ -7,6 +7,7 @@
 //! `--json` run, `--plot DIR` draws the scaling figures as SVG + CSV.
 
 mod compare;
+mod contention;
 mod peers;
 mod plot;
 mod programs;
@@ -83,6 +84,10 @@ fn command() -> Command {
         .arg(opt_none("baseline", "FILE", "Compare with a saved `--json` run (JSON lines)"))
         .arg(opt("threshold", "PCT", "Regression threshold for --baseline, in percent", "10"))
         .arg(flag("fail-on-regression", "Exit 1 when --baseline finds a regression"))
+        .arg(flag(
+            "contention",
+            "Count contention (RMWs, CAS failures, allocations, wake-ups) per message of mailbox_performance and stress; needs a build with --features contention",
+        ))
         .arg(opt_none(
             "plot",
             "DIR",
@@ -252,6 +257,16 @@ fn main() {
             }
         }
     };
+    if cli.matches.get_flag("contention") {
+        if !contention::BUILT {
+            eprintln!(
+                "troupe-bench: --contention needs a build with the counters: \
+                 cargo build --release -p troupe-bench --features contention"
+            );
+            std::process::exit(2);
+        }
+        contention::enable();
+    }
     let saved = cli.baseline.as_ref().map(|path| {
         match std::fs::read_to_string(path)
             .map_err(|e| e.to_string())
@@ -314,6 +329,7 @@ fn main() {
                 let refs: Vec<&Figure> = figs.iter().collect();
                 print(&render_block(&format!("== {name}"), &refs));
                 print(&summary_lines(&figs));
+                print(&contention::take_report());
                 figs
             }
             Err(e) => {

@@ -54,7 +54,9 @@
 //! On by default: `async` (the tokio bridge, [`bridge`]), `registry`
 //! ([`registry`]), `supervision` ([`supervision`]). Turn off what you do not
 //! use with `default-features = false`. Off by default: `metrics-http`
-//! (`SystemHandle::serve_metrics`, the Prometheus endpoint over HTTP).
+//! (`SystemHandle::serve_metrics`, the Prometheus endpoint over HTTP),
+//! `trace-context`, and `contention` (the `troupe::contention` counters of
+//! a measurement build).
 
 #![warn(missing_docs)]
 
@@ -91,6 +93,12 @@ pub use engine::scheduler::defer::{batch_wakes, hold_in_batch, let_go_in_batch, 
 pub use messaging::recipient::{Deliver, Recipient};
 pub use messaging::{channel, limits, mchain, timer};
 pub use system::{ActorSystem, ShutdownReport, SystemBuilder, SystemHandle};
+
+/// Contention counters (the `contention` feature): what a workload does to
+/// shared cache lines, per message. See `docs/architecture.md`,
+/// "Contention budget".
+#[cfg(all(feature = "contention", not(loom)))]
+pub use engine::sync::contention;
 
 /// Internals exposed for the loom model tests only.
 #[cfg(loom)]

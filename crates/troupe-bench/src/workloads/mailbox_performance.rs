@@ -86,10 +86,13 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
                 })
                 .collect();
             let t0 = Instant::now();
-            for s in &senders {
-                s.tell(()).map_err(|e| e.to_string())?;
-            }
-            let (counted, sum) = rx.recv().map_err(|e| e.to_string())?;
+            let got = crate::contention::window("mailbox_performance", total, || {
+                for s in &senders {
+                    s.tell(()).map_err(|e| e.to_string())?;
+                }
+                rx.recv().map_err(|e| e.to_string())
+            });
+            let (counted, sum) = got?;
             let seconds = t0.elapsed().as_secs_f64();
             let expected_sum = payload_sum(p.senders, p.messages as usize);
             verify(counted == total && sum == expected_sum, || {

@@ -32,7 +32,10 @@ pub fn run(cfg: &RunCfg, p: &Params) -> Result<Vec<Figure>, String> {
     let total = per * senders;
     crate::stats::progress(&format!("stress: {total} messages from {senders} threads"));
     let s = super::windowed(|| {
-        let (received, lost, duplicated, secs) = soak::stress(senders as usize, per, cfg.threads);
+        // Counted (`--contention`) with the system's start and shutdown.
+        let (received, lost, duplicated, secs) = crate::contention::window("stress", total, || {
+            soak::stress(senders as usize, per, cfg.threads)
+        });
         check(total, received, lost, duplicated)?;
         Ok(Sample::new(secs.max(1e-9), total as f64)
             .with("received", received)

@@ -302,6 +302,7 @@ impl Drop for Open {
         // they stay clear of it.
         for (pool, mut tasks) in pools.into_iter().flatten() {
             for task in tasks.drain(..) {
+                crate::engine::sync::count(crate::engine::sync::Event::InjectorPush);
                 pool.injector.push(task);
             }
             pool.notify();

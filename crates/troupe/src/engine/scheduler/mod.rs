@@ -30,6 +30,7 @@ pub(crate) mod stats;
 pub(crate) mod tokio_driver;
 pub(crate) mod worker;
 
+use crate::engine::sync::{self, Event};
 use crossbeam_deque::{Injector, Stealer, Worker as Deque};
 use crossbeam_utils::sync::Parker;
 use park::Unpark;
@@ -38,7 +39,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-pub(crate) use worker::{is_pool_thread, is_worker_thread, may_block_here, WorkerLocal};
+pub(crate) use worker::{
+    is_pool_thread, is_worker_thread, may_block_here, tell_to_busy, WorkerLocal,
+};
 
 /// A scheduled actor: a type-erased, non-owning pointer to its cell. Running
 /// it consumes the task; the actor either re-schedules itself (a new task) or
@@ -223,6 +226,7 @@ impl Pool {
 
     /// Pushes to the global queue and wakes a worker if needed.
     pub(crate) fn inject(&self, task: Task) {
+        sync::count(Event::InjectorPush);
         self.injector.push(task);
         self.notify();
     }
@@ -231,6 +235,7 @@ impl Pool {
     /// already searching (it will find the task).
     #[inline]
     pub(crate) fn notify(&self) {
+        sync::count(Event::Notify);
         self.idle.notify_one(&self.unparkers);
     }
 

@@ -3,21 +3,35 @@
 //! Protocol (a Dekker pair on `sleeping` and the queues, both SeqCst):
 //! * a worker about to park registers in `sleepers` and bumps `sleeping`, then
 //!   re-checks every stealable queue; if it finds work it unregisters and goes
-//!   back to searching, else it parks;
+//!   back for it, else it parks;
 //! * a thread that pushes a stealable task then reads `sleeping`; if some
 //!   worker sleeps and none is searching, it pops one sleeper and unparks it.
 //!
 //! Either the pusher sees the sleeper or the sleeper's re-check sees the task.
-//! `searching` only throttles wake-ups (one searcher at a time suffices: a
-//! searcher that finds work wakes the next one, `Idle::found_work`). Parked
-//! workers block on a futex-backed `Parker` with no timeout, so an idle system
-//! uses no CPU. A tokio dispatcher's one worker is a task, not a thread: it
-//! registers as a sleeper the same way and awaits a `Notify`, whose stored
-//! permit plays the `Parker`'s part (an unpark before the wait is kept).
+//! Whether the parking worker was searching does not enter the argument: a
+//! searcher leaves `searching` in the same step that registers it (before
+//! the fence and the re-check), and a pusher that still saw it searching
+//! read `searching` before that step, hence pushed before the re-check.
+//!
+//! `searching` only throttles wake-ups, and it is capped (tokio's and Go's
+//! rule): a worker may start searching only while fewer than half the
+//! workers search ([`Idle::try_start_searching`]), so the count never grows
+//! past `threads / 2` (at least 1) however many workers run out of work at
+//! once; the others go straight to the re-check and park. One searcher at a
+//! time suffices for a wake-up: a searcher that finds work wakes the next
+//! one if it was the last (`Idle::found_work`). A woken worker starts out
+//! searching (its waker counted it), and a waker only wakes when nobody
+//! searches, so wake-ups respect the cap too. Parked workers block on a
+//! futex-backed `Parker` with no timeout, so an idle system uses no CPU. A
+//! tokio dispatcher's one worker is a task, not a thread: it registers as a
+//! sleeper the same way and awaits a `Notify`, whose stored permit plays the
+//! `Parker`'s part (an unpark before the wait is kept).
 
+use crate::engine::sync::counted::{fence, AtomicUsize};
+use crate::engine::sync::{self, Event};
 use crossbeam_utils::sync::Unparker;
 use parking_lot::Mutex;
-use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 /// How a sleeping worker is woken: a worker thread's `Unparker`, or the
 /// `Notify` a tokio dispatcher's driver task awaits (`tokio_driver.rs`).
@@ -30,6 +44,7 @@ pub(crate) enum Unpark {
 impl Unpark {
     #[inline]
     pub(crate) fn unpark(&self) {
+        sync::count(Event::Unpark);
         match self {
             Unpark::Thread(u) => u.unpark(),
             #[cfg(feature = "async")]
@@ -69,15 +84,39 @@ impl Idle {
             let Some(index) = sleepers.pop() else { return };
             self.sleeping.fetch_sub(1, Ordering::SeqCst);
             // The woken worker starts out searching.
-            self.searching.fetch_add(1, Ordering::SeqCst);
+            sync::searching_now(self.searching.fetch_add(1, Ordering::SeqCst) + 1);
             index
         };
         unparkers[index].unpark();
     }
 
-    /// A worker ran out of local work and starts searching.
+    /// A worker ran out of local work: it becomes a searcher unless half
+    /// the pool's `threads` (at least one) already search. `false`: it did
+    /// not, and should go to the re-check and park.
+    pub(crate) fn try_start_searching(&self, threads: usize) -> bool {
+        let cap = (threads / 2).max(1);
+        let mut n = self.searching.load(Ordering::SeqCst);
+        loop {
+            if n >= cap {
+                return false;
+            }
+            match self
+                .searching
+                .compare_exchange_weak(n, n + 1, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => {
+                    sync::searching_now(n + 1);
+                    return true;
+                }
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    /// Starts searching without the cap (a pool of one worker: the tokio
+    /// dispatcher's driver).
     pub(crate) fn start_searching(&self) {
-        self.searching.fetch_add(1, Ordering::SeqCst);
+        sync::searching_now(self.searching.fetch_add(1, Ordering::SeqCst) + 1);
     }
 
     /// A searching worker found work. If it was the last searcher, wake
@@ -90,33 +129,89 @@ impl Idle {
         }
     }
 
-    /// A searching worker registers as a sleeper. Returns with the worker
-    /// registered; the caller must re-check the queues and then either
-    /// [`cancel_sleep`](Self::cancel_sleep) or park.
-    pub(crate) fn prepare_sleep(&self, index: usize) {
+    /// A worker registers as a sleeper, leaving `searching` if it was
+    /// `searching`. Returns with the worker registered; the caller must
+    /// re-check the queues, maybe park, and then
+    /// [`cancel_sleep`](Self::cancel_sleep).
+    pub(crate) fn prepare_sleep(&self, index: usize, searching: bool) {
         let mut sleepers = self.sleepers.lock();
         sleepers.push(index);
         self.sleeping.fetch_add(1, Ordering::SeqCst);
-        self.searching.fetch_sub(1, Ordering::SeqCst);
+        if searching {
+            self.searching.fetch_sub(1, Ordering::SeqCst);
+        }
         drop(sleepers);
         fence(Ordering::SeqCst);
     }
 
     /// Leaves the sleeper set (after finding work in the re-check, or after a
-    /// wake-up). Returns to the searching state either way: if a waker
-    /// already removed us it has counted us as searching.
-    pub(crate) fn cancel_sleep(&self, index: usize) {
+    /// wake-up). `true`: a waker removed us and counted us as searching;
+    /// `false`: we removed ourselves and do not search.
+    pub(crate) fn cancel_sleep(&self, index: usize) -> bool {
         let mut sleepers = self.sleepers.lock();
-        if let Some(pos) = sleepers.iter().position(|&i| i == index) {
-            sleepers.swap_remove(pos);
-            self.sleeping.fetch_sub(1, Ordering::SeqCst);
-            self.searching.fetch_add(1, Ordering::SeqCst);
+        match sleepers.iter().position(|&i| i == index) {
+            Some(pos) => {
+                sleepers.swap_remove(pos);
+                self.sleeping.fetch_sub(1, Ordering::SeqCst);
+                false
+            }
+            None => true,
         }
+    }
+
+    /// Workers searching now (tests).
+    #[cfg(test)]
+    pub(crate) fn searching(&self) -> usize {
+        self.searching.load(Ordering::SeqCst)
     }
 
     /// Workers parked now (tests).
     #[cfg(test)]
     pub(crate) fn sleeping(&self) -> usize {
         self.sleeping.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_half_the_workers_search() {
+        for (threads, cap) in [(1, 1), (2, 1), (3, 1), (16, 8), (64, 32)] {
+            let idle = Idle::new(threads);
+            let started = (0..threads)
+                .filter(|_| idle.try_start_searching(threads))
+                .count();
+            assert_eq!(started, cap, "{threads} workers");
+            assert_eq!(idle.searching(), cap);
+            // A searcher that parks makes room for one more.
+            idle.prepare_sleep(0, true);
+            assert!(idle.try_start_searching(threads));
+            assert!(!idle.try_start_searching(threads));
+            // One that parks without searching leaves the count alone.
+            idle.prepare_sleep(1, false);
+            assert_eq!(idle.searching(), cap);
+            assert!(!idle.cancel_sleep(1), "removed itself: not searching");
+            assert_eq!(idle.sleeping(), 1);
+        }
+    }
+
+    #[test]
+    fn a_woken_worker_counts_as_searching() {
+        let idle = Idle::new(4);
+        let parkers: Vec<_> = (0..4)
+            .map(|_| crossbeam_utils::sync::Parker::new())
+            .collect();
+        let unparkers: Vec<_> = parkers
+            .iter()
+            .map(|p| Unpark::Thread(p.unparker().clone()))
+            .collect();
+        idle.prepare_sleep(3, false);
+        // Nobody searches: the notify wakes worker 3 and counts it.
+        idle.notify_one(&unparkers);
+        assert_eq!(idle.sleeping(), 0);
+        assert_eq!(idle.searching(), 1);
+        assert!(idle.cancel_sleep(3), "a waker removed it");
     }
 }

@@ -215,13 +215,15 @@ async fn sleep(pool: &Pool, shared: &DriverShared) {
 fn register(pool: &Pool) -> bool {
     let idle = &pool.idle;
     idle.start_searching();
-    idle.prepare_sleep(0);
+    idle.prepare_sleep(0, true);
     !pool.has_stealable_work() && !pool.shutdown.load(Ordering::SeqCst)
 }
 
 /// Back to running. Registered as searching either way (`cancel_sleep`).
 fn unregister(pool: &Pool) {
-    pool.idle.cancel_sleep(0);
+    if !pool.idle.cancel_sleep(0) {
+        pool.idle.start_searching();
+    }
     pool.idle.found_work(&pool.unparkers);
 }
 

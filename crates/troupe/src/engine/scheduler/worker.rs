@@ -2,18 +2,34 @@
 //!
 //! Loop: take the next local task (LIFO slot, then the local deque, then a
 //! batch from the injector); when there is none, search (injector, then steal
-//! a batch from a random victim) for a while, then park (see `park.rs`).
+//! a batch from a random victim) for at most `SEARCH_PASSES` passes with a
+//! bounded spin between them and never a `sched_yield`, then park (see
+//! `park.rs`). At most half the workers search at once (`park.rs`); a worker
+//! over the cap goes straight to parking's re-check.
 //!
 //! Fairness: every `FAIRNESS_INTERVAL` turns the worker moves its LIFO slot
 //! onto its deque and takes the *oldest* task instead (injector first, then
 //! the bottom of its own deque), so a pair of actors messaging each other
-//! through the LIFO slot cannot starve older work.
+//! through the LIFO slot cannot starve older work. A turn that used its
+//! budget while other work was visible here ([`WorkerLocal::other_work_visible`])
+//! goes onto the (stealable) deque and the worker takes the LIFO slot, the
+//! injector or its oldest task next ([`WorkerLocal::yield_task`]); with
+//! nothing else visible the turn goes on, and nothing is pushed or woken.
+//!
+//! The LIFO slot is not stealable, so a task placed there waits for the rest
+//! of its scheduler's handler. That is what ping-pong wants (the handler ends
+//! right after its tell), not fan-in (a handler that goes on telling the
+//! actor it woke): the first tell this thread makes to a *busy* actor after
+//! a placement moves the placed task to the deque, where thieves see it
+//! ([`tell_to_busy`]: a thread-local read and a look at the slot per tell
+//! to a busy actor; nothing per ping-pong hop).
 //!
 //! The `WorkerLocal` lives on the worker thread's stack for the thread's whole
 //! life; `CURRENT` points at it while the loop runs and is cleared before it
 //! is dropped.
 
 use super::{Pool, Task};
+use crate::engine::sync::{self, Event};
 use crossbeam_deque::{Steal, Worker as Deque};
 use crossbeam_utils::sync::Parker;
 use crossbeam_utils::Backoff;
@@ -23,11 +39,35 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const FAIRNESS_INTERVAL: u32 = 61;
-/// Search attempts (with spin-then-yield back-off) before parking.
-const SEARCH_ROUNDS: u32 = 32;
+/// Steal passes (over the injector and every victim) before parking, with
+/// a spin between them that doubles up to 64 `spin_loop` hints (about
+/// 800 hints in all, some tens of microseconds): long enough that a
+/// conversation spread over two workers does not pay a futex wake-up per
+/// hop, bounded, and never a `sched_yield`.
+const SEARCH_PASSES: u32 = 16;
 
 thread_local! {
     static CURRENT: Cell<*const WorkerLocal> = const { Cell::new(ptr::null()) };
+}
+
+/// Called after a tell that found its actor busy (no task to schedule):
+/// if this thread is a worker whose LIFO slot holds a task, that task was
+/// placed there by the running turn (a turn starts with the slot empty:
+/// `next_local` takes it first or moves it to the deque), and the turn goes
+/// on telling; the task moves to the stealable deque, so that a receiver it
+/// woke does not wait for the rest of the handler. Nothing is read or
+/// written per hop of a ping-pong: only tells to busy actors look.
+#[inline(always)]
+pub(crate) fn tell_to_busy() {
+    let w = CURRENT.with(|c| c.get());
+    if w.is_null() {
+        return;
+    }
+    // SAFETY: as in `current_for`: non-null only inside this thread's run loop.
+    let w = unsafe { &*w };
+    if w.lifo_occupied() {
+        w.spill_lifo();
+    }
 }
 
 /// The calling thread's worker, if it is a worker of pool `pool_id`.
@@ -150,7 +190,9 @@ impl WorkerLocal {
         // `Pool::schedule`, the only caller, sends shared-queue pools' tasks
         // to the injector before getting here.
         debug_assert!(!self.pool.shared_queue);
+        sync::count(Event::LifoPlace);
         if let Some(old) = self.lifo.replace(Some(task)) {
+            sync::count(Event::DequePush);
             self.deque.push(old);
             self.pool.notify();
         }
@@ -161,13 +203,75 @@ impl WorkerLocal {
         if self.pool.shared_queue {
             return self.pool.inject(task);
         }
+        sync::count(Event::DequePush);
         self.deque.push(task);
         self.pool.notify();
     }
 
-    /// Sends a task that used its whole budget to the back of the line.
+    /// Puts back a task whose turn found only a half-written slot: onto
+    /// the local deque, no wake-up (this worker is awake and comes back to
+    /// it after what else it has; a thief may take it meanwhile).
+    pub(crate) fn requeue_local(&self, task: Task) {
+        if self.pool.shared_queue {
+            sync::count(Event::InjectorPush);
+            return self.pool.injector.push(task);
+        }
+        sync::count(Event::DequePush);
+        self.deque.push(task);
+    }
+
+    /// Whether a turn that used its budget should give way: another task
+    /// waits in this worker's LIFO slot, its deque or the injector (a
+    /// thief's work elsewhere is another worker's business). A worker that
+    /// is not a pool's own thread (a manual pool, the tokio driver, which
+    /// must give its thread back) always gives way.
+    #[inline]
+    pub(crate) fn other_work_visible(&self) -> bool {
+        if !self.own_thread.get() {
+            return true;
+        }
+        self.lifo_occupied() || !self.deque.is_empty() || !self.pool.injector.is_empty()
+    }
+
+    /// Whether the LIFO slot holds a task (a load; the slot is unchanged).
+    #[inline(always)]
+    fn lifo_occupied(&self) -> bool {
+        let t = self.lifo.take();
+        let occupied = t.is_some();
+        self.lifo.set(t);
+        occupied
+    }
+
+    /// Moves the LIFO slot's task to the stealable deque, with a notify.
+    #[cold]
+    #[inline(never)]
+    fn spill_lifo(&self) {
+        if let Some(t) = self.lifo.take() {
+            sync::count(Event::LifoSpill);
+            sync::count(Event::DequePush);
+            self.deque.push(t);
+            self.pool.notify();
+        }
+    }
+
+    /// Sends a task that used its whole budget while other work was
+    /// visible behind that work: onto the local deque (stealable, with a
+    /// notify), and this worker next takes its LIFO slot, the injector or
+    /// its oldest task. A shared-queue pool, and a worker that is not a
+    /// pool's own thread (the tokio driver, the test kit's manual pool,
+    /// whose order stays as it was), send it to the back of the injector.
     pub(crate) fn yield_task(&self, task: Task) {
-        self.pool.inject(task);
+        if self.pool.shared_queue || !self.own_thread.get() {
+            return self.pool.inject(task);
+        }
+        sync::count(Event::DequePush);
+        if !self.lifo_occupied() {
+            // A fairness turn next: it takes the injector's or the deque's
+            // oldest task, which is not this one (one of them held another).
+            self.tick.set(FAIRNESS_INTERVAL - 1);
+        }
+        self.deque.push(task);
+        self.pool.notify();
     }
 
     pub(crate) fn run(self) {
@@ -266,6 +370,7 @@ impl WorkerLocal {
                 steal_one(|| self.pool.stealers[victim].steal_batch_and_pop(&self.deque))
             {
                 self.count(|s| &s.steals);
+                sync::count(Event::Steal);
                 return Some(t);
             }
         }
@@ -273,27 +378,42 @@ impl WorkerLocal {
     }
 
     /// Searches, then parks, until it finds a task (`Some`) or the pool shuts
-    /// down (`None`).
+    /// down (`None`). A search is at most `SEARCH_PASSES` steal passes, and
+    /// only while fewer than half the workers search; then the worker parks
+    /// (`park.rs`: register, re-check every queue, park).
     fn search(&self) -> Option<Task> {
         let idle = &self.pool.idle;
-        idle.start_searching();
-        let backoff = Backoff::new();
-        let mut rounds = 0;
+        let threads = self.pool.threads();
+        // Counted in `idle.searching` (by us, or by the waker that woke us).
+        let mut searching = false;
         loop {
-            if let Some(t) = self.steal_any() {
-                idle.found_work(&self.pool.unparkers);
-                return Some(t);
+            if !searching {
+                searching = idle.try_start_searching(threads);
+                sync::count(if searching {
+                    Event::Search
+                } else {
+                    Event::SearchCapped
+                });
             }
-            if self.pool.shutdown.load(Ordering::Acquire) {
-                return None;
+            if searching {
+                let backoff = Backoff::new();
+                for _ in 0..SEARCH_PASSES {
+                    if let Some(t) = self.steal_any() {
+                        idle.found_work(&self.pool.unparkers);
+                        return Some(t);
+                    }
+                    if self.pool.shutdown.load(Ordering::Acquire) {
+                        return None;
+                    }
+                    // Spins only: never `sched_yield`.
+                    backoff.spin();
+                }
             }
-            rounds += 1;
-            if rounds < SEARCH_ROUNDS {
-                backoff.snooze();
-                continue;
-            }
-            idle.prepare_sleep(self.index);
-            if !self.pool.has_stealable_work() && !self.pool.shutdown.load(Ordering::SeqCst) {
+            idle.prepare_sleep(self.index, searching);
+            let parked =
+                !self.pool.has_stealable_work() && !self.pool.shutdown.load(Ordering::SeqCst);
+            if parked {
+                sync::count(Event::Park);
                 if self.counting {
                     // Two clock reads per park, none per task: idle time
                     // is time parked (a searching worker counts as busy).
@@ -306,9 +426,17 @@ impl WorkerLocal {
                     self.parker.park();
                 }
             }
-            idle.cancel_sleep(self.index);
-            rounds = 0;
-            backoff.reset();
+            searching = idle.cancel_sleep(self.index);
+            if !searching {
+                // The re-check saw work (or a shutdown), or we woke with
+                // nobody having counted us: take work, searcher or not.
+                if let Some(t) = self.steal_any() {
+                    return Some(t);
+                }
+                if self.pool.shutdown.load(Ordering::Acquire) {
+                    return None;
+                }
+            }
         }
     }
 
