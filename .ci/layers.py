@@ -25,6 +25,10 @@ troupe-sharding's (its lib.rs, "Layers"):
   2 region        shared.rs, region/
   3 coordinator   coordinator.rs
   4 api           sharding.rs
+troupe-admin's (its lib.rs, "Layers"):
+  0 guards        error.rs, security.rs, target.rs
+  1 reads, acts   read/, health.rs, act.rs, openapi.rs
+  2 server        router.rs, server.rs
 A file may use `crate::` paths of its own layer or below, never above. The
 crate root (lib.rs) is exempt: it only declares modules and re-exports;
 binaries (bin/) are their own crates. Paths through root re-exports
@@ -94,6 +98,20 @@ CRATES = {
             "sharding": 4,
         },
         {0: "wire", 1: "store", 2: "region", 3: "coordinator", 4: "api"},
+    ),
+    "crates/troupe-admin/src": (
+        {
+            "error": 0,
+            "security": 0,
+            "target": 0,
+            "read": 1,
+            "health": 1,
+            "act": 1,
+            "openapi": 1,
+            "router": 2,
+            "server": 2,
+        },
+        {0: "guards", 1: "reads, acts", 2: "server"},
     ),
 }
 # Names only the transport layer may use: (crate src, folder allowed or
