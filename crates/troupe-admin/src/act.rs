@@ -5,8 +5,10 @@
 //!   ([`AdminBuilder::on_leave`](crate::AdminBuilder::on_leave)); a graceful
 //!   leave consumes the application's `Sharding` (`Sharding::leave(self)`)
 //!   and `Cluster` (its drop says goodbye), which this crate does not own.
-//! - `down`, `drain`, `rebalancing/pause`, `rebalancing/resume`,
-//!   `passivate`: no public API exists in troupe-cluster or
+//! - `passivate`: `Sharding::passivate` on this node (404 if the kind is
+//!   unknown or the entity does not run here).
+//! - `down`, `drain`, `rebalancing/pause`, `rebalancing/resume`: no
+//!   public API exists in troupe-cluster or
 //!   troupe-sharding yet; each answers 501 naming what is missing, after
 //!   checking its input (bad input is still a 400).
 
@@ -87,15 +89,20 @@ pub fn rebalancing(_: &Empty) -> Result<Value, ApiError> {
     ))
 }
 
-/// Passivating an entity: no public call for it.
+/// Passivates an entity of this node (blocking: asks the region).
 pub fn passivate(t: &Target, b: &EntityBody) -> Result<Value, ApiError> {
-    if !t.kinds.iter().any(|k| k.name == b.kind) {
+    let Some(kind) = t.kinds.iter().find(|k| k.name == b.kind) else {
         return Err(ApiError::not_found(format!("no sharded kind {:?}", b.kind)));
-    }
+    };
     if b.id.is_empty() || b.id.len() > 256 {
         return Err(ApiError::bad_request("an entity id is 1 to 256 bytes"));
     }
-    Err(ApiError::not_implemented(
-        "passivating an entity has no public API in troupe-sharding yet",
-    ))
+    if kind.view.passivate(&b.id) {
+        Ok(json!({ "passivated": b.id }))
+    } else {
+        Err(ApiError::not_found(format!(
+            "entity {:?} of {:?} does not run on this node (or messages wait for it)",
+            b.id, b.kind
+        )))
+    }
 }

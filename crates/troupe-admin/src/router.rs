@@ -234,5 +234,9 @@ async fn rebalancing(body: Body) -> Reply {
 }
 
 async fn passivate(State(app): AppState, body: Body) -> Reply {
-    Ok(Json(act::passivate(&app.target, &json_body(body)?)?))
+    let b: act::EntityBody = json_body(body)?;
+    let a = app.clone();
+    Ok(Json(
+        read::blocking(move || act::passivate(&a.target, &b)).await??,
+    ))
 }

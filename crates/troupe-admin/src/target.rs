@@ -22,6 +22,8 @@ pub trait ShardingView: Send + Sync + 'static {
     /// Whether every shard was owned where membership wants it, at the
     /// last tick.
     fn settled(&self) -> bool;
+    /// Passivates entity `id` on this node; whether it was running here.
+    fn passivate(&self, id: &str) -> bool;
 }
 
 impl<A: Actor> ShardingView for Sharding<A> {
@@ -36,6 +38,9 @@ impl<A: Actor> ShardingView for Sharding<A> {
     }
     fn settled(&self) -> bool {
         Sharding::settled(self)
+    }
+    fn passivate(&self, id: &str) -> bool {
+        Sharding::passivate(self, id)
     }
 }
 
