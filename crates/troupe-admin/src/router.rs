@@ -19,7 +19,7 @@ use crate::act;
 use crate::error::ApiError;
 use crate::health;
 use crate::openapi::OPENAPI_YAML;
-use crate::read::{self, actors, cluster, node, sharding};
+use crate::read::{self, actors, cluster, node, persistence, sharding};
 use crate::security::{self, json_body, Security};
 use crate::target::Target;
 
@@ -208,8 +208,7 @@ async fn stats(State(app): AppState) -> Reply {
         "cluster": t.cluster.as_deref().map(cluster::stats),
         "sharding": kinds,
         "system": t.system.as_ref().map(actors::stats),
-        // troupe-persistence has no public stats accessor.
-        "persistence": Value::Null,
+        "persistence": persistence::stats(),
     })))
 }
 

@@ -1,7 +1,8 @@
 //! The reads under `/api/v1/`, one module per layer read (so that a change
 //! of one layer's public API touches one file): `node.rs` (troupe-remote's
 //! node), `cluster.rs` (membership), `sharding.rs` (shard map, entities),
-//! `actors.rs` (the actor system's observability snapshots).
+//! `actors.rs` (the actor system's observability snapshots),
+//! `persistence.rs` (troupe-persistence's process-wide counters).
 //!
 //! Reads that call a blocking API (the ownership store, a region's list
 //! of entities) run on the runtime's blocking pool ([`blocking`]): the
@@ -10,6 +11,7 @@
 pub mod actors;
 pub mod cluster;
 pub mod node;
+pub mod persistence;
 pub mod sharding;
 
 use axum::http::StatusCode;
