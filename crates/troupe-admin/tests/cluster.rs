@@ -177,4 +177,23 @@ fn two_nodes_members_shard_map_entities() {
     );
     assert_eq!(a.status, 404, "{}", a.body);
     drop(admin);
+
+    // A kind this node is not a member of: not ready, with the reason.
+    let ghost = AdminServer::builder(TOKEN)
+        .bind("127.0.0.1:0")
+        .cluster(&c1)
+        .sharding("ghost", SHARDS, s1.clone())
+        .start()
+        .expect("admin starts");
+    let a = request(ghost.addr(), "GET", "/health/ready", &[], b"");
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(
+        a.json()["reason"].as_str().unwrap().contains("ghost"),
+        "{}",
+        a.body
+    );
+    assert_eq!(
+        request(ghost.addr(), "GET", "/health/alive", &[], b"").status,
+        200
+    );
 }
