@@ -1,5 +1,5 @@
 //! Persistence, as troupe-persistence's process-wide
-//! [`stats`](troupe_persistence::stats) tells it: failed writes, and those
+//! [`stats`](fn@troupe_persistence::stats) tells it: failed writes, and those
 //! no one was told of.
 
 use serde_json::Value;
