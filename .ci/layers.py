@@ -30,6 +30,10 @@ troupe-bench's (its run.rs):
   1 run           run.rs       (Workload, RunCfg and its measuring loop)
   2 workloads     workloads/   (one file each; the registry in its mod.rs)
   3 report        peers.rs     (the peers beside Troupe)
+troupe-admin's (its lib.rs, "Layers"):
+  0 guards        error.rs, security.rs, target.rs
+  1 reads, acts   read/, health.rs, act.rs, openapi.rs
+  2 server        router.rs, server.rs
 A file may use `crate::` paths of its own layer or below, never above. The
 crate root (lib.rs, or main.rs in a crate without one) is exempt: it
 declares modules and re-exports; binaries (bin/, main.rs beside a lib.rs)
@@ -126,6 +130,20 @@ CRATES = {
             "peers": 3,
         },
         {0: "tools", 1: "run", 2: "workloads", 3: "report"},
+    ),
+    "crates/troupe-admin/src": (
+        {
+            "error": 0,
+            "security": 0,
+            "target": 0,
+            "read": 1,
+            "health": 1,
+            "act": 1,
+            "openapi": 1,
+            "router": 2,
+            "server": 2,
+        },
+        {0: "guards", 1: "reads, acts", 2: "server"},
     ),
 }
 # Names only the transport layer may use: (crate src, folder allowed or

@@ -426,6 +426,19 @@ impl<A: Actor> Sharding<A> {
             .unwrap_or_default()
     }
 
+    /// Passivates entity `id` on this node now, as the idle timeout would
+    /// (counted in `passivations`; a later message starts it again).
+    /// `false` if it is not running here, or envelopes buffered for it
+    /// wait. Blocks until the region answers (at most 10 s).
+    pub fn passivate(&self, id: &str) -> bool {
+        self.region
+            .ask(
+                |r| RegionMsg::Passivate(id.to_string(), r),
+                Duration::from_secs(10),
+            )
+            .unwrap_or(false)
+    }
+
     /// The shard of `id`.
     pub fn shard_of(&self, id: &str) -> u32 {
         shard_of(id, self.shared.config.shards)

@@ -254,6 +254,26 @@ impl<A: Actor> Region<A> {
         }
     }
 
+    /// Stops entity `id` as an idle one is stopped (counted in
+    /// `passivations`, forgotten if remembered); `false` if it is not
+    /// running here or buffered envelopes wait for it.
+    pub(super) fn passivate(&mut self, id: &str) -> bool {
+        let shard = match self.entities.get(id) {
+            Some(Entity::Active { shard, .. }) if !self.buffered_ids.contains(id) => *shard,
+            _ => return false,
+        };
+        Counters::add(&self.stat().passivations);
+        self.stop_entity(id, false);
+        if self
+            .shards
+            .get_mut(&shard)
+            .is_some_and(|s| s.remembered.remove(id))
+        {
+            self.write_remembered(shard);
+        }
+        true
+    }
+
     pub(super) fn tick(&mut self) {
         self.clock = Instant::now();
         if let Some(idle) = self.shared.config.idle_timeout {

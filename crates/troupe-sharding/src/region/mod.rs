@@ -164,6 +164,9 @@ pub enum RegionMsg {
     },
     /// The ids of the entities running here, sorted.
     Active(ReplyTo<Vec<String>>),
+    /// Passivate this entity now, as if it were idle; answers whether it
+    /// was running here (and not held by buffered envelopes).
+    Passivate(String, ReplyTo<bool>),
 }
 
 /// Why an activation did not happen.
@@ -285,6 +288,9 @@ impl<A: Actor> Actor for Region<A> {
                     .collect();
                 ids.sort();
                 r.reply(ids);
+            }
+            RegionMsg::Passivate(id, r) => {
+                r.reply(self.passivate(&id));
             }
         }
         // Everything this message released has been handed over.

@@ -474,6 +474,41 @@ mod tests {
         system.shutdown();
     }
 
+    /// `Passivate` stops a running entity at once, as idleness would
+    /// (counted), with no idle timeout configured; it refuses an entity
+    /// that is not running (stopping, or never started) and one whose
+    /// tells wait in the buffer; a later tell starts it again.
+    #[test]
+    fn passivate_stops_a_running_entity_and_refuses_the_rest() {
+        let system = ActorSystem::new();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (region, shared) = region(&system, &log, None);
+        verified(&region, Duration::ZERO);
+        region.tell(tell(&shared, 1)).unwrap();
+        let ask = |id: &str| {
+            region
+                .ask(
+                    |r| RegionMsg::Passivate(id.to_string(), r),
+                    Duration::from_secs(5),
+                )
+                .unwrap()
+        };
+        assert!(!ask("nobody"));
+        assert!(ask("e"));
+        assert!(!ask("e"), "stopping: not running");
+        assert_eq!(shared.stats.snapshot().passivations, 1);
+        region.tell(tell(&shared, 2)).unwrap();
+        assert_eq!(logged(&log, 2), [1, 2]);
+        // Its tells wait in the buffer (the lease ran out): refused.
+        let tick = shared.config.tick;
+        verified(&region, 4 * tick);
+        region.tell(tell(&shared, 3)).unwrap();
+        assert!(!ask("e"), "buffered tells wait for it");
+        let st = shared.stats.snapshot();
+        assert_eq!((st.passivations, st.activations), (1, 2), "{st:?}");
+        system.shutdown();
+    }
+
     /// An entity whose tells wait in the buffer (the lease ran out) is
     /// not idle, whatever its last delivery's age: the tick that would
     /// passivate it leaves it, and the renewed lease's tick delivers to

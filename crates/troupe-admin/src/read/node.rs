@@ -1,0 +1,25 @@
+//! This node, as troupe-remote's [`Node`](troupe_remote::Node) tells it:
+//! its name, namespace, connection, and its delivery and bad-input
+//! counters ([`NodeStats`](troupe_remote::NodeStats)).
+
+use serde_json::{json, Value};
+use troupe_cluster::Cluster;
+
+use super::counters;
+
+/// `{name, namespace, connected}` of the cluster's node.
+pub fn identity(cluster: &Cluster) -> Value {
+    let node = cluster.node();
+    json!({
+        "name": node.name(),
+        "namespace": node.cluster(),
+        "connected": node.is_connected(),
+        // Not in the public API yet (the `identity` branch adds it).
+        "incarnation": Value::Null,
+    })
+}
+
+/// The node's counters (`NodeStats`, by field name).
+pub fn stats(cluster: &Cluster) -> Value {
+    Value::Object(counters(&format!("{:?}", cluster.node().stats())))
+}

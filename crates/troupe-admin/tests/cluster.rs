@@ -1,0 +1,200 @@
+//! The API on a real 2-node cluster (nats-server with JetStream; skips
+//! with one line without it unless `TROUPE_REQUIRE_NATS=1`): members,
+//! shard map, entities, counters, readiness, and passivation.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::request;
+use serde::{Deserialize, Serialize};
+use troupe::{Actor, ActorSystem, Context};
+use troupe_admin::{AdminServer, CSRF_HEADER};
+use troupe_cluster::Cluster;
+use troupe_remote::remote;
+use troupe_sharding::{ClusterSharding, Sharding};
+use troupe_test_nats::NatsServer;
+
+const TOKEN: &str = "test-token-0123456789";
+const BEARER: (&str, &str) = ("Authorization", "Bearer test-token-0123456789");
+const SHARDS: u32 = 8;
+
+#[remote("admin.test.Hit")]
+#[derive(Serialize, Deserialize, Clone, Debug)]
+struct Hit;
+
+struct Entity;
+impl Actor for Entity {
+    type Msg = Hit;
+    fn handle(&mut self, _: Hit, _: &mut Context<'_, Self>) {}
+}
+
+fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+fn node(server: &NatsServer, name: &str) -> (Arc<Cluster>, Sharding<Entity>) {
+    let c = Arc::new(
+        Cluster::builder(&server.url(), name)
+            .insecure()
+            .heartbeat(Duration::from_millis(200))
+            .connect()
+            .expect("connect"),
+    );
+    let s = c
+        .sharding("thing", |_| Entity)
+        .tell::<Hit>()
+        .shards(SHARDS)
+        .tick(Duration::from_millis(150))
+        .start()
+        .expect("start");
+    (c, s)
+}
+
+#[test]
+fn two_nodes_members_shard_map_entities() {
+    let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
+    let (c1, s1) = node(&server, "a1");
+    let (c2, s2) = node(&server, "a2");
+    assert!(
+        wait_until(Duration::from_secs(20), || c1.peers().len() == 1
+            && c2.peers().len() == 1
+            && s1.settled()
+            && s2.settled()),
+        "the cluster did not settle"
+    );
+    let s1 = Arc::new(s1);
+    let system = ActorSystem::new();
+    let admin = AdminServer::builder(TOKEN)
+        .bind("127.0.0.1:0")
+        .cluster(&c1)
+        .system(system.handle())
+        .sharding("thing", SHARDS, s1.clone())
+        .start()
+        .expect("admin starts");
+    let addr = admin.addr();
+    let get = |path: &str| {
+        let a = request(addr, "GET", path, &[BEARER], b"");
+        assert_eq!(a.status, 200, "{path}: {}", a.body);
+        a.json()
+    };
+
+    assert_eq!(request(addr, "GET", "/health/ready", &[], b"").status, 200);
+    let m = get("/api/v1/members");
+    let names: Vec<&str> = m["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a1", "a2"], "{m}");
+    assert_eq!(m["members"][0]["self"], true);
+
+    // Entities on both nodes: every shard owned by one of the two.
+    let ids: Vec<String> = (0..20).map(|i| format!("e{i}")).collect();
+    for id in &ids {
+        s2.entity(id).tell(Hit).expect("accepted");
+    }
+    assert!(wait_until(Duration::from_secs(10), || {
+        s1.local_entities().len() + s2.local_entities().len() == ids.len()
+    }));
+    let shards = get("/api/v1/shards");
+    let kind = &shards["kinds"][0];
+    assert_eq!(kind["kind"], "thing");
+    let map = kind["map"].as_array().unwrap();
+    assert_eq!(map.len(), SHARDS as usize, "{kind}");
+    let mut owners: Vec<&str> = map.iter().map(|s| s["owner"].as_str().unwrap()).collect();
+    owners.sort();
+    owners.dedup();
+    assert_eq!(owners, ["a1", "a2"], "{kind}");
+    // This node's counts per shard add up to its entities.
+    let local: u64 = map.iter().filter_map(|s| s["entities"].as_u64()).sum();
+    assert_eq!(local as usize, s1.local_entities().len());
+    let e = get("/api/v1/entities");
+    assert_eq!(
+        e["kinds"][0]["count"].as_u64().unwrap() as usize,
+        s1.local_entities().len()
+    );
+
+    let st = get("/api/v1/stats");
+    assert!(st["node"]["frames_received"].is_u64(), "{st}");
+    assert!(st["cluster"]["nodes_down"].is_u64(), "{st}");
+    assert!(st["sharding"]["thing"]["activations"].is_u64(), "{st}");
+    let n = get("/api/v1/node");
+    assert_eq!(n["node"]["name"], "a1");
+    assert_eq!(n["ready"], true);
+    assert!(get("/api/v1/actors?top=5")["actors"].is_array());
+
+    // Passivate one of this node's entities through the API.
+    let csrf = get("/api/v1/csrf")["token"].as_str().unwrap().to_string();
+    let id = s1
+        .local_entities()
+        .first()
+        .cloned()
+        .expect("an entity here");
+    let body = format!("{{\"kind\": \"thing\", \"id\": \"{id}\"}}");
+    let h = [BEARER, (CSRF_HEADER, csrf.as_str())];
+    let a = request(
+        addr,
+        "POST",
+        "/api/v1/actions/passivate",
+        &h,
+        body.as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["passivated"], id.as_str());
+    assert!(
+        wait_until(Duration::from_secs(5), || !s1
+            .local_entities()
+            .contains(&id)),
+        "{id} still runs"
+    );
+    assert_eq!(s1.stats().passivations, 1);
+    // Again: it no longer runs here.
+    let a = request(
+        addr,
+        "POST",
+        "/api/v1/actions/passivate",
+        &h,
+        body.as_bytes(),
+    );
+    assert_eq!(a.status, 404, "{}", a.body);
+    let a = request(
+        addr,
+        "POST",
+        "/api/v1/actions/passivate",
+        &h,
+        b"{\"kind\": \"nope\", \"id\": \"x\"}",
+    );
+    assert_eq!(a.status, 404, "{}", a.body);
+    drop(admin);
+
+    // A kind this node is not a member of: not ready, with the reason.
+    let ghost = AdminServer::builder(TOKEN)
+        .bind("127.0.0.1:0")
+        .cluster(&c1)
+        .sharding("ghost", SHARDS, s1.clone())
+        .start()
+        .expect("admin starts");
+    let a = request(ghost.addr(), "GET", "/health/ready", &[], b"");
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(
+        a.json()["reason"].as_str().unwrap().contains("ghost"),
+        "{}",
+        a.body
+    );
+    assert_eq!(
+        request(ghost.addr(), "GET", "/health/alive", &[], b"").status,
+        200
+    );
+}
