@@ -133,6 +133,9 @@ use std::ptr;
 const BLOCK_CAP: usize = 31;
 #[cfg(loom)]
 const BLOCK_CAP: usize = 2;
+// The contention budget charges its per-block share per this many slots.
+#[cfg(all(feature = "contention", not(loom)))]
+const _: () = assert!(BLOCK_CAP as u64 == crate::engine::sync::contention::budget::BLOCK_SLOTS);
 /// Slot state bit: the value has been written.
 const WRITE: usize = 1;
 /// `Block::released` bit: `block_tail` has moved past the block; the rest

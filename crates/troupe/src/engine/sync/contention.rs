@@ -529,15 +529,19 @@ pub mod budget {
     /// Slots per block of the unbounded mailbox the budget is written for.
     /// The per-block share below is charged once per this many messages;
     /// a mailbox with larger blocks stays inside the budget.
-    pub const BLOCK_SLOTS: u64 = 15;
+    pub const BLOCK_SLOTS: u64 = 31;
     /// Shared-line RMWs per tell in the steady state (receiver busy): the
     /// claim on the tail word, which also carries the actor's state bits.
     pub const TELL_RMW_PER_MESSAGE: u64 = 1;
-    /// Shared-line RMWs per block on the tell side: taking the spare block
-    /// and stepping the tail past the block boundary.
-    pub const TELL_RMW_PER_BLOCK: u64 = 2;
-    /// Shared-line RMWs per block on the pop side: parking the left block
-    /// as the spare (pops store `head_index`; they do no RMW per message).
+    /// Shared-line RMWs per block on the tell side: linking the next block
+    /// when no recycled one is linked yet (a CAS on the block's `next`),
+    /// moving `block_tail` past the full block (a CAS), and recording the
+    /// tail index the block was released at (`fetch_add(0)`).
+    pub const TELL_RMW_PER_BLOCK: u64 = 3;
+    /// Shared-line RMWs per block on the pop side: linking the drained
+    /// block after the tail block for reuse, or freeing it when a block is
+    /// already linked there (pops store `head_index`; they do no RMW per
+    /// message).
     pub const POP_RMW_PER_BLOCK: u64 = 1;
     /// Scheduler events (injector pushes, notifies, unparks) per tell in the
     /// steady state: none, the receiver's task is not touched.
