@@ -1,0 +1,108 @@
+package main
+
+// Usage: faults-checker -dir <run directory> [-timeout 5m]
+//
+// Prints the figures of the run and exits 1 on an anomaly: a history that
+// is not linearizable, a lost confirmed deposit, a double activation; 2
+// when the check could not decide (porcupine timed out) or could not read
+// the run.
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+func main() {
+	dir := flag.String("dir", "", "the run's directory")
+	timeout := flag.Duration("timeout", 5*time.Minute, "porcupine's bound per model")
+	flag.DurationVar(&UnknownBound, "unknown-bound", UnknownBound, "how long after its call an unknown operation may take effect")
+	flag.Parse()
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "say -dir")
+		os.Exit(2)
+	}
+	run, err := ReadRun(*dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reading the run:", err)
+		os.Exit(2)
+	}
+	anomalies, undecided := 0, false
+	ok, failed, pending := 0, 0, 0
+	for _, o := range run.Ops {
+		switch {
+		case o.OK():
+			ok++
+		case o.Ret == nil:
+			pending++
+		default:
+			failed++
+		}
+	}
+	fmt.Printf("operations: %d (%d answered, %d failed or timed out, %d with no return: process killed); %d partial lines\n",
+		len(run.Ops), ok, failed, pending, run.Partial)
+	fmt.Printf("nemesis events: %d (%s)\n", len(run.Faults), kinds(run.Faults))
+	for _, m := range []struct {
+		kind  string
+		model porcupine.Model
+	}{{"register", RegisterModel}, {"ledger", LedgerModel}} {
+		ops := Operations(run, m.kind)
+		start := time.Now()
+		v := Check(m.kind, m.model, ops, *timeout)
+		fmt.Printf("linearizable %s: %v (%d operations, %d of unknown outcome; porcupine %.1f s)\n",
+			m.kind, v.Result, v.Ops, v.Unknown, time.Since(start).Seconds())
+		switch v.Result {
+		case porcupine.Illegal:
+			anomalies++
+			for _, l := range v.Excerpt {
+				fmt.Println(l)
+			}
+			path := filepath.Join(*dir, "anomaly-"+m.kind+".html")
+			if err := porcupine.VisualizePath(m.model, v.Info, path); err == nil {
+				fmt.Println("  visualization:", path)
+			}
+		case porcupine.Unknown:
+			undecided = true
+		}
+	}
+	lost, ledgers := LostDeposits(run)
+	fmt.Printf("lost confirmed deposits: %d ledgers of %d read at the end\n", len(lost), ledgers)
+	for _, l := range lost {
+		anomalies++
+		fmt.Printf("  %s: final balance %d < %d confirmed (%d deposits)\n", l.Key, l.Final, l.Confirmed, l.ConfirmedDeposits)
+	}
+	if ledgers == 0 {
+		fmt.Println("  no ledger was read in the final quiet interval")
+		undecided = true
+	}
+	double := DoubleActivations(run)
+	fmt.Printf("double activations: %d\n", len(double))
+	for _, d := range double {
+		anomalies++
+		fmt.Printf("  %s: %s (%d handled) and %s (%d handled) overlap %.0f ms\n",
+			d.Entity, d.A, d.Handled[0], d.B, d.Handled[1], float64(d.OverlapNanos)/1e6)
+	}
+	fmt.Println("producer (at-least-once, exact counts): not checked: the producer is not on main yet")
+	rec := Recovery(run)
+	for _, kind := range []string{"node-kill", "node-stop", "server-kill", "partition", "latency", "bandwidth", "reset"} {
+		t := rec[kind]
+		if len(t) == 0 {
+			continue
+		}
+		fmt.Printf("recovery after %s: p50 %v, p99 %v, max %v (%d disturbed keys over the faults)\n",
+			kind, Percentile(t, 0.5).Round(time.Millisecond), Percentile(t, 0.99).Round(time.Millisecond),
+			t[len(t)-1].Round(time.Millisecond), len(t))
+	}
+	fmt.Printf("anomalies: %d\n", anomalies)
+	switch {
+	case anomalies > 0:
+		os.Exit(1)
+	case undecided:
+		fmt.Println("undecided: see above")
+		os.Exit(2)
+	}
+}
