@@ -21,7 +21,10 @@ if [ ! -x "$bin/toxiproxy-server" ]; then
     mv "$bin/server" "$bin/toxiproxy-server"
 fi
 nats_bin="$(command -v nats-server || echo /usr/sbin/nats-server)"
-profile="${FAULTS_PROFILE:-release}"
+# --short builds the dev profile (CI has built it for `cargo test`);
+# --long the release one. FAULTS_PROFILE overrides.
+default_profile=$([ "$mode" = --long ] && echo release || echo dev)
+profile="${FAULTS_PROFILE:-$default_profile}"
 cargo build -q --profile "$profile" -p troupe-faults
 target_dir=target/$([ "$profile" = dev ] && echo debug || echo "$profile")
 (cd faults/checker && go build -o "$bin/faults-checker" .)

@@ -195,9 +195,12 @@ type Overlap struct {
 	A, B         string // node/activation
 	OverlapNanos int64
 	Handled      [2]int
+	// When B was created, and A's first and last stamps (ns).
+	BCreated, AFirst, ALast, BFirst int64
 }
 
 type span struct {
+	act        uint64
 	name       string
 	first, end int64
 	n          int
@@ -217,7 +220,7 @@ func DoubleActivations(run *Run) []Overlap {
 		}
 		s, ok := spans[e][o.Ret.Act]
 		if !ok {
-			s = &span{name: fmt.Sprintf("%s#%x", o.Ret.Node, o.Ret.Act), first: o.Ret.At, end: o.Ret.At}
+			s = &span{act: o.Ret.Act, name: fmt.Sprintf("%s#%x", o.Ret.Node, o.Ret.Act), first: o.Ret.At, end: o.Ret.At}
 			spans[e][o.Ret.Act] = s
 		}
 		if o.Ret.At < s.first {
@@ -247,7 +250,9 @@ func DoubleActivations(run *Run) []Overlap {
 					if list[i].end < end {
 						end = list[i].end
 					}
-					out = append(out, Overlap{Entity: e, A: list[j].name, B: list[i].name, OverlapNanos: end - list[i].first, Handled: [2]int{list[j].n, list[i].n}})
+					out = append(out, Overlap{Entity: e, A: list[j].name, B: list[i].name, OverlapNanos: end - list[i].first,
+						Handled: [2]int{list[j].n, list[i].n}, BCreated: run.Activated[list[i].act],
+						AFirst: list[j].first, ALast: list[j].end, BFirst: list[i].first})
 				}
 			}
 		}

@@ -58,6 +58,8 @@ type Run struct {
 	QuietStart int64 // the final quiet interval (0 if absent)
 	QuietEnd   int64
 	Partial    int // lines that did not parse (a killed writer's last line)
+	// When each activation was created (its "activated" line), by act.
+	Activated map[uint64]int64
 }
 
 func readLines(path string, f func(Line)) (bad int, err error) {
@@ -81,7 +83,7 @@ func readLines(path string, f func(Line)) (bad int, err error) {
 
 // ReadRun reads directory dir.
 func ReadRun(dir string) (*Run, error) {
-	run := &Run{}
+	run := &Run{Activated: map[uint64]int64{}}
 	files, err := filepath.Glob(filepath.Join(dir, "history-*.jsonl"))
 	if err != nil {
 		return nil, err
@@ -97,6 +99,8 @@ func ReadRun(dir string) (*Run, error) {
 				run.Ops = append(run.Ops, op)
 			case "ret":
 				rets = append(rets, l)
+			case "activated":
+				run.Activated[l.Act] = l.T
 			}
 		})
 		if err != nil {

@@ -83,8 +83,9 @@ func main() {
 	fmt.Printf("double activations: %d\n", len(double))
 	for _, d := range double {
 		anomalies++
-		fmt.Printf("  %s: %s (%d handled) and %s (%d handled) overlap %.0f ms\n",
-			d.Entity, d.A, d.Handled[0], d.B, d.Handled[1], float64(d.OverlapNanos)/1e6)
+		fmt.Printf("  %s: %s (%d handled, %.3f..%.3f s) and %s (created %.3f s, %d handled from %.3f s) both handled for %.0f ms\n",
+			d.Entity, d.A, d.Handled[0], float64(d.AFirst)/1e9, float64(d.ALast)/1e9,
+			d.B, float64(d.BCreated)/1e9, d.Handled[1], float64(d.BFirst)/1e9, float64(d.OverlapNanos)/1e6)
 	}
 	fmt.Println("producer (at-least-once, exact counts): not checked: the producer is not on main yet")
 	rec := Recovery(run)

@@ -28,6 +28,8 @@ use troupe_persistence::{
 use troupe_remote::remote;
 use troupe_sharding::{ClusterSharding, ShardingBuilder};
 
+use crate::history::History;
+
 /// Shards per entity kind; the same on every node.
 pub const SHARDS: u32 = 16;
 
@@ -82,12 +84,34 @@ struct Instance {
     act: u64,
 }
 
+#[derive(Serialize)]
+struct Activated<'a> {
+    k: &'static str,
+    kind: &'a str,
+    key: &'a str,
+    node: &'a str,
+    act: u64,
+    t: u64,
+}
+
 impl Instance {
-    fn new(node: &Arc<str>) -> Instance {
-        Instance {
+    /// A new activation of `kind`/`key` on `node`, recorded in `history`
+    /// (an `{"k":"activated"}` line: when the instance was created, before
+    /// it loads its state).
+    fn new(node: &Arc<str>, kind: &str, key: &str, history: &History) -> Instance {
+        let me = Instance {
             node: node.clone(),
             act: fresh_activation(),
-        }
+        };
+        history.record(&Activated {
+            k: "activated",
+            kind,
+            key,
+            node: &me.node,
+            act: me.act,
+            t: crate::clock::now(),
+        });
+        me
     }
     fn stamp(&self) -> Stamp {
         Stamp {
@@ -242,19 +266,21 @@ fn pid(kind: &str, id: &str) -> PersistenceId {
     })
 }
 
-/// The `register` sharding type on `cluster`, stored in `store`.
+/// The `register` sharding type on `cluster`, stored in `store`; each
+/// activation is recorded in `history`.
 pub fn registers(
     cluster: &Arc<Cluster>,
     store: &Arc<JetStreamStore>,
     node: &Arc<str>,
+    history: &Arc<History>,
 ) -> ShardingBuilder<RegisterEntity> {
-    let (store, node) = (store.clone(), node.clone());
+    let (store, node, history) = (store.clone(), node.clone(), history.clone());
     let b = cluster
         .sharding("register", move |id| {
             Async::new(Durable::new(
                 Register {
                     id: pid("register", id),
-                    me: Instance::new(&node),
+                    me: Instance::new(&node, "register", id, &history),
                 },
                 store.clone(),
             ))
@@ -264,19 +290,21 @@ pub fn registers(
     common(b)
 }
 
-/// The `ledger` sharding type on `cluster`, journaled in `store`.
+/// The `ledger` sharding type on `cluster`, journaled in `store`; each
+/// activation is recorded in `history`.
 pub fn ledgers(
     cluster: &Arc<Cluster>,
     store: &Arc<JetStreamStore>,
     node: &Arc<str>,
+    history: &Arc<History>,
 ) -> ShardingBuilder<LedgerEntity> {
-    let (store, node) = (store.clone(), node.clone());
+    let (store, node, history) = (store.clone(), node.clone(), history.clone());
     let b = cluster
         .sharding("ledger", move |id| {
             Async::new(Persistent::new(
                 Ledger {
                     id: pid("ledger", id),
-                    me: Instance::new(&node),
+                    me: Instance::new(&node, "ledger", id, &history),
                 },
                 store.clone(),
             ))

@@ -17,6 +17,9 @@
 //! opened with `O_APPEND`, so a SIGKILL leaves at most one partial last
 //! line, which the checker ignores.
 //!
+//! Each entity instance writes `{"k":"activated", "kind", "key", "node",
+//! "act", "t"}` when it is created, before it loads its state.
+//!
 //! The driver writes `{"k":"nemesis", "what", "target", "phase":"start"|"end",
 //! "t"}` lines to its own file, and the node processes `{"k":"node",
 //! "name", "event", "t"}` lines (started, ready).

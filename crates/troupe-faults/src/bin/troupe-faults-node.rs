@@ -101,6 +101,13 @@ fn retry<T, E: std::fmt::Display>(what: &str, mut f: impl FnMut() -> Result<T, E
 
 fn main() {
     let args = Args::parse();
+    // Warnings and errors of every layer to stderr (the node's log), as
+    // the findings of a run are read there.
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .init();
     let secret = match key() {
         Ok(k) => k,
         Err(e) => {
@@ -144,10 +151,10 @@ fn main() {
     });
     let node: Arc<str> = args.name.as_str().into();
     let regs = retry("register sharding", || {
-        registers(&cluster, &store, &node).start()
+        registers(&cluster, &store, &node, &history).start()
     });
     let leds = retry("ledger sharding", || {
-        ledgers(&cluster, &store, &node).start()
+        ledgers(&cluster, &store, &node, &history).start()
     });
     event("ready");
     println!("READY");
