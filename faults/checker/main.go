@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -87,6 +88,16 @@ func main() {
 			d.Entity, d.A, d.Handled[0], float64(d.AFirst)/1e9, float64(d.ALast)/1e9,
 			d.B, float64(d.BCreated)/1e9, d.Handled[1], float64(d.BFirst)/1e9, float64(d.OverlapNanos)/1e6)
 	}
+	// The store's fencing: a write refused because another writer (a
+	// second activation) wrote first. Not an anomaly by itself (the store
+	// kept one writer), but each one is two instances at once.
+	fenced := map[string]int{}
+	for _, o := range run.Ops {
+		if o.Ret != nil && !o.Ret.OK && strings.Contains(o.Ret.Err, "another writer") {
+			fenced[o.Call.Kind]++
+		}
+	}
+	fmt.Printf("writes fenced by the store (another writer first): register %d, ledger %d\n", fenced["register"], fenced["ledger"])
 	fmt.Println("producer (at-least-once, exact counts): not checked: the producer is not on main yet")
 	rec := Recovery(run)
 	for _, kind := range []string{"node-kill", "node-stop", "server-kill", "partition", "latency", "bandwidth", "reset"} {

@@ -59,3 +59,31 @@ impl History {
         let _ = self.file.lock().write_all(&line);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_record_is_one_line_appended() {
+        let path =
+            std::env::temp_dir().join(format!("troupe-faults-h-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        {
+            let h = History::open(&path).unwrap();
+            h.record(&serde_json::json!({"k": "call", "id": "a"}));
+        }
+        // Reopened, as a restarted node's clients append to a new file but
+        // the driver's log may be reopened: nothing is truncated.
+        History::open(&path)
+            .unwrap()
+            .record(&serde_json::json!({"k": "ret", "id": "a"}));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [r#"{"id":"a","k":"call"}"#, r#"{"id":"a","k":"ret"}"#]
+        );
+    }
+}

@@ -192,3 +192,51 @@ impl Client {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(prefix: u64) -> Client {
+        let path = std::env::temp_dir().join(format!("troupe-faults-w-{}", std::process::id()));
+        let history = Arc::new(History::open(&path).unwrap());
+        let _ = std::fs::remove_file(&path);
+        Client::new("c".into(), 7, prefix, 6, history)
+    }
+
+    /// The checker drops unknown writes no read saw, which is exact only
+    /// if no two writes of a run store the same value. (Writing the bare
+    /// counter, without the client's prefix, fails this test.)
+    #[test]
+    fn written_values_are_unique_across_clients() {
+        let mut seen = std::collections::HashSet::new();
+        for prefix in [1u64 << 56 | 1 << 48, 2 << 56 | 1 << 48, 2 << 56 | 2 << 48] {
+            let mut c = client(prefix);
+            for _ in 0..10_000 {
+                if let Op::Write { value, .. } = c.next_op() {
+                    assert!(seen.insert(value), "value {value} written twice");
+                }
+            }
+        }
+        assert!(seen.len() > 5_000);
+    }
+
+    #[test]
+    fn every_kind_of_operation_is_drawn() {
+        let mut c = client(0);
+        let mut kinds = [0u32; 4];
+        for _ in 0..1_000 {
+            let i = match c.next_op() {
+                Op::Write { .. } => 0,
+                Op::ReadRegister { .. } => 1,
+                Op::Deposit { amount, .. } => {
+                    assert!((1..=9).contains(&amount));
+                    2
+                }
+                Op::ReadBalance { .. } => 3,
+            };
+            kinds[i] += 1;
+        }
+        assert!(kinds.iter().all(|&n| n > 150), "{kinds:?}");
+    }
+}
