@@ -22,6 +22,7 @@ func main() {
 	dir := flag.String("dir", "", "the run's directory")
 	timeout := flag.Duration("timeout", 5*time.Minute, "porcupine's bound per model")
 	flag.DurationVar(&UnknownBound, "unknown-bound", UnknownBound, "how long after its call an unknown operation may take effect")
+	only := flag.String("models", "register,ledger", "which models to check")
 	flag.Parse()
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "say -dir")
@@ -51,6 +52,9 @@ func main() {
 		kind  string
 		model porcupine.Model
 	}{{"register", RegisterModel}, {"ledger", LedgerModel}} {
+		if !strings.Contains(*only, m.kind) {
+			continue
+		}
 		ops := Operations(run, m.kind)
 		start := time.Now()
 		v := Check(m.kind, m.model, ops, *timeout)

@@ -82,6 +82,8 @@ pub struct Client {
     prefix: u64,
     keys: u64,
     seq: u64,
+    /// The pause after the last failure, ms (0 after a success).
+    backoff: u64,
     history: Arc<History>,
 }
 
@@ -94,6 +96,7 @@ impl Client {
             prefix,
             keys: keys.max(1),
             seq: 0,
+            backoff: 0,
             history,
         }
     }
@@ -186,9 +189,15 @@ impl Client {
             },
         };
         self.history.record(&ret);
-        if outcome.is_err() || matches!(outcome, Ok(Err(_))) {
-            // Do not spin on a cluster that is failing.
-            std::thread::sleep(std::time::Duration::from_millis(50));
+        if matches!(outcome, Ok(Ok(_))) {
+            self.backoff = 0;
+        } else {
+            // Back off (100 ms doubling to 1 s) while the cluster fails: a
+            // fast refusal repeated every few milliseconds would fill the
+            // history with operations of unknown outcome, each of which the
+            // checker must try at every place in its window.
+            self.backoff = (self.backoff * 2).clamp(100, 1000);
+            std::thread::sleep(std::time::Duration::from_millis(self.backoff));
         }
     }
 }
