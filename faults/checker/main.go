@@ -88,9 +88,13 @@ func main() {
 	fmt.Printf("double activations: %d\n", len(double))
 	for _, d := range double {
 		anomalies++
-		fmt.Printf("  %s: %s (%d handled, %.3f..%.3f s) and %s (created %.3f s, %d handled from %.3f s) both handled for %.0f ms\n",
+		created := "created at ?"
+		if d.BCreated != 0 {
+			created = fmt.Sprintf("created at %.3f s", float64(d.BCreated)/1e9)
+		}
+		fmt.Printf("  %s: %s (%d handled, %.3f..%.3f s) and %s (%s, %d handled from %.3f s) both handled for %.0f ms\n",
 			d.Entity, d.A, d.Handled[0], float64(d.AFirst)/1e9, float64(d.ALast)/1e9,
-			d.B, float64(d.BCreated)/1e9, d.Handled[1], float64(d.BFirst)/1e9, float64(d.OverlapNanos)/1e6)
+			d.B, created, d.Handled[1], float64(d.BFirst)/1e9, float64(d.OverlapNanos)/1e6)
 	}
 	// The store's fencing: a write refused because another writer (a
 	// second activation) wrote first. Not an anomaly by itself (the store
