@@ -30,7 +30,7 @@ pub fn wait_listening(port: u16, limit: Duration) -> bool {
 }
 
 /// A child process that can be killed and started again with the same
-/// command line; killed when dropped.
+/// command line; killed when dropped, and (on Linux) when the driver dies.
 pub struct Process {
     name: String,
     program: PathBuf,
@@ -57,12 +57,29 @@ impl Process {
             .create(true)
             .append(true)
             .open(&self.log)?;
-        let child = Command::new(&self.program)
+        let mut command = Command::new(&self.program);
+        command
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()?;
+            .stderr(log);
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: the closure runs in the forked child before exec and
+            // calls only prctl(2), which is async-signal-safe; it touches
+            // no memory shared with the parent.
+            unsafe {
+                command.pre_exec(|| {
+                    // The child dies with the driver, even a SIGKILLed one,
+                    // so a run cut short (a CI timeout) leaves no server,
+                    // proxy or node behind.
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+        }
+        let child = command.spawn()?;
         self.child = Some(child);
         Ok(())
     }
