@@ -8,8 +8,8 @@ Floors, lowest first:
   2 troupe-remote                                           (remote actors over NATS)
   3 troupe-cluster, troupe-persistence                      (membership, registry, monitors; persistent actors)
   4 troupe-sharding                                         (sharded entities over the cluster)
-  5 troupe-top, troupe-bench, troupe-guide, troupe-admin,
-    peers/rust/*                                            (tools, the suite, the guide, the management API, the peers)
+  5 troupe-top, troupe-bench, troupe-guide, troupe-admin, troupe-faults,
+    peers/rust/*                                            (tools, the suite, the guide, the management API, the fault suite, the peers)
 A crate may depend (normal, dev or build) only on crates of a lower floor;
 tools never depend on each other. A workspace crate missing from this table
 fails the check, so a new crate must be given its floor here.
@@ -33,6 +33,7 @@ FLOOR = {
     "troupe-bench": 5,
     "troupe-guide": 5,
     "troupe-admin": 5,
+    "troupe-faults": 5,
 }
 PEER_FLOOR = 5
 

@@ -1,0 +1,128 @@
+package main
+
+// Usage: faults-checker -dir <run directory> [-timeout 5m]
+//
+// Prints the figures of the run and exits 1 on an anomaly: a history that
+// is not linearizable, a lost confirmed deposit, a double activation; 2
+// when the check could not decide (porcupine timed out) or could not read
+// the run.
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+func main() {
+	dir := flag.String("dir", "", "the run's directory")
+	timeout := flag.Duration("timeout", 5*time.Minute, "porcupine's bound per model")
+	flag.DurationVar(&UnknownBound, "unknown-bound", UnknownBound, "how long after its call an unknown operation may take effect")
+	only := flag.String("models", "register,ledger", "which models to check")
+	flag.Parse()
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "say -dir")
+		os.Exit(2)
+	}
+	run, err := ReadRun(*dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reading the run:", err)
+		os.Exit(2)
+	}
+	anomalies, undecided := 0, false
+	ok, failed, pending := 0, 0, 0
+	for _, o := range run.Ops {
+		switch {
+		case o.OK():
+			ok++
+		case o.Ret == nil:
+			pending++
+		default:
+			failed++
+		}
+	}
+	fmt.Printf("operations: %d (%d answered, %d failed or timed out, %d with no return: process killed); %d partial lines\n",
+		len(run.Ops), ok, failed, pending, run.Partial)
+	fmt.Printf("nemesis events: %d (%s)\n", len(run.Faults), kinds(run.Faults))
+	for _, m := range []struct {
+		kind  string
+		model porcupine.Model
+	}{{"register", RegisterModel}, {"ledger", LedgerModel}} {
+		if !strings.Contains(*only, m.kind) {
+			continue
+		}
+		ops := Operations(run, m.kind)
+		start := time.Now()
+		v := Check(m.kind, m.model, ops, *timeout)
+		fmt.Printf("linearizable %s: %v (%d operations, %d of unknown outcome; porcupine %.1f s)\n",
+			m.kind, v.Result, v.Ops, v.Unknown, time.Since(start).Seconds())
+		switch v.Result {
+		case porcupine.Illegal:
+			anomalies++
+			for _, l := range v.Excerpt {
+				fmt.Println(l)
+			}
+			path := filepath.Join(*dir, "anomaly-"+m.kind+".html")
+			if err := porcupine.VisualizePath(m.model, v.Info, path); err == nil {
+				fmt.Println("  visualization:", path)
+			}
+		case porcupine.Unknown:
+			undecided = true
+		}
+	}
+	lost, ledgers := LostDeposits(run)
+	fmt.Printf("lost confirmed deposits: %d ledgers of %d read at the end\n", len(lost), ledgers)
+	for _, l := range lost {
+		anomalies++
+		fmt.Printf("  %s: final balance %d < %d confirmed (%d deposits)\n", l.Key, l.Final, l.Confirmed, l.ConfirmedDeposits)
+	}
+	if ledgers == 0 {
+		fmt.Println("  no ledger was read in the final quiet interval")
+		undecided = true
+	}
+	double := DoubleActivations(run)
+	fmt.Printf("double activations: %d\n", len(double))
+	for _, d := range double {
+		anomalies++
+		created := "created at ?"
+		if d.BCreated != 0 {
+			created = fmt.Sprintf("created at %.3f s", float64(d.BCreated)/1e9)
+		}
+		fmt.Printf("  %s: %s (%d handled, %.3f..%.3f s) and %s (%s, %d handled from %.3f s) both handled for %.0f ms\n",
+			d.Entity, d.A, d.Handled[0], float64(d.AFirst)/1e9, float64(d.ALast)/1e9,
+			d.B, created, d.Handled[1], float64(d.BFirst)/1e9, float64(d.OverlapNanos)/1e6)
+	}
+	// The store's fencing: a write refused because another writer (a
+	// second activation) wrote first. Not an anomaly by itself (the store
+	// kept one writer), but each one is two instances at once.
+	fenced := map[string]int{}
+	for _, o := range run.Ops {
+		if o.Ret != nil && !o.Ret.OK && strings.Contains(o.Ret.Err, "another writer") {
+			fenced[o.Call.Kind]++
+		}
+	}
+	fmt.Printf("writes fenced by the store (another writer first): register %d, ledger %d\n", fenced["register"], fenced["ledger"])
+	fmt.Println("producer (at-least-once, exact counts): not checked: the producer is not on main yet")
+	rec := Recovery(run)
+	for _, kind := range []string{"node-kill", "node-stop", "server-kill", "partition", "latency", "bandwidth", "reset"} {
+		t := rec[kind]
+		if len(t) == 0 {
+			continue
+		}
+		fmt.Printf("recovery after %s: p50 %v, p99 %v, max %v (%d disturbed keys over the faults)\n",
+			kind, Percentile(t, 0.5).Round(time.Millisecond), Percentile(t, 0.99).Round(time.Millisecond),
+			t[len(t)-1].Round(time.Millisecond), len(t))
+	}
+	fmt.Printf("anomalies: %d\n", anomalies)
+	switch {
+	case anomalies > 0:
+		os.Exit(1)
+	case undecided:
+		fmt.Println("undecided: see above")
+		os.Exit(2)
+	}
+}
