@@ -605,16 +605,10 @@ impl<A: Actor> EntityRef<A> {
     where
         A::Msg: From<M>,
     {
-        if self.shared.stopped.load(Ordering::Acquire) {
-            return Err(SendError::Stopped(msg));
-        }
-        let Some(typed) = self.shared.tells.find(M::TYPE_ID) else {
-            return Err(SendError::Closed(msg));
+        let wire_schema = match self.tell_schema::<M>() {
+            Ok(w) => w,
+            Err(refuse) => return Err(refuse(msg)),
         };
-        if !check(self.id.bytes(), 0) {
-            return Err(SendError::Closed(msg));
-        }
-        let wire_schema = typed.wire_schema;
         // To a live owner: an `EntityTell<M>`, the message encoded once,
         // straight into the owner's outbox, with the id borrowed; nothing
         // is allocated.
@@ -667,16 +661,10 @@ impl<A: Actor> EntityRef<A> {
     where
         A::Msg: From<M>,
     {
-        if self.shared.stopped.load(Ordering::Acquire) {
-            return Err(SendError::Stopped(msg));
-        }
-        let Some(typed) = self.shared.tells.find(M::TYPE_ID) else {
-            return Err(SendError::Closed(msg));
+        let wire_schema = match self.tell_schema::<M>() {
+            Ok(w) => w,
+            Err(refuse) => return Err(refuse(msg)),
         };
-        if !check(self.id.bytes(), 0) {
-            return Err(SendError::Closed(msg));
-        }
-        let wire_schema = typed.wire_schema;
         let sent = self.shared.with_route(self.shard, |route| match route {
             Route::Remote { tell, .. } => {
                 let out = EntityTellOut {
@@ -705,6 +693,23 @@ impl<A: Actor> EntityRef<A> {
                 Ok(Receipt::ready(Ok(Delivered)))
             }
         }
+    }
+
+    /// The checks every tell makes before it goes anywhere: this node's
+    /// sharding still runs, it takes `M`, the id is valid. `Ok`: the schema
+    /// fingerprint `M`'s tells carry; `Err`: how to hand the message back.
+    #[inline(always)]
+    fn tell_schema<M: RemoteMessage>(&self) -> Result<u64, fn(M) -> SendError<M>> {
+        if self.shared.stopped.load(Ordering::Acquire) {
+            return Err(SendError::Stopped);
+        }
+        let Some(typed) = self.shared.tells.find(M::TYPE_ID) else {
+            return Err(SendError::Closed);
+        };
+        if !check(self.id.bytes(), 0) {
+            return Err(SendError::Closed);
+        }
+        Ok(typed.wire_schema)
     }
 
     /// Hands `msg` to this node's region, which delivers, forwards or
