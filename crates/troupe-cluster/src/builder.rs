@@ -250,8 +250,12 @@ impl ClusterBuilder {
         // (name_lock.rs).
         let name_rev = block_on(&handle, {
             let (kv, name) = (kv.clone(), self.name.clone());
+            let violations = violations.clone();
             let wait = crate::name_lock::wait(self.heartbeat, self.down_after);
-            async move { crate::name_lock::acquire(&kv, &name, incarnation, wait).await }
+            async move {
+                let acquire = crate::name_lock::acquire(&kv, &name, incarnation, wait);
+                permissions::guarded_settled(&violations, Duration::from_millis(500), acquire).await
+            }
         })
         .unwrap_or_else(|| Err(stopped()))?;
         let inner = Arc::new(Inner {

@@ -65,6 +65,25 @@ pub(crate) async fn guarded<T>(
     }
 }
 
+/// `work` as in [`guarded`]; if it fails, the violation that made it fail
+/// may still be on its way (the server's `-ERR` and the failed request
+/// race): a violation reported within `grace` is the error instead.
+pub(crate) async fn guarded_settled<T>(
+    violations: &Violations,
+    grace: Duration,
+    work: impl Future<Output = Result<T, ClusterError>>,
+) -> Result<T, ClusterError> {
+    let out = guarded(violations, 0, work).await;
+    if out.is_err() {
+        guarded(violations, 0, async {
+            tokio::time::sleep(grace).await;
+            Ok(())
+        })
+        .await?;
+    }
+    out
+}
+
 /// An error if the server reported any permission violation on the
 /// node's connection so far.
 pub(crate) fn none_reported(violations: &Violations) -> Result<(), ClusterError> {
