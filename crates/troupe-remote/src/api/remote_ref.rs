@@ -127,11 +127,16 @@ impl<M: RemoteMessage> RemoteRef<M> {
     /// also when 65,536 receipts wait on this link.
     ///
     /// ```no_run
-    /// # use troupe_remote::{Node, Undelivered};
+    /// # use serde::{Deserialize, Serialize};
+    /// # use troupe_remote::{remote, Node, Undelivered};
     /// # use std::time::Duration;
+    /// #[remote("demo.Add")]
+    /// #[derive(Debug, Serialize, Deserialize)]
+    /// struct Add(u64);
+    ///
     /// # fn f(node: &Node) -> Result<(), Box<dyn std::error::Error>> {
-    /// let counter = node.lookup::<u64>("counter@b")?;
-    /// match counter.tell_confirmed(5, Duration::from_secs(1)) {
+    /// let counter = node.lookup::<Add>("counter@b")?;
+    /// match counter.tell_confirmed(Add(5), Duration::from_secs(1)) {
     ///     Ok(receipt) => match receipt.wait() {
     ///         Ok(_delivered) => {}
     ///         Err(Undelivered::Unknown) => { /* may or may not have arrived */ }
