@@ -74,3 +74,22 @@ pub struct Target {
     /// The leave hook, taken (run once) by the first leave.
     pub on_leave: Mutex<Option<Hook>>,
 }
+
+impl Drop for Target {
+    /// The server's reference to a kind's `Sharding` or to the `Cluster`
+    /// may be the last one, and it is dropped by a task on the process's
+    /// I/O runtime. Their drops wait for work on that runtime (a leave's
+    /// ownership reads, a flush), so dropped there they would wait for
+    /// themselves: on a runtime thread they are dropped on a thread of
+    /// their own.
+    fn drop(&mut self) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let kinds = std::mem::take(&mut self.kinds);
+        let cluster = self.cluster.take();
+        let _ = std::thread::Builder::new()
+            .name("troupe-admin-drop".into())
+            .spawn(move || drop((kinds, cluster)));
+    }
+}
