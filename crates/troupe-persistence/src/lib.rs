@@ -13,7 +13,7 @@
 //! time, each store operation awaited without blocking a worker thread.
 //!
 //! Floors, lowest first: [`id`] and [`error`] (names and errors), and
-//! [`stats`] (what failed writes cost, counted) →
+//! [`stats()`] (what failed writes cost, counted) →
 //! [`journal`] (the storage seam: [`Journal`], [`SnapshotStore`],
 //! [`StateStore`], postcard bytes, and two implementations, `memory` and
 //! `jetstream`, the only module that knows async-nats) → [`codec`] (typed
