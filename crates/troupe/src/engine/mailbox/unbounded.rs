@@ -230,22 +230,25 @@ impl<T> Block<T> {
 
     #[inline(always)]
     fn start(&self) -> usize {
-        // SAFETY: `start` is written only while the block is unreachable by
-        // anyone else (module docs); this reader found the block through an
+        // `start` is written only while the block is unreachable by anyone
+        // else (module docs); this reader found the block through an
         // Acquire load, which orders that write before this read. (Loom's
         // shared `with`, so that it checks readers against the recycler.)
         #[cfg(loom)]
+        // SAFETY: as the comment above says: no write races this read.
         return self.start.with(|p| unsafe { *p });
         #[cfg(not(loom))]
+        // SAFETY: as the comment above says: no write races this read.
         return self.start.with_mut(|p| unsafe { *p });
     }
 
     #[inline(always)]
     fn prev(&self) -> *mut Block<T> {
-        // SAFETY: as for `start`.
         #[cfg(loom)]
+        // SAFETY: as for `start`: written only while unreachable.
         return self.prev.with(|p| unsafe { *p });
         #[cfg(not(loom))]
+        // SAFETY: as for `start`: written only while unreachable.
         return self.prev.with_mut(|p| unsafe { *p });
     }
 
