@@ -108,8 +108,23 @@ impl Inner {
     }
 
     /// Deletes the name's key if this process still holds it (step 4).
+    ///
+    /// The rewrite task is aborted before this runs, possibly after its
+    /// last `update` reached the bucket but before the new revision was
+    /// stored: a delete refused for a wrong revision reads the key from
+    /// the leader and, if it still holds this incarnation, deletes it at
+    /// the revision read.
     pub(crate) async fn release_name(&self) {
+        let key = wire::lock_key(&self.name);
         let rev = self.name_rev.load(Ordering::Acquire);
-        let _ = self.kv.delete(&wire::lock_key(&self.name), Some(rev)).await;
+        if self.kv.delete(&key, Some(rev)).await != Err(KvError::WrongRevision) {
+            return;
+        }
+        let ours = self.incarnation.to_be_bytes();
+        if let Ok(Some(now)) = self.kv.get_leader(&key).await {
+            if now.value.as_ref() == ours {
+                let _ = self.kv.delete(&key, Some(now.revision)).await;
+            }
+        }
     }
 }
