@@ -144,10 +144,18 @@ impl KvBucket for NatsBucket {
         expected: Option<u64>,
     ) -> BoxFuture<'a, Result<(), KvError>> {
         async move {
+            // A delete's error kind is the update's (`DeleteErrorKind`
+            // is an alias of `UpdateErrorKind` in async-nats).
             self.store
                 .delete_expect_revision(key, expected)
                 .await
-                .map_err(other)
+                .map_err(|e| {
+                    if e.kind() == UpdateErrorKind::WrongLastRevision {
+                        KvError::WrongRevision
+                    } else {
+                        other(e)
+                    }
+                })
         }
         .boxed()
     }
