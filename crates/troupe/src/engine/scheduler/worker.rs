@@ -109,6 +109,13 @@ pub(crate) fn is_pool_thread() -> bool {
     !w.is_null() && unsafe { &*w }.own_thread.get()
 }
 
+/// Runs `f` on the calling thread's worker, if it is one (`watch.rs`).
+pub(crate) fn with_current<R>(f: impl FnOnce(&WorkerLocal) -> R) -> Option<R> {
+    let w = CURRENT.with(|c| c.get());
+    // SAFETY: as in `current_for`: non-null only inside this thread's run loop.
+    (!w.is_null()).then(|| f(unsafe { &*w }))
+}
+
 /// Whether the calling thread is a worker of any pool (such a thread must not
 /// block waiting for mailbox space).
 pub(crate) fn is_worker_thread() -> bool {
@@ -132,7 +139,7 @@ pub(crate) fn may_block_here() -> bool {
 /// unparker, held by the pool.
 pub(crate) struct WorkerLocal {
     pub(crate) pool: Arc<Pool>,
-    index: usize,
+    pub(super) index: usize,
     deque: Deque<Task>,
     lifo: Cell<Option<Task>>,
     tick: Cell<u32>,
