@@ -106,7 +106,11 @@ impl<A: Actor> ActorRef<A> {
         // or a dedicated thread waits on this actor until the reply.
         let _waiting = self.cell.rt.watch.cycles.as_ref().and_then(|g| {
             let asker = crate::engine::scheduler::watch::current_actor()?;
-            Some(Waiting::new(g, Label::id_only(asker), Label::of(&self.cell)))
+            Some(Waiting::new(
+                g,
+                Label::id_only(asker),
+                Label::of(&self.cell),
+            ))
         });
         let (reply, rx) = ReplyTo::oneshot();
         self.send_request(make(reply))?;

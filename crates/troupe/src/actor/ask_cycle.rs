@@ -272,7 +272,10 @@ impl WaitGraph {
     #[cfg(test)]
     pub(crate) fn pending(&self) -> u32 {
         let g = self.graph.lock();
-        g.waits.values().flat_map(|n| n.on.iter().map(|e| e.1)).sum()
+        g.waits
+            .values()
+            .flat_map(|n| n.on.iter().map(|e| e.1))
+            .sum()
     }
 }
 

@@ -150,9 +150,12 @@ impl<A: AsyncActor> AsyncContext<A> {
         let slot = self.reply_slot();
         let cell = self.ctx.cell;
         // Ask-cycle detection (`ask_cycle`): this handler waits on `target`.
-        let waiting = cell.rt.watch.cycles.as_ref().map(|g| {
-            Waiting::new(g, Label::of(cell), Label::of(&target.cell))
-        });
+        let waiting = cell
+            .rt
+            .watch
+            .cycles
+            .as_ref()
+            .map(|g| Waiting::new(g, Label::of(cell), Label::of(&target.cell)));
         // The slot is ours until our drop, which comes after the handler's
         // future (and so every `LocalAsk` borrowing us) is dropped
         // (`Async::drop`).

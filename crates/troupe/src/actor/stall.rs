@@ -46,7 +46,8 @@ impl Watching {
     /// An actor spawned with its own threshold `d`.
     pub(crate) fn note_threshold(&self, d: Duration) {
         if self.stall.is_some() {
-            self.shortest_ns.fetch_min(nanos(d).max(1), Ordering::Relaxed);
+            self.shortest_ns
+                .fetch_min(nanos(d).max(1), Ordering::Relaxed);
         }
     }
 
@@ -79,7 +80,7 @@ impl StallSetting {
         if ms < u128::from(SECONDS) {
             return StallSetting((ms as u16).max(1));
         }
-        let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+        let secs = d.as_secs().saturating_add(u64::from(d.subsec_nanos() > 0));
         match u16::try_from(secs) {
             Ok(s) if s < u16::MAX - SECONDS => StallSetting(SECONDS + s),
             _ => StallSetting(u16::MAX),
@@ -119,7 +120,10 @@ mod tests {
     fn a_threshold_survives_its_two_bytes() {
         let ms = Duration::from_millis;
         assert_eq!(StallSetting::of(None).threshold(), None);
-        assert_eq!(StallSetting::of(Some(ms(250))).threshold(), Some(Some(ms(250))));
+        assert_eq!(
+            StallSetting::of(Some(ms(250))).threshold(),
+            Some(Some(ms(250)))
+        );
         assert_eq!(StallSetting::of(Some(ms(0))).threshold(), Some(Some(ms(1))));
         assert_eq!(
             StallSetting::of(Some(ms(32_767))).threshold(),
@@ -133,6 +137,9 @@ mod tests {
             StallSetting::of(Some(Duration::from_secs(3_600))).threshold(),
             Some(Some(Duration::from_secs(3_600)))
         );
-        assert_eq!(StallSetting::of(Some(Duration::MAX)).threshold(), Some(None));
+        assert_eq!(
+            StallSetting::of(Some(Duration::MAX)).threshold(),
+            Some(None)
+        );
     }
 }

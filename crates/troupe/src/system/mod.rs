@@ -8,11 +8,11 @@
 
 mod actor_table;
 mod shutdown;
-pub(crate) mod watchdog;
 #[cfg(feature = "async")]
 mod tokio_dispatcher;
 #[cfg(feature = "async")]
 pub(crate) mod tokio_runtime;
+pub(crate) mod watchdog;
 
 pub use crate::actor::runtime::SystemHandle;
 pub use shutdown::ShutdownReport;
@@ -510,6 +510,19 @@ impl SystemHandle {
         self.rt.watch.cycles.as_ref().map_or(0, |g| g.detected())
     }
 
+    /// Kills every live actor of `cycle` (the test kit, whose actors must
+    /// not wait forever on replies that will never come).
+    pub(crate) fn kill_members(&self, cycle: &crate::actor::AskCycle) {
+        for actor in self.inner().table.snapshot() {
+            let member = actor
+                .describe()
+                .is_some_and(|d| cycle.members.iter().any(|m| m.id == d.id));
+            if member {
+                actor.request_stop(crate::actor::lifecycle::StopRequest::Kill);
+            }
+        }
+    }
+
     /// Stops the stall watchdog, if any, and waits for it (the shutdown's
     /// last step).
     pub(crate) fn stop_watchdog(&self) {
@@ -640,6 +653,26 @@ mod tests {
     /// workers are joined) lives exactly as long as its last reference.
     fn pool_of(system: &ActorSystem) -> Weak<Pool> {
         Arc::downgrade(&system.rt.pool)
+    }
+
+    /// Stall and ask-cycle detection off (the default): no pool has turn
+    /// slots (a turn tests a null pointer and writes nothing), and there
+    /// is no watchdog.
+    #[test]
+    fn off_no_pool_is_watched_and_no_watchdog_runs() {
+        let system = ActorSystem::builder().threads(2).build();
+        let extra = system.work_stealing_pool("extra", 1);
+        let _ = extra;
+        assert!(system.pools().iter().all(|p| p.watch.is_none()));
+        assert!(system.inner().watchdog.lock().is_none());
+        let on = ActorSystem::builder()
+            .threads(2)
+            .detect_ask_cycles(true)
+            .build();
+        let _extra = on.work_stealing_pool("extra", 1);
+        assert!(on.pools().iter().all(|p| p.watch.is_some()));
+        // Ask cycles alone need no watchdog.
+        assert!(on.inner().watchdog.lock().is_none());
     }
 
     #[test]

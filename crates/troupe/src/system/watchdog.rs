@@ -173,6 +173,8 @@ impl Watchdog {
             state: Mutex::new(State::default()),
             threshold,
         });
+        // A first scan now: the workers' view lists every worker at once.
+        scan(&system, &shared);
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name(format!("{name}-watch"))
@@ -411,7 +413,10 @@ mod tests {
 
     #[test]
     fn the_period_is_a_quarter_within_bounds() {
-        assert_eq!(period(Duration::from_millis(100)), Duration::from_millis(25));
+        assert_eq!(
+            period(Duration::from_millis(100)),
+            Duration::from_millis(25)
+        );
         assert_eq!(period(Duration::from_micros(100)), Duration::from_millis(1));
         assert_eq!(period(Duration::from_secs(60)), Duration::from_millis(250));
     }

@@ -159,7 +159,13 @@ mod tests {
     #[test]
     fn a_turn_is_odd_while_it_runs_and_even_after() {
         let slot = TurnSlot::default();
-        assert_eq!(slot.read(), Seen { seq: 0, running: None });
+        assert_eq!(
+            slot.read(),
+            Seen {
+                seq: 0,
+                running: None
+            }
+        );
         {
             let _t = slot.begin(7, 42);
             assert_eq!(
@@ -171,7 +177,13 @@ mod tests {
             );
             assert_eq!(slot.own_actor(), Some(42));
         }
-        assert_eq!(slot.read(), Seen { seq: 2, running: None });
+        assert_eq!(
+            slot.read(),
+            Seen {
+                seq: 2,
+                running: None
+            }
+        );
         assert_eq!(slot.own_actor(), None);
         let t = slot.begin(8, 43);
         assert_eq!(slot.seq(), 3);
