@@ -105,11 +105,11 @@ impl<A: Actor> ActorRef<A> {
         // Ask-cycle detection (`ask_cycle`): a handler on a blocking pool
         // or a dedicated thread waits on this actor until the reply.
         let _waiting = self.cell.rt.watch.cycles.as_ref().and_then(|g| {
-            let asker = crate::engine::scheduler::watch::current_actor()?;
+            let asker = crate::engine::scheduler::current_actor()?;
             Some(Waiting::new(
                 g,
                 Label::id_only(asker),
-                Label::of(&self.cell),
+                Label::of::<A>(self.cell.id, &self.cell.name),
             ))
         });
         let (reply, rx) = ReplyTo::oneshot();

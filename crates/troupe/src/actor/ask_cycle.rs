@@ -101,11 +101,12 @@ pub(crate) struct Label {
 }
 
 impl Label {
-    /// The label of `cell`'s actor.
-    pub(crate) fn of<A: super::Actor>(cell: &super::cell::ActorCell<A>) -> Label {
+    /// The label of an actor of type `A` (the cell's `id` and `name`;
+    /// this file names no cell, which sits above it).
+    pub(crate) fn of<A>(id: ActorId, name: &Option<Arc<String>>) -> Label {
         Label {
-            id: cell.id.as_u64(),
-            name: cell.name.clone(),
+            id: id.as_u64(),
+            name: name.clone(),
             type_name: std::any::type_name::<A>(),
         }
     }

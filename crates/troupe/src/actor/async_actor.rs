@@ -150,12 +150,10 @@ impl<A: AsyncActor> AsyncContext<A> {
         let slot = self.reply_slot();
         let cell = self.ctx.cell;
         // Ask-cycle detection (`ask_cycle`): this handler waits on `target`.
-        let waiting = cell
-            .rt
-            .watch
-            .cycles
-            .as_ref()
-            .map(|g| Waiting::new(g, Label::of(cell), Label::of(&target.cell)));
+        let waiting = cell.rt.watch.cycles.as_ref().map(|g| {
+            let asker = Label::of::<Async<A>>(cell.id, &cell.name);
+            Waiting::new(g, asker, Label::of::<B>(target.cell.id, &target.cell.name))
+        });
         // The slot is ours until our drop, which comes after the handler's
         // future (and so every `LocalAsk` borrowing us) is dropped
         // (`Async::drop`).

@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 pub(crate) use worker::{
-    is_pool_thread, is_worker_thread, may_block_here, tell_to_busy, WorkerLocal,
+    current_actor, is_pool_thread, is_worker_thread, may_block_here, tell_to_busy, WorkerLocal,
 };
 
 /// A scheduled actor: a type-erased, non-owning pointer to its cell. Running

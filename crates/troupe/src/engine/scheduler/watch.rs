@@ -135,23 +135,6 @@ impl TurnSlots {
     }
 }
 
-impl super::WorkerLocal {
-    /// This worker's turn slot, if its pool is watched.
-    #[inline(always)]
-    pub(crate) fn turn_slot(&self) -> Option<&TurnSlot> {
-        match &self.pool.watch {
-            None => None,
-            Some(slots) => Some(slots.get(self.index)),
-        }
-    }
-}
-
-/// The id of the actor whose turn runs on the calling thread, if it is a
-/// worker of a watched pool running one (an ask from a handler).
-pub(crate) fn current_actor() -> Option<u64> {
-    super::worker::with_current(|w| w.turn_slot().and_then(TurnSlot::own_actor)).flatten()
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
