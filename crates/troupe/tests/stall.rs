@@ -69,7 +69,7 @@ struct Sleeper;
 
 enum Nap {
     For(Duration, ReplyTo<()>),
-    Quick(u32),
+    Quick,
 }
 
 impl Actor for Sleeper {
@@ -80,7 +80,7 @@ impl Actor for Sleeper {
                 std::thread::sleep(d);
                 r.reply(());
             }
-            Nap::Quick(_) => {}
+            Nap::Quick => {}
         }
     }
 }
@@ -106,13 +106,13 @@ fn a_stalled_handler_is_reported_once_and_again_when_it_returns() {
         .build();
     let a = system.spawn_with(Sleeper, SpawnOptions::new().name("stall-once-sleeper"));
     // Many quick handlers: none is a stall.
-    for i in 0..10_000 {
-        a.tell(Nap::Quick(i)).unwrap();
+    for _ in 0..10_000 {
+        a.tell(Nap::Quick).unwrap();
     }
     let nap = Duration::from_millis(600);
     a.ask(|r| Nap::For(nap, r), T).unwrap();
-    for i in 0..1_000 {
-        a.tell(Nap::Quick(i)).unwrap();
+    for _ in 0..1_000 {
+        a.tell(Nap::Quick).unwrap();
     }
     eventually("the return report", || system.stalls().returned == 1);
     // A few more scans: nothing more is reported.

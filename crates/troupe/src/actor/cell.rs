@@ -4,7 +4,7 @@
 //!
 //! Memory layout: one `Arc` allocation, fields in declaration order
 //! (`repr(C)`, see `ActorCell`): `[Arc counts][mailbox + state][metrics]
-//! [pool][runtime][id][table key][name][exit record][actor slot][killed]
+//! [pool][runtime][id][table key][name][exit record][actor slot][stall][killed]
 //! [dedicated][rt_released]`. What senders touch comes first, the actor
 //! value after the exit record, more than a cache line away. An unbounded
 //! mailbox allocates its first block on its first message.
