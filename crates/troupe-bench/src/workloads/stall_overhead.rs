@@ -6,7 +6,7 @@
 //! "on" figure carries `on_off_ratio` and `on_off_ratio_min` as in
 //! `metrics_overhead`. `--side 1` runs only the "off" system and
 //! `--side 2` only the "on" one, for instruction counts under callgrind
-//! (one worker thread's `Ir` per run).
+//! (one worker thread's `Ir` per run); `--side 3`, the default, both.
 
 use super::metrics_overhead::measure_switch;
 use super::ring::{self, Params as RingParams};
@@ -22,7 +22,7 @@ pub struct Params {
     pub round_trips: u64,
     /// The "on" system's stall threshold.
     pub threshold: Duration,
-    /// 0: both sides, alternating; 1: "off" only; 2: "on" only.
+    /// 1: "off" only; 2: "on" only; 3: both sides, alternating.
     pub side: u64,
 }
 
@@ -151,7 +151,7 @@ pub const WORKLOAD: Workload = Workload {
         name: "stall_overhead",
         about: "ring (--rings, --actors, --laps) and pingpong (--round-trips) with stall \
                 detection off and on (--threshold-ms), alternating; on/off ratio \
-                (--side 1 or 2: one side only, for callgrind)",
+                (--side 1 or 2: one side only, for callgrind; 3, the default: both)",
         params: &[
             ParamSpec::count("rings", "ring: rings (R)", "4", "2"),
             ParamSpec::count("actors", "ring: actors per ring (N)", "500", "100"),
@@ -165,11 +165,11 @@ pub const WORKLOAD: Workload = Workload {
             ),
             ParamSpec::count(
                 "side",
-                "stall_overhead: 0 both, alternating; 1 off only; 2 on only",
-                "0",
-                "0",
+                "stall_overhead: 1 off only; 2 on only; 3 both, alternating",
+                "3",
+                "3",
             )
-            .at_most(2),
+            .at_most(3),
         ],
     },
     peers: false,
@@ -196,7 +196,7 @@ mod tests {
             },
             round_trips: 500,
             threshold: Duration::from_secs(1),
-            side: 0,
+            side: 3,
         };
         let figs = run(&cfg, &p).unwrap();
         let names: Vec<&str> = figs.iter().map(|f| f.name.as_str()).collect();
