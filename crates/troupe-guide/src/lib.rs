@@ -35,6 +35,7 @@ chapters! {
     dispatchers => "dispatchers.md",
     channels_timers_states => "channels-timers-states.md",
     observability => "observability.md",
+    stalls => "stalls.md",
     tracing => "tracing.md",
     testing => "testing.md",
     remote => "remote.md",

@@ -2,7 +2,8 @@
 //! of one layer's public API touches one file): `node.rs` (troupe-remote's
 //! node), `cluster.rs` (membership), `sharding.rs` (shard map, entities),
 //! `actors.rs` (the actor system's observability snapshots),
-//! `persistence.rs` (troupe-persistence's process-wide counters).
+//! `persistence.rs` (troupe-persistence's process-wide counters),
+//! `workers.rs` (what each worker runs; stalls and ask cycles).
 //!
 //! Reads that call a blocking API (the ownership store, a region's list
 //! of entities) run on the runtime's blocking pool ([`blocking`]): the
@@ -13,6 +14,7 @@ pub mod cluster;
 pub mod node;
 pub mod persistence;
 pub mod sharding;
+pub mod workers;
 
 use axum::http::StatusCode;
 use serde_json::{Map, Value};

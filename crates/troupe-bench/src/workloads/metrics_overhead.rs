@@ -41,6 +41,21 @@ fn measure_off_on(
     name: &str,
     ps: &Map<String, Value>,
     unit: &str,
+    f: impl FnMut(bool) -> Result<Sample, String>,
+) -> Result<(Figure, Figure), String> {
+    measure_switch(cfg, "metrics_overhead", "metrics", name, ps, unit, f)
+}
+
+/// [`measure_off_on`] for workload `workload`, whose figures are named
+/// `"{name}, {switch} off"` and `"{name}, {switch} on"` with the param
+/// `switch` (`stall_overhead` shares it).
+pub(super) fn measure_switch(
+    cfg: &RunCfg,
+    workload: &str,
+    switch: &str,
+    name: &str,
+    ps: &Map<String, Value>,
+    unit: &str,
     mut f: impl FnMut(bool) -> Result<Sample, String>,
 ) -> Result<(Figure, Figure), String> {
     for i in 0..cfg.warmup {
@@ -57,11 +72,11 @@ fn measure_off_on(
     }
     let figure = |metrics: bool, samples: &[Sample]| {
         let mut p = ps.clone();
-        p.insert("metrics".into(), json!(metrics));
+        p.insert(switch.into(), json!(metrics));
         Figure::from_samples(
             "troupe",
-            "metrics_overhead",
-            format!("{name}, metrics {}", if metrics { "on" } else { "off" }),
+            workload,
+            format!("{name}, {switch} {}", if metrics { "on" } else { "off" }),
             p,
             unit,
             cfg.threads,

@@ -26,6 +26,7 @@ pub mod ring;
 pub mod savina;
 pub mod schedulers;
 pub mod spawn_and_await;
+pub mod stall_overhead;
 pub mod stress;
 
 /// The runtime's chaos soak and stress count, shared with its `chaos` and
@@ -54,6 +55,7 @@ pub const ALL: &[&Workload] = &[
     &schedulers::WORKLOAD,
     &channels::WORKLOAD,
     &metrics_overhead::WORKLOAD,
+    &stall_overhead::WORKLOAD,
     &chaos::WORKLOAD,
     &stress::WORKLOAD,
     &async_actors::PINGPONG,

@@ -2,6 +2,7 @@
 //! [`WeakActorRef`], one that does not keep it alive.
 
 use super::ask::{request_not_sent, wait_reply, AskFuture, ReplyTo};
+use super::ask_cycle::{Label, Waiting};
 use super::behaviour::Actor;
 use super::cell::ActorCell;
 use super::error::{AskError, SendError, StopReason};
@@ -101,6 +102,16 @@ impl<A: Actor> ActorRef<A> {
             return Err(AskError::WouldBlockWorker);
         }
         let deadline = deadline::after(timeout);
+        // Ask-cycle detection (`ask_cycle`): a handler on a blocking pool
+        // or a dedicated thread waits on this actor until the reply.
+        let _waiting = self.cell.rt.watch.cycles.as_ref().and_then(|g| {
+            let asker = crate::engine::scheduler::current_actor()?;
+            Some(Waiting::new(
+                g,
+                Label::id_only(asker),
+                Label::of::<A>(self.cell.id, &self.cell.name),
+            ))
+        });
         let (reply, rx) = ReplyTo::oneshot();
         self.send_request(make(reply))?;
         wait_reply(rx, deadline)

@@ -7,6 +7,7 @@
 //! sends `AskError::ActorStopped` while an actor's leftover mailbox is being
 //! dropped, `AskError::NoReply` otherwise.
 
+use super::ask_cycle::Waiting;
 use super::error::{AskError, SendError};
 use crate::engine::deadline;
 use crate::engine::reply_slot::ReplySlot;
@@ -410,6 +411,9 @@ pub struct LocalAsk<'a, R: Send + 'static> {
     /// Boxed, as the fallback below: the future is moved into the
     /// handler's state at each `.await`, so it is kept small.
     deadline: Option<Box<Deadline>>,
+    /// The ask's edge in the wait graph, with ask-cycle detection on
+    /// (`ask_cycle`): removed when the reply is taken or the ask dropped.
+    waiting: Option<Box<Waiting<'a>>>,
     _ctx: PhantomData<&'a ()>,
 }
 
@@ -440,12 +444,16 @@ impl<'a, R: Send + 'static> LocalAsk<'a, R> {
     /// future lives (its owner outlives the borrow `'a`), and is touched
     /// only from the thread polling the actor; `own` is the actor's own
     /// waker, whose target outlives `'a` and whose drop does nothing.
+    /// `waiting` is the ask's edge in the wait graph, if any: added before
+    /// the request is sent, removed once the ask ends.
     pub(crate) unsafe fn send<M>(
         slot: NonNull<ReplySlot>,
         own: ManuallyDrop<Waker>,
         make: impl FnOnce(ReplyTo<R>) -> M,
         send: impl FnOnce(M) -> Result<(), SendError<M>>,
+        waiting: Option<Waiting<'a>>,
     ) -> Self {
+        let mut waiting = waiting.map(Box::new);
         // SAFETY: alive (caller's contract).
         let s = unsafe { slot.as_ref() };
         let state = if ReplySlot::fits::<Result<R, AskError>>() && s.is_idle() {
@@ -461,6 +469,7 @@ impl<'a, R: Send + 'static> LocalAsk<'a, R> {
                 },
                 own,
                 deadline: None,
+                waiting,
                 _ctx: PhantomData,
             };
             match send(make(ReplyTo::to_slot(slot))) {
@@ -469,20 +478,25 @@ impl<'a, R: Send + 'static> LocalAsk<'a, R> {
                     // The request is dropped silently: that disarms the
                     // slot, which this receiver then leaves alone.
                     ask.state = LocalState::Plain(Box::new(AskFuture::failed(request_not_sent(e))));
+                    ask.waiting = None;
                     return ask;
                 }
             }
         } else {
             let (reply, rx) = ReplyTo::oneshot();
-            LocalState::Plain(Box::new(match send(make(reply)) {
-                Ok(()) => AskFuture::waiting(rx),
-                Err(e) => AskFuture::failed(request_not_sent(e)),
-            }))
+            match send(make(reply)) {
+                Ok(()) => LocalState::Plain(Box::new(AskFuture::waiting(rx))),
+                Err(e) => {
+                    drop(waiting.take());
+                    LocalState::Plain(Box::new(AskFuture::failed(request_not_sent(e))))
+                }
+            }
         };
         LocalAsk {
             state,
             own,
             deadline: None,
+            waiting,
             _ctx: PhantomData,
         }
     }
@@ -519,11 +533,15 @@ impl<R: Send + 'static> Future for LocalAsk<'_, R> {
             LocalState::Done => Poll::Ready(Err(AskError::ActorStopped)),
         };
         match polled {
-            Poll::Ready(r) => Poll::Ready(r),
+            Poll::Ready(r) => {
+                this.waiting = None;
+                Poll::Ready(r)
+            }
             Poll::Pending => match &this.deadline {
                 Some(d) if d.expired(cx) => {
                     // Give the request up: a late reply is dropped.
                     this.abandon();
+                    this.waiting = None;
                     Poll::Ready(Err(AskError::Timeout))
                 }
                 _ => Poll::Pending,

@@ -54,6 +54,7 @@
 
 use super::actor_ref::ActorRef;
 use super::ask::{LocalAsk, ReplyTo};
+use super::ask_cycle::{Label, Waiting};
 use super::behaviour::{Actor, Sealed};
 use super::cell::{ActorCell, RUNNING};
 use super::context::Context;
@@ -147,15 +148,25 @@ impl<A: AsyncActor> AsyncContext<A> {
         make: impl FnOnce(ReplyTo<R>) -> B::Msg,
     ) -> LocalAsk<'_, R> {
         let slot = self.reply_slot();
+        let cell = self.ctx.cell;
+        // Ask-cycle detection (`ask_cycle`): this handler waits on `target`.
+        let waiting = cell.rt.watch.cycles.as_ref().map(|g| {
+            let asker = Label::of::<Async<A>>(cell.id, &cell.name);
+            Waiting::new(g, asker, Label::of::<B>(target.cell.id, &target.cell.name))
+        });
         // The slot is ours until our drop, which comes after the handler's
         // future (and so every `LocalAsk` borrowing us) is dropped
         // (`Async::drop`).
         // SAFETY: the waker is this actor's own; its cell outlives the
         // actor's state, and dropping it does nothing.
         unsafe {
-            LocalAsk::send(slot, borrowed_waker(self.ctx.cell), make, |m| {
-                target.cell.send(m)
-            })
+            LocalAsk::send(
+                slot,
+                borrowed_waker(cell),
+                make,
+                |m| target.cell.send(m),
+                waiting,
+            )
         }
     }
 

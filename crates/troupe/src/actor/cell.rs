@@ -4,7 +4,7 @@
 //!
 //! Memory layout: one `Arc` allocation, fields in declaration order
 //! (`repr(C)`, see `ActorCell`): `[Arc counts][mailbox + state][metrics]
-//! [pool][runtime][id][table key][name][exit record][actor slot][killed]
+//! [pool][runtime][id][table key][name][exit record][actor slot][stall][killed]
 //! [dedicated][rt_released]`. What senders touch comes first, the actor
 //! value after the exit record, more than a cache line away. An unbounded
 //! mailbox allocates its first block on its first message.
@@ -39,6 +39,7 @@ use super::metrics::{sample_mask, ActorMetrics, MailboxProbe, MetricsRef, PENDIN
 use super::recycle;
 use super::runtime::{Admission, SpawnOptions};
 use super::runtime_ref::RuntimeRef;
+use super::stall::{Described, StallSetting};
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Release};
 use crate::engine::scheduler::{self, Pool, Runnable, Task, WorkerLocal};
 use crate::engine::state_word as state;
@@ -88,6 +89,10 @@ pub(crate) struct ActorCell<A: Actor> {
     pub(crate) name: Option<Arc<String>>,
     pub(crate) exit: ExitRecord,
     slot: UnsafeCell<Slot<A>>,
+    /// The actor's own stall threshold (`SpawnOptions::stall_threshold`),
+    /// written at spawn, read by the watchdog (`actor::stall`). Two bytes,
+    /// in what was padding.
+    stall: StallSetting,
     /// Set with `STOP_NOW`: read per message by the running worker. Kept apart
     /// from the state bits, whose cache line the senders write.
     pub(crate) killed: AtomicBool,
@@ -164,8 +169,12 @@ impl<A: Actor> ActorCell<A> {
                 options.metrics.unwrap_or(rt.metrics.default_on) || options.trace,
                 options.trace,
                 watcher,
+                StallSetting::of(options.stall),
             )
         };
+        if let Some(d) = options.stall {
+            rt.watch.note_threshold(d);
+        }
         // SAFETY: written just above.
         let cell = unsafe { cell.assume_init() };
         let (key, admission) = rt.enroll(cell.clone());
@@ -212,6 +221,7 @@ impl<A: Actor> ActorCell<A> {
         metered: bool,
         trace: bool,
         watcher: Option<(WatchId, Watcher)>,
+        stall: StallSetting,
     ) {
         use std::ptr::addr_of_mut;
         let id = ActorId::next();
@@ -245,6 +255,7 @@ impl<A: Actor> ActorCell<A> {
                 actor: Some(actor),
                 started: false,
             }));
+            addr_of_mut!((*p).stall).write(stall);
             addr_of_mut!((*p).killed).write(AtomicBool::new(false));
             addr_of_mut!((*p).dedicated).write(dedicated);
             addr_of_mut!((*p).rt_released).write(AtomicBool::new(false));
@@ -611,6 +622,11 @@ impl<A: Actor> Runnable for ActorCell<A> {
         let slot = unsafe { &mut *self.slot.get() };
         let actor = slot.actor.as_mut()?;
         let mut ctx = Context::new(self);
+        // Stall and ask-cycle detection (`engine::scheduler::watch`): on a
+        // watched pool the turn is on its worker's slot until it returns.
+        let _turn = worker
+            .turn_slot()
+            .map(|s| s.begin(self.table_key.load(Ordering::Relaxed), self.id.as_u64()));
 
         if !slot.started {
             slot.started = true;
@@ -935,6 +951,17 @@ impl<A: Actor> MailboxProbe for ActorCell<A> {
 impl<A: Actor> Stoppable for ActorCell<A> {
     fn request_stop(&self, kind: StopRequest) {
         self.stop_request(kind);
+    }
+
+    fn describe(&self) -> Option<Described> {
+        Some(Described {
+            id: self.id,
+            name: self.name.clone(),
+            type_name: std::any::type_name::<A>(),
+            msg_type: std::any::type_name::<A::Msg>(),
+            popped: self.mailbox.popped(),
+            stall: self.stall,
+        })
     }
 }
 

@@ -81,6 +81,12 @@ pub(crate) fn reason_from_bits(bits: usize) -> StopReason {
 pub(crate) trait Stoppable: Runnable {
     /// Asks the actor to stop.
     fn request_stop(&self, kind: StopRequest);
+
+    /// What the stall watchdog reads of it (`actor::stall`); `None` for
+    /// kinds whose turns are not watched.
+    fn describe(&self) -> Option<super::stall::Described> {
+        None
+    }
 }
 
 /// What a monitor delivers: which actor stopped, and why.

@@ -5,12 +5,13 @@
 //! This layer sits on the engine (`engine/`) and below the system
 //! (`system/`): it reaches the system only through the `runtime::Host`
 //! hook. Files: `cell` (memory and the turn), `lifecycle` (stopping,
-//! watchers, waiting), `context`, `actor_ref`, `ask`, `watch`, `watcher` (a stop callback, inline when small), `runtime`
+//! watchers, waiting), `context`, `actor_ref`, `ask`, `ask_cycle` (actors waiting on each other's replies), `stall` (stall detection's settings), `watch`, `watcher` (a stop callback, inline when small), `runtime`
 //! (spawning), `runtime_ref` (the sharded count that keeps a runtime alive), `recycle`
 //! (stopped cells' memory, reused by the next spawn), `error`.
 
 pub(crate) mod actor_ref;
 pub(crate) mod ask;
+pub(crate) mod ask_cycle;
 pub(crate) mod async_actor;
 pub(crate) mod behaviour;
 pub(crate) mod cell;
@@ -26,11 +27,13 @@ pub(crate) mod parallel;
 pub(crate) mod recycle;
 pub(crate) mod runtime;
 pub(crate) mod runtime_ref;
+pub(crate) mod stall;
 pub(crate) mod watchable;
 pub(crate) mod watcher;
 
 // The core types are re-exported at the crate root (one path each); this
 // module exposes the rest of the actor API.
+pub use ask_cycle::{AskCycle, CycleMember, RECENT_CYCLES};
 pub use lifecycle::{JoinFuture, StopListener};
 pub use watchable::Watchable;
 

@@ -13,12 +13,14 @@ use super::error::StopReason;
 use super::lifecycle::Stoppable;
 use super::metrics::MetricsSet;
 use super::runtime_ref::Holders;
+use super::stall::Watching;
 use crate::engine::dispatcher::Dispatcher;
 use crate::engine::mailbox::MailboxConfig;
 use crate::engine::scheduler::{Pool, PoolConfig};
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What the actor core needs from the system that runs it.
 pub(crate) trait Host: Send + Sync + 'static {
@@ -108,6 +110,8 @@ pub(crate) struct Runtime {
     /// Every metered actor (`metrics.rs`), and whether metering is the
     /// default.
     pub(crate) metrics: MetricsSet,
+    /// Stall and ask-cycle detection (`stall.rs`, `ask_cycle.rs`).
+    pub(crate) watch: Watching,
     /// The system layer.
     pub(crate) host: Box<dyn Host>,
 }
@@ -161,6 +165,7 @@ impl Runtime {
             pin: None,
             metrics: self.metrics.default_on,
             blocking: false,
+            watch: self.watch.pools(),
         }
     }
 }
@@ -183,6 +188,7 @@ pub struct SpawnOptions {
     pub(crate) name: Option<Arc<String>>,
     pub(crate) metrics: Option<bool>,
     pub(crate) trace: bool,
+    pub(crate) stall: Option<Duration>,
 }
 
 impl SpawnOptions {
@@ -231,6 +237,25 @@ impl SpawnOptions {
     /// on for the actor.
     pub fn trace_messages(mut self, on: bool) -> Self {
         self.trace = on;
+        self
+    }
+
+    /// The actor's own stall threshold, in place of the system's
+    /// ([`SystemBuilder::stall_threshold`](crate::SystemBuilder::stall_threshold)):
+    /// a handler of this actor running longer than `d` is reported. Kept
+    /// to the millisecond up to 32.767 s, to the second (rounded up) above;
+    /// [`Duration::MAX`] (or anything past about 9 hours) never reports.
+    /// Takes effect only on a system with stall detection on.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use troupe::SpawnOptions;
+    /// // A batch job that may take its time; the rest of the system may not.
+    /// let opts = SpawnOptions::new().stall_threshold(Duration::from_secs(30));
+    /// # let _ = opts;
+    /// ```
+    pub fn stall_threshold(mut self, d: Duration) -> Self {
+        self.stall = Some(d);
         self
     }
 

@@ -38,6 +38,18 @@
 //! summary type and a gauge may not carry a `quantile` label; the families
 //! and the reasons are on [`MetricsCollector`].
 //!
+//! Stall and deadlock detection report here too: handlers running past a
+//! threshold ([`Stalls`], [`SystemHandle::stalls`], turned on with
+//! [`SystemBuilder::stall_threshold`](crate::SystemBuilder::stall_threshold)),
+//! what each worker runs ([`WorkerView`], [`SystemHandle::workers`]), and
+//! actors waiting on each other's replies ([`AskCycle`],
+//! [`SystemHandle::ask_cycles`], turned on with
+//! [`SystemBuilder::detect_ask_cycles`](crate::SystemBuilder::detect_ask_cycles));
+//! their counts are in [`Metrics`] and the Prometheus text. The detectors
+//! themselves live below: the workers' turn slots in the engine
+//! (`engine/scheduler/watch.rs`), the wait graph in the actor core
+//! (`actor/ask_cycle.rs`), the watchdog in the system (`system/watchdog.rs`).
+//!
 //! Invariants: reading metrics never blocks a worker (it takes only the
 //! metrics set's own locks, which no message path takes); a stopped actor
 //! is reported by the next read, then forgotten.
@@ -66,6 +78,8 @@ mod http;
 mod prometheus;
 
 pub use crate::actor::metrics::SAMPLE_EVERY;
+pub use crate::actor::{AskCycle, CycleMember, RECENT_CYCLES};
+pub use crate::system::{RunningHandler, Stall, Stalls, WorkerView, RECENT_STALLS};
 pub use estimator::{Estimate, FrequencyCalculator, ThroughputEstimator};
 #[cfg(feature = "metrics-http")]
 pub use http::MetricsServer;
@@ -98,6 +112,11 @@ pub struct Metrics {
     pub dropped_messages: u64,
     /// Actors alive now (metered or not).
     pub live_actors: usize,
+    /// Handlers reported as stalled so far ([`Stalls::detected`]; 0 with
+    /// stall detection off).
+    pub stalled_handlers: u64,
+    /// Ask cycles detected so far ([`SystemHandle::ask_cycles_detected`]).
+    pub ask_cycles: u64,
 }
 
 /// One actor's figures.
@@ -380,6 +399,8 @@ impl SystemHandle {
             channels,
             dropped_messages: self.dropped_messages(),
             live_actors: self.live_actors(),
+            stalled_handlers: self.stalls().detected,
+            ask_cycles: self.ask_cycles_detected(),
         }
     }
 

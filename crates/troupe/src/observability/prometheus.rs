@@ -51,6 +51,7 @@ pub const DEFAULT_ACTOR_SERIES_CAP: usize = 1000;
 /// | `troupe_channel_subscribers` | gauge | `channel` |
 /// | `troupe_live_actors` | gauge | |
 /// | `troupe_dropped_messages_total` | counter | |
+/// | `troupe_stalled_handlers_total`, `troupe_ask_cycles_total` (stall and deadlock detection) | counter | |
 ///
 /// **Quantiles are gauges, one family per statistic.** `prometheus-client`
 /// has no summary type, and a gauge may not carry a `quantile` label
@@ -525,6 +526,18 @@ fn encode(m: &Metrics, cap: usize, mut enc: DescriptorEncoder) -> fmt::Result {
     ConstCounter::new(m.dropped_messages).encode(enc.encode_descriptor(
         "troupe_dropped_messages",
         "Messages dropped undelivered, all actors.",
+        None,
+        MetricType::Counter,
+    )?)?;
+    ConstCounter::new(m.stalled_handlers).encode(enc.encode_descriptor(
+        "troupe_stalled_handlers",
+        "Handlers that ran longer than their stall threshold.",
+        None,
+        MetricType::Counter,
+    )?)?;
+    ConstCounter::new(m.ask_cycles).encode(enc.encode_descriptor(
+        "troupe_ask_cycles",
+        "Ask cycles detected: actors waiting on each other's replies.",
         None,
         MetricType::Counter,
     )?)

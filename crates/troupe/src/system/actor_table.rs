@@ -140,6 +140,14 @@ impl ActorTable {
         self.shards.iter().map(|s| s.lock().stopped).sum()
     }
 
+    /// The live actor under `key`, if any: the stall watchdog's look-up of
+    /// a running turn (`watchdog.rs`; keys are reused, so it checks the
+    /// actor's id).
+    pub(crate) fn get(&self, key: u64) -> Option<Arc<dyn Stoppable>> {
+        let shard = self.shards.get((key >> 32) as usize)?;
+        shard.lock().live.get((key & 0xFFFF_FFFF) as usize).cloned()
+    }
+
     /// Every live actor now (for shutdown).
     pub(crate) fn snapshot(&self) -> Vec<Arc<dyn Stoppable>> {
         let mut all = Vec::new();

@@ -12,9 +12,11 @@ mod shutdown;
 mod tokio_dispatcher;
 #[cfg(feature = "async")]
 pub(crate) mod tokio_runtime;
+pub(crate) mod watchdog;
 
 pub use crate::actor::runtime::SystemHandle;
 pub use shutdown::ShutdownReport;
+pub use watchdog::{RunningHandler, Stall, Stalls, WorkerView, RECENT_STALLS};
 
 use crate::actor::cell::ActorCell;
 use crate::actor::lifecycle::Stoppable;
@@ -56,6 +58,9 @@ pub(crate) struct SystemInner {
     /// shutdown.
     extra_pools: Mutex<Vec<PoolThreads>>,
     report: Mutex<Option<ShutdownReport>>,
+    /// The stall watchdog, if stall detection is on (`watchdog.rs`):
+    /// started once the system is assembled, stopped by the shutdown.
+    watchdog: Mutex<Option<watchdog::Watchdog>>,
     #[cfg(feature = "async")]
     pub(crate) bridge: Mutex<tokio_runtime::AsyncBridge>,
 }
@@ -133,6 +138,8 @@ pub struct SystemBuilder {
     name: String,
     metrics: bool,
     sample_every: u64,
+    stall: Option<Duration>,
+    ask_cycles: bool,
     #[cfg(feature = "async")]
     tokio: Option<tokio::runtime::Handle>,
 }
@@ -148,6 +155,8 @@ impl Default for SystemBuilder {
             name: "troupe-worker".into(),
             metrics: false,
             sample_every: crate::actor::metrics::SAMPLE_EVERY,
+            stall: None,
+            ask_cycles: false,
             #[cfg(feature = "async")]
             tokio: None,
         }
@@ -223,6 +232,44 @@ impl SystemBuilder {
         self
     }
 
+    /// Turns stall detection on: a handler that runs longer than
+    /// `threshold` is reported once (a `tracing` warning, target
+    /// `troupe::stall`, with the actor, its type and its message type; the
+    /// count and the list in [`SystemHandle::stalls`]), and again when it
+    /// returns, with how long it ran. An actor may have its own threshold
+    /// ([`SpawnOptions::stall_threshold`]). A watchdog thread
+    /// (`{name}-watch`) scans the workers every quarter of the shortest
+    /// threshold (1 ms to 250 ms), and [`SystemHandle::workers`] shows what
+    /// each worker runs. Off by default: then there is no watchdog thread,
+    /// and a turn pays one test of a null pointer (see the guide's "Stall
+    /// and deadlock detection").
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let system = troupe::ActorSystem::builder()
+    ///     .threads(1)
+    ///     .stall_threshold(Duration::from_millis(500))
+    ///     .build();
+    /// assert_eq!(system.workers().len(), 1);
+    /// assert_eq!(system.stalls().detected, 0);
+    /// ```
+    pub fn stall_threshold(mut self, threshold: Duration) -> Self {
+        self.stall = Some(threshold);
+        self
+    }
+
+    /// Turns ask-cycle detection on: an ask that makes actors wait on each
+    /// other's replies (A waits on B, which waits on A, directly or
+    /// through a chain) is reported with the cycle's members (a `tracing`
+    /// error, target `troupe::ask_cycle`;
+    /// [`SystemHandle::ask_cycles`]). See the guide's "Stall and deadlock
+    /// detection" for what counts as waiting. Off by default (an ask then
+    /// tests one field); on in the test kit, where a cycle fails the test.
+    pub fn detect_ask_cycles(mut self, on: bool) -> Self {
+        self.ask_cycles = on;
+        self
+    }
+
     /// Worker thread name prefix.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -247,6 +294,7 @@ impl SystemBuilder {
             pin: None,
             blocking: false,
             metrics: self.metrics,
+            watch: self.stall.is_some() || self.ask_cycles,
         }
     }
 
@@ -275,6 +323,7 @@ impl SystemBuilder {
             workers: Mutex::new(workers),
             extra_pools: Mutex::new(Vec::new()),
             report: Mutex::new(None),
+            watchdog: Mutex::new(None),
             #[cfg(feature = "async")]
             bridge: Mutex::new(tokio_runtime::AsyncBridge::new(self.tokio)),
         };
@@ -292,11 +341,15 @@ impl SystemBuilder {
                 channels: Default::default(),
                 windows: Default::default(),
             },
+            watch: crate::actor::stall::Watching::new(self.stall, self.ask_cycles),
             host: Box::new(inner),
         });
-        ActorSystem {
-            handle: SystemHandle { rt },
+        let handle = SystemHandle { rt };
+        if let Some(threshold) = self.stall {
+            let dog = watchdog::Watchdog::start(handle.clone(), &self.name, threshold);
+            *handle.inner().watchdog.lock() = Some(dog);
         }
+        ActorSystem { handle }
     }
 }
 
@@ -415,6 +468,70 @@ impl SystemHandle {
         all
     }
 
+    /// What stall detection has reported
+    /// ([`SystemBuilder::stall_threshold`]): the counts, the stalled
+    /// handlers still running and the last ones that returned, as of the
+    /// watchdog's last scan. Empty with stall detection off.
+    pub fn stalls(&self) -> Stalls {
+        self.inner()
+            .watchdog
+            .lock()
+            .as_ref()
+            .map(|w| w.stalls())
+            .unwrap_or_default()
+    }
+
+    /// Every worker of every pool of the system, and the handler it runs
+    /// with how long it has run, as of the stall watchdog's last scan (at
+    /// most a quarter of the shortest threshold ago). Empty with stall
+    /// detection off ([`SystemBuilder::stall_threshold`]).
+    pub fn workers(&self) -> Vec<WorkerView> {
+        self.inner()
+            .watchdog
+            .lock()
+            .as_ref()
+            .map(|w| w.workers())
+            .unwrap_or_default()
+    }
+
+    /// The last [`RECENT_CYCLES`](crate::actor::RECENT_CYCLES) ask cycles
+    /// detected, oldest first ([`SystemBuilder::detect_ask_cycles`]).
+    pub fn ask_cycles(&self) -> Vec<crate::actor::AskCycle> {
+        self.rt
+            .watch
+            .cycles
+            .as_ref()
+            .map(|g| g.recent())
+            .unwrap_or_default()
+    }
+
+    /// Ask cycles detected so far (0 with detection off).
+    pub fn ask_cycles_detected(&self) -> u64 {
+        self.rt.watch.cycles.as_ref().map_or(0, |g| g.detected())
+    }
+
+    /// Kills every live actor of `cycle` (the test kit, whose actors must
+    /// not wait forever on replies that will never come).
+    pub(crate) fn kill_members(&self, cycle: &crate::actor::AskCycle) {
+        for actor in self.inner().table.snapshot() {
+            let member = actor
+                .describe()
+                .is_some_and(|d| cycle.members.iter().any(|m| m.id == d.id));
+            if member {
+                actor.request_stop(crate::actor::lifecycle::StopRequest::Kill);
+            }
+        }
+    }
+
+    /// Stops the stall watchdog, if any, and waits for it (the shutdown's
+    /// last step).
+    pub(crate) fn stop_watchdog(&self) {
+        let dog = self.inner().watchdog.lock().take();
+        if let Some(mut dog) = dog {
+            dog.stop();
+        }
+    }
+
     /// Asks every actor to stop after draining its mailbox, without waiting.
     /// The owning [`ActorSystem`] completes the shutdown.
     pub fn request_shutdown(&self) {
@@ -480,7 +597,13 @@ impl ActorSystem {
     /// Graceful shutdown: every actor drains its mailbox and stops; after
     /// `timeout` the rest are killed. Joins the workers.
     pub fn shutdown_timeout(&self, timeout: Duration) -> ShutdownReport {
-        self.handle.inner().shutdown(&self.handle.rt, timeout)
+        let report = self.handle.inner().shutdown(&self.handle.rt, timeout);
+        // Once the workers are gone (not from a worker, whose shutdown
+        // only asks), there is nothing left to watch.
+        if self.handle.inner().shut_down.load(Ordering::SeqCst) {
+            self.handle.stop_watchdog();
+        }
+        report
     }
 
     /// Waits until every actor has stopped by itself, then shuts down.
@@ -530,6 +653,26 @@ mod tests {
     /// workers are joined) lives exactly as long as its last reference.
     fn pool_of(system: &ActorSystem) -> Weak<Pool> {
         Arc::downgrade(&system.rt.pool)
+    }
+
+    /// Stall and ask-cycle detection off (the default): no pool has turn
+    /// slots (a turn tests a null pointer and writes nothing), and there
+    /// is no watchdog.
+    #[test]
+    fn off_no_pool_is_watched_and_no_watchdog_runs() {
+        let system = ActorSystem::builder().threads(2).build();
+        let extra = system.work_stealing_pool("extra", 1);
+        let _ = extra;
+        assert!(system.pools().iter().all(|p| p.watch.is_none()));
+        assert!(system.inner().watchdog.lock().is_none());
+        let on = ActorSystem::builder()
+            .threads(2)
+            .detect_ask_cycles(true)
+            .build();
+        let _extra = on.work_stealing_pool("extra", 1);
+        assert!(on.pools().iter().all(|p| p.watch.is_some()));
+        // Ask cycles alone need no watchdog.
+        assert!(on.inner().watchdog.lock().is_none());
     }
 
     #[test]

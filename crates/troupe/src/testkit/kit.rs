@@ -16,12 +16,19 @@
 //!   the virtual instant they were due.
 //! * Dropping the kit stops every actor (draining their mailboxes on this
 //!   thread) before the system shuts down.
+//! * Ask-cycle detection is on (`actor::ask_cycle`): an ask that makes
+//!   actors wait on each other's replies fails the test, with a panic
+//!   naming the cycle's members, from the step that made it (unless the
+//!   kit was built with [`TestKitBuilder::fail_on_ask_cycle`]`(false)`).
+//!   Its members are killed first, so that the kit's drop finds no handler
+//!   waiting for a reply that will never come.
 
 use super::probe::TestProbe;
 use crate::actor::{Actor, ActorRef, AskError, ReplyTo, SpawnOptions, StopReason};
 use crate::engine::scheduler::WorkerLocal;
 use crate::engine::timer_thread::{VirtualClock, VirtualGuard};
 use crate::system::{ActorSystem, SystemBuilder, SystemHandle};
+use std::cell::Cell;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::pin::pin;
@@ -60,17 +67,23 @@ pub struct TestKit {
     system: ManuallyDrop<ActorSystem>,
     worker: ManuallyDrop<WorkerLocal>,
     clock: ManuallyDrop<VirtualGuard>,
+    /// Ask cycles seen so far; `None`: cycles do not fail the test.
+    cycles_seen: Option<Cell<u64>>,
 }
 
 /// Configures a [`TestKit`].
 #[derive(Debug, Clone)]
 pub struct TestKitBuilder {
     throughput: usize,
+    fail_on_ask_cycle: bool,
 }
 
 impl Default for TestKitBuilder {
     fn default() -> Self {
-        TestKitBuilder { throughput: 1 }
+        TestKitBuilder {
+            throughput: 1,
+            fail_on_ask_cycle: true,
+        }
     }
 }
 
@@ -82,6 +95,14 @@ impl TestKitBuilder {
         self
     }
 
+    /// Whether an ask cycle fails the test (default `true`; see the
+    /// module docs). Off, cycles are still detected and reported, and
+    /// [`SystemHandle::ask_cycles`] lists them.
+    pub fn fail_on_ask_cycle(mut self, on: bool) -> Self {
+        self.fail_on_ask_cycle = on;
+        self
+    }
+
     /// Makes the kit on this thread (which then runs its actors). Panics if
     /// this thread already has a kit.
     pub fn build(self) -> TestKit {
@@ -90,11 +111,13 @@ impl TestKitBuilder {
             .threads(1)
             .throughput(self.throughput)
             .name("troupe-testkit")
+            .detect_ask_cycles(true)
             .build_manual();
         TestKit {
             system: ManuallyDrop::new(system),
             worker: ManuallyDrop::new(worker),
             clock: ManuallyDrop::new(clock),
+            cycles_seen: self.fail_on_ask_cycle.then(|| Cell::new(0)),
         }
     }
 }
@@ -136,7 +159,28 @@ impl TestKit {
     /// turn runs its `started` hook, then its first messages), or its stop;
     /// `false` if nothing was ready.
     pub fn step(&self) -> bool {
-        self.worker.run_one()
+        let ran = self.worker.run_one();
+        if let Some(seen) = &self.cycles_seen {
+            let detected = self.system.ask_cycles_detected();
+            if detected > seen.get() {
+                seen.set(detected);
+                self.fail_on_cycle();
+            }
+        }
+        ran
+    }
+
+    /// An ask cycle was detected: kill its members (their handlers wait for
+    /// replies that will never come), then fail the test.
+    #[cold]
+    #[track_caller]
+    fn fail_on_cycle(&self) {
+        let cycles = self.system.ask_cycles();
+        let Some(cycle) = cycles.last() else { return };
+        self.system.kill_members(cycle);
+        if !std::thread::panicking() {
+            panic!("ask cycle in the test kit: {cycle} (each waits on the next one's reply)");
+        }
     }
 
     /// Runs until no actor has anything to do; returns the turns run.

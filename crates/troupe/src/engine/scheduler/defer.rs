@@ -456,6 +456,7 @@ mod tests {
             pin: None,
             metrics: false,
             blocking: false,
+            watch: false,
         });
         assert!(
             wait(Duration::from_secs(10), || pool.idle.sleeping() == 2),

@@ -28,6 +28,7 @@ pub(crate) mod park;
 pub(crate) mod stats;
 #[cfg(feature = "async")]
 pub(crate) mod tokio_driver;
+pub(crate) mod watch;
 pub(crate) mod worker;
 
 use crate::engine::sync::{self, Event};
@@ -40,7 +41,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 pub(crate) use worker::{
-    is_pool_thread, is_worker_thread, may_block_here, tell_to_busy, WorkerLocal,
+    current_actor, is_pool_thread, is_worker_thread, may_block_here, tell_to_busy, WorkerLocal,
 };
 
 /// A scheduled actor: a type-erased, non-owning pointer to its cell. Running
@@ -111,6 +112,9 @@ pub(crate) struct PoolConfig {
     /// Its threads may block (a blocking pool, a dedicated thread): a
     /// blocking wait there stalls only the actors that chose it.
     pub(crate) blocking: bool,
+    /// Each worker publishes the turn it runs (`watch.rs`): for stall and
+    /// ask-cycle detection.
+    pub(crate) watch: bool,
 }
 
 /// A set of worker threads with their queues.
@@ -129,6 +133,8 @@ pub(crate) struct Pool {
     pub(crate) stats: stats::PoolStats,
     /// See [`PoolConfig::blocking`].
     pub(crate) blocking: bool,
+    /// One turn slot per worker if the pool is watched (`watch.rs`).
+    pub(crate) watch: Option<watch::TurnSlots>,
 }
 
 impl Pool {
@@ -157,6 +163,7 @@ impl Pool {
             name: config.name.clone(),
             stats: stats::PoolStats::new(threads, config.metrics),
             blocking: config.blocking,
+            watch: config.watch.then(|| watch::TurnSlots::new(threads)),
         });
         (pool, deques, parkers)
     }

@@ -249,6 +249,7 @@ mod tests {
             pin: None,
             metrics: false,
             blocking: false,
+            watch: false,
         })
     }
 

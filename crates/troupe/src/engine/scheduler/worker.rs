@@ -28,6 +28,7 @@
 //! life; `CURRENT` points at it while the loop runs and is cleared before it
 //! is dropped.
 
+use super::watch::TurnSlot;
 use super::{Pool, Task};
 use crate::engine::sync::{self, Event};
 use crossbeam_deque::{Steal, Worker as Deque};
@@ -109,6 +110,18 @@ pub(crate) fn is_pool_thread() -> bool {
     !w.is_null() && unsafe { &*w }.own_thread.get()
 }
 
+/// The id of the actor whose turn runs on the calling thread, if it is a
+/// worker of a watched pool running one (a blocking ask's asker,
+/// `watch.rs`).
+pub(crate) fn current_actor() -> Option<u64> {
+    let w = CURRENT.with(|c| c.get());
+    if w.is_null() {
+        return None;
+    }
+    // SAFETY: as in `current_for`: non-null only inside this thread's run loop.
+    unsafe { &*w }.turn_slot()?.own_actor()
+}
+
 /// Whether the calling thread is a worker of any pool (such a thread must not
 /// block waiting for mailbox space).
 pub(crate) fn is_worker_thread() -> bool {
@@ -174,6 +187,15 @@ impl WorkerLocal {
             rng: Cell::new(0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B)),
             cpu,
             own_thread: Cell::new(false),
+        }
+    }
+
+    /// This worker's turn slot, if its pool is watched (`watch.rs`).
+    #[inline(always)]
+    pub(crate) fn turn_slot(&self) -> Option<&TurnSlot> {
+        match &self.pool.watch {
+            None => None,
+            Some(slots) => Some(slots.get(self.index)),
         }
     }
 
