@@ -22,6 +22,8 @@ pub mod contention;
 pub(crate) mod counted {
     #[cfg(all(feature = "contention", not(loom)))]
     pub(crate) use super::contention::atomics::{AtomicPtr, AtomicUsize};
+    // Under loom the parking code takes loom's fence instead.
+    #[cfg_attr(loom, allow(unused_imports))]
     pub(crate) use std::sync::atomic::fence;
     // Under loom only the scheduler's `AtomicUsize` is used from here.
     #[cfg(not(all(feature = "contention", not(loom))))]

@@ -828,12 +828,10 @@ impl<T> Unbounded<T> {
             };
             // Before the CAS, whose release publishes it to the next claim.
             self.released_at.store(idle & MARK, Ordering::Relaxed);
-            match self.tail.compare_exchange_weak(
-                tail,
-                idle,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            match self
+                .tail
+                .compare_exchange_weak(tail, idle, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) => return Release::Released,
                 Err(t) => tail = t,
             }

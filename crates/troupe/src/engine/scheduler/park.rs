@@ -28,8 +28,8 @@
 //! `Parker`'s part (an unpark before the wait is kept).
 //!
 //! `tests/loom.rs` checks the pair with this very `Idle` (under `cfg(loom)`
-//! its atomics, fence and lock are loom's, and a worker waits on a loom
-//! `Notify`): a push against a worker that parks, plain and while
+//! its atomics, fence and lock are loom's, and a worker's wake-ups are
+//! counted): a push against a worker that parks, plain and while
 //! searching, with a mutation (`ParkMutation::NotifyWithoutFence`) that
 //! must lose the wake-up.
 
@@ -41,16 +41,20 @@ use std::sync::atomic::Ordering;
 /// How a sleeping worker is woken: a worker thread's `Unparker`, or the
 /// `Notify` a tokio dispatcher's driver task awaits (`tokio_driver.rs`).
 pub enum Unpark {
+    /// A worker thread, parked on its `Parker`.
     Thread(Unparker),
+    /// A tokio dispatcher's driver task, awaiting its `Notify`.
     #[cfg(feature = "async")]
+    #[cfg_attr(loom, allow(private_interfaces))]
     Task(std::sync::Arc<super::tokio_driver::DriverShared>),
-    /// A loom model's worker, waiting on a `Notify` (its stored permit
-    /// plays the `Parker`'s part).
+    /// A loom model's worker: counts the wake-ups it is sent (the model
+    /// checks that a worker that parked got one).
     #[cfg(loom)]
-    Model(std::sync::Arc<loom::sync::Notify>),
+    Model(std::sync::Arc<loom::sync::atomic::AtomicUsize>),
 }
 
 impl Unpark {
+    /// Wakes the sleeper (a wake-up before it waits is kept).
     #[inline]
     pub fn unpark(&self) {
         sync::count(Event::Unpark);
@@ -59,7 +63,9 @@ impl Unpark {
             #[cfg(feature = "async")]
             Unpark::Task(d) => d.wake(),
             #[cfg(loom)]
-            Unpark::Model(n) => n.notify(),
+            Unpark::Model(n) => {
+                n.fetch_add(1, Ordering::SeqCst);
+            }
         }
     }
 }
