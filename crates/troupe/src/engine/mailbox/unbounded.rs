@@ -258,11 +258,11 @@ impl<T> Block<T> {
     /// A new block, unlinked. Outside loom it is allocated raw and zeroed
     /// in place (a `memset`): every field of a block is valid as zero
     /// bytes (index 0, null pointers, atomics at 0, slots unwritten), so
-    /// this replaces 31 slot-state stores and the copy of a 528-byte value;
-    /// `actor_creation` pays it once per actor that gets a message. Not
-    /// `alloc_zeroed`: glibc's `calloc` bypasses the thread cache, which
-    /// cost `actor_creation` about 225 instructions per actor (callgrind,
-    /// `_int_malloc` and `_int_free`).
+    /// no 528-byte value is built and copied. (Measured against
+    /// `alloc_zeroed` and against 06deb1f's 15-slot block: the cost that
+    /// `actor_creation` pays per actor for its first block is the
+    /// allocator's, `_int_malloc` and `_int_free` for the larger chunk, not
+    /// the initialisation; see `bench/results/2026-12-02-engine-ab`.)
     #[cfg(not(loom))]
     fn new(start: usize, prev: *mut Block<T>) -> *mut Block<T> {
         use std::alloc::{alloc, handle_alloc_error, Layout};
