@@ -64,7 +64,12 @@ if [ -z "${BIN:-}" ]; then
 fi
 bench="$BIN/troupe-bench"
 count=()
-if "$bench" --help 2>/dev/null | grep -q -- '--contention'; then
+# The flag is always listed; a build without the feature refuses it (its
+# exit status is not the test: pipefail would see it through `grep`).
+probe=$("$bench" mailbox_performance --senders 1 --messages 1 --samples 1 --warmup 0 \
+    --contention 2>&1)
+if "$bench" --help 2>/dev/null | grep -q -- '--contention' &&
+    ! printf '%s' "$probe" | grep -q 'needs a build'; then
     count=(--contention)
     say "contention counts: on"
 else

@@ -160,6 +160,15 @@ fn ping_pong_stays_in_the_lifo_slot() {
         "every hop in the LIFO slot"
     );
     assert_eq!(d.get("lifo_spill"), 0, "no hop spilled");
+    // Each hop wakes its receiver with its one claim, and the receiver's
+    // turn ends with one release: no second RMW to take the task.
+    let mailbox_rmw = d.get("rmw.unbounded");
+    assert!(
+        mailbox_rmw <= budget::ping_pong(2 * ROUNDS + 1),
+        "{} hops did {mailbox_rmw} mailbox RMWs, budget {}",
+        2 * ROUNDS + 1,
+        budget::ping_pong(2 * ROUNDS + 1)
+    );
     // The first tell comes from outside the pool; no hop after it.
     assert!(d.get("injector_push") <= 1);
     assert_eq!(d.get("deque_push"), 0);

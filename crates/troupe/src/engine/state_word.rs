@@ -59,6 +59,9 @@ pub const STOP_NOW: usize = 1 << 3;
 pub const SHUTDOWN: usize = 1 << 4;
 pub const STOPPED: usize = 1 << 5;
 pub const STOP_ANY: usize = STOP_DRAIN | STOP_NOW;
+/// Every state bit above (the unbounded mailbox keeps a bit of its own
+/// beside them in its tail word).
+pub const FLAGS_USED: usize = SCHEDULED | CLOSED | STOP_DRAIN | STOP_NOW | SHUTDOWN | STOPPED;
 /// The flag bits of a state word.
 pub const FLAGS: usize = (1 << SENDERS_SHIFT) - 1;
 

@@ -22,6 +22,8 @@ pub mod contention;
 pub(crate) mod counted {
     #[cfg(all(feature = "contention", not(loom)))]
     pub(crate) use super::contention::atomics::{AtomicPtr, AtomicUsize};
+    // Under loom the parking code takes loom's fence instead.
+    #[cfg_attr(loom, allow(unused_imports))]
     pub(crate) use std::sync::atomic::fence;
     // Under loom only the scheduler's `AtomicUsize` is used from here.
     #[cfg(not(all(feature = "contention", not(loom))))]
@@ -31,6 +33,34 @@ pub(crate) mod counted {
 
 #[cfg(not(loom))]
 pub(crate) use counted::{AtomicPtr, AtomicUsize};
+
+/// What the scheduler's parking (`scheduler/park.rs`) is built from: the
+/// counted atomics, a SeqCst `fence` and `parking_lot`'s lock; under loom,
+/// loom's, so that `tests/loom.rs` model-checks the Dekker pair with the
+/// real [`Idle`](crate::engine::scheduler::park::Idle).
+pub(crate) mod parking {
+    #[cfg(not(loom))]
+    pub(crate) use super::counted::{fence, AtomicUsize};
+    #[cfg(loom)]
+    pub(crate) use loom::sync::atomic::{fence, AtomicUsize};
+    #[cfg(not(loom))]
+    pub(crate) use parking_lot::Mutex;
+
+    /// loom's mutex with `parking_lot`'s signature (no poisoning).
+    #[cfg(loom)]
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+    #[cfg(loom)]
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Mutex(loom::sync::Mutex::new(value))
+        }
+
+        pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
+            self.0.lock().unwrap_or_else(|e| e.into_inner())
+        }
+    }
+}
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 #[cfg(not(loom))]

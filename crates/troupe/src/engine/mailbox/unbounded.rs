@@ -14,7 +14,7 @@
 //! # The tail word: queue index and actor state in one atomic
 //! The tail word is `index << SHIFT | flags`, where `index` counts the slots
 //! ever claimed and the flags are the actor's state bits (`SCHEDULED`,
-//! `CLOSED`, stop requests; see `state_word.rs`). Slot `i` lives in the block
+//! `CLOSED`, stop requests; see `state_word.rs`) and the release `EPOCH`. Slot `i` lives in the block
 //! whose `start` is `i - i % BLOCK_CAP`, at offset `i % BLOCK_CAP`. (The index
 //! has 56 bits on 64-bit targets: it would take a century at 10^9 sends a
 //! second to wrap.)
@@ -24,16 +24,39 @@
 //!   retry. If `prev` has `CLOSED`, the send is refused and hands its value
 //!   back; it touches no block, and the index it took is never written (see
 //!   *Close*). Otherwise slot `prev >> SHIFT` is the sender's.
-//! * **Idle to scheduled.** If `prev` had `SCHEDULED` clear, the actor was
-//!   idle when the sender claimed: the sender races for its task with
-//!   `tail.fetch_or(SCHEDULED)` *before* it writes its value, and only the
-//!   racer that sees the bit clear takes the task (and schedules the actor
-//!   once its value is written). Every racer claimed a slot while the actor
-//!   was idle, and the idle period cannot end before those slots are read,
-//!   so each racer's `fetch_or` falls in the same idle period: exactly one
-//!   sender schedules an idle actor, and no sender schedules an actor whose
-//!   messages were already handled. A send to a busy actor costs one RMW; a
-//!   send that wakes the actor, two.
+//! * **Idle to scheduled.** A claim schedules the actor (its sender takes
+//!   the task) when it is the first RMW on the tail word since a successful
+//!   release, and it tells that from `prev` and one plain load, with no
+//!   second RMW: every release flips the word's `EPOCH` bit and, just
+//!   before its CAS, stores the word it writes, without the state bits
+//!   (`MARK`: index and epoch), in `released_at`. The claim takes the task
+//!   iff `prev` has `SCHEDULED` clear and `prev & MARK == released_at`. So
+//!   `SCHEDULED` stays clear through a busy period that a claim started
+//!   (the bit is set only at spawn and by a close), and "the actor has a
+//!   task" reads: the bit is set, or the word's mark differs from
+//!   `released_at`. Exact, because:
+//!   - *the first claim after a release takes the task*: its `fetch_add`
+//!     reads from the release CAS (or from a `fetch_add(0)` after it, in
+//!     its release sequence), so it sees that release's `released_at` or
+//!     a later store; a later store is made by a task holder, and none
+//!     exists until this claim's slot is read;
+//!   - *no other claim does*: a mark `(k, epoch)` is stored only by release
+//!     attempts at head index `k`, all with the same epoch (the flipped
+//!     one), and at most one of them succeeds (after it, head `k` is only
+//!     passed by a new task holder). A claim at index `k` with `prev`
+//!     carrying that epoch came after the successful one (before it, the
+//!     word had the other epoch): it is the first claim after it. A claim
+//!     whose `prev` has the epoch of an older release finds in
+//!     `released_at` an older index, or the other epoch: a release that
+//!     failed because this very claim came first stored `(k, flipped)`,
+//!     and the claim's `prev` has `(k, not flipped)`. Without the epoch
+//!     that failed release would hand the claim a task the worker still
+//!     holds (`Mutation::ReleaseKeepsEpoch`).
+//!
+//!   A stop request decides the same way from its `fetch_or`'s `prev`. A
+//!   send to a busy actor costs one RMW; a send that wakes it, one RMW and
+//!   a load from the same line (the epoch protocol replaced a
+//!   `fetch_or(SCHEDULED)` race on this path: pingpong paid for it).
 //! * **Finding the block.** After its claim the sender loads `block_tail`
 //!   and walks `next` pointers to its block. A missing `next` is linked by
 //!   the walker (`Block::grow`): a block it allocates and loses the link race
@@ -73,10 +96,11 @@
 //!   `block_tail` points at, with one compare-and-swap on that block's
 //!   `next`; if that `next` is taken (a spare is already there) the block is
 //!   freed. So an idle actor keeps at most its current block and one spare.
-//! * **Release.** The worker gives up the task with one compare-and-swap of
-//!   the tail word from `head << SHIFT | flags` to the same word without
-//!   `SCHEDULED`: it fails if any slot was claimed since the worker looked,
-//!   because the claim changed the index.
+//! * **Release.** The worker gives up the task with one compare-and-swap
+//!   of the tail word from `head << SHIFT | flags` to the same word with
+//!   `SCHEDULED` clear and `EPOCH` flipped, after storing that word's mark
+//!   in `released_at`: it fails if any slot was claimed since the worker
+//!   looked, because the claim changed the index.
 //! * **Close.** A stop request or the finalizer sets `CLOSED` (with
 //!   `SCHEDULED`) by `fetch_or`; the one that set it first stores the index
 //!   it saw as `closed_at`. Claims before it (indices below `closed_at`) are
@@ -96,25 +120,29 @@
 //!
 //! # Layout
 //! `repr(C)`: the consumer's fields first, then at least 64 bytes (a cache
-//! line) that no sender or consumer writes per message, then the senders'
-//! words (`kind`, where the [`Mailbox`](super::Mailbox) enum keeps its tag,
-//! `block_tail`, `tail`), which the actor cell's other sender-read fields
-//! follow. A send never touches the line the consumer's per-message
-//! `head_index` store writes (`senders_and_consumer_do_not_share_a_line`).
+//! line) that no sender or consumer writes per message (`closed_at`, and
+//! last `released_at`, which a waking send reads and a release writes),
+//! then the senders' words (`kind`, where the [`Mailbox`](super::Mailbox)
+//! enum keeps its tag, `block_tail`, `tail`), which the actor cell's other
+//! sender-read fields follow. A send never touches a line the consumer's
+//! per-message `head_index` store or its per-block stores write
+//! (`senders_and_consumer_do_not_share_a_line`).
 //!
 //! # Budget (shared lines written, per message)
 //! Send to a busy actor: one RMW (the claim) on the tail line, one store to
-//! the slot. Send that wakes the actor: two RMWs on the tail line. Per block:
+//! the slot. Send that wakes the actor: the same RMW and a load of
+//! `released_at` on the same line. Per block:
 //! a `next` link (one CAS, by a walker or by the consumer's recycle), one
 //! move of `block_tail` (a CAS; a walker that loses it stops trying) and its
 //! `fetch_add(0)`. Pop: one
-//! store to `head_index` (the consumer's own line). Release: one CAS on the
-//! tail line.
+//! store to `head_index` (the consumer's own line). Release: a store to
+//! `released_at` and one CAS, both on the tail line.
 //!
 //! `tests/loom.rs` checks the claim across a block boundary (including the
-//! walk back), recycling,
-//! close against send, and the idle-to-scheduled race, each with a mutation
-//! (`Mutation`, under `cfg(loom)` only) that must fail.
+//! walk back), recycling, close against send, the idle-to-scheduled
+//! decision (with a release that fails against a claim, and against a stop
+//! request), each with a mutation (`Mutation`, under `cfg(loom)` only) that
+//! must fail.
 
 use crate::engine::state_word::{CLOSED, SCHEDULED, STOPPED, STOP_ANY};
 use crate::engine::sync::{AtomicPtr, AtomicUsize, Backoff, Ordering, UnsafeCell};
@@ -144,6 +172,15 @@ const RELEASED: usize = 1;
 /// Low bits of the tail word hold the actor's state flags.
 const SHIFT: usize = 8;
 const FLAGS: usize = (1 << SHIFT) - 1;
+/// The release epoch: a flag bit (none of `state_word`'s) that every
+/// successful release flips, so that a word the release wrote differs from
+/// any word of the busy period before it at the same index.
+const EPOCH: usize = 1 << (SHIFT - 1);
+const _: () = assert!(EPOCH & crate::engine::state_word::FLAGS_USED == 0);
+/// The actor's state bits of the tail word (`flags()`), without the epoch.
+const STATE: usize = FLAGS & !EPOCH;
+/// What identifies a release: the index and the epoch (`released_at`).
+const MARK: usize = !STATE;
 /// One claimed slot in the tail word.
 const ONE: usize = 1 << SHIFT;
 /// `closed_at` before the mailbox is closed.
@@ -185,9 +222,14 @@ pub enum Mutation {
     /// Record `closed_at` from a load before the `fetch_or` that closes: a
     /// claim between the two is accepted but never drained.
     CloseIndexFromLoad,
-    /// Schedule on the claim's `SCHEDULED` bit alone, without the
-    /// `fetch_or` race: two senders may both take an idle actor's task.
+    /// Schedule on the claim's `SCHEDULED` bit alone, without comparing
+    /// with `released_at`: every sender that claims while the actor is idle
+    /// takes its task.
     ScheduleWithoutRace,
+    /// Release without flipping `EPOCH`: a release that fails because a
+    /// claim came first leaves a `released_at` that claim's word matches,
+    /// and it takes the task the worker still holds.
+    ReleaseKeepsEpoch,
 }
 
 /// Recycled blocks' `next` links are set (by a CAS) only on a block that
@@ -213,9 +255,42 @@ struct Block<T> {
 }
 
 impl<T> Block<T> {
+    /// A new block, unlinked. Outside loom it is allocated raw and zeroed
+    /// in place (a `memset`): every field of a block is valid as zero
+    /// bytes (index 0, null pointers, atomics at 0, slots unwritten), so
+    /// no 528-byte value is built and copied. (Measured against
+    /// `alloc_zeroed` and against 06deb1f's 15-slot block: the cost that
+    /// `actor_creation` pays per actor for its first block is the
+    /// allocator's, `_int_malloc` and `_int_free` for the larger chunk, not
+    /// the initialisation; see `bench/results/2026-12-02-engine-ab`.)
+    #[cfg(not(loom))]
     fn new(start: usize, prev: *mut Block<T>) -> *mut Block<T> {
-        #[cfg(all(test, not(loom)))]
+        use std::alloc::{alloc, handle_alloc_error, Layout};
+        #[cfg(test)]
         tests::BLOCKS_ALLOCATED.with(|n| n.set(n.get() + 1));
+        let layout = Layout::new::<Block<T>>();
+        // SAFETY: the layout is a `Block<T>`'s, never zero-sized (it holds
+        // atomics).
+        let block = unsafe { alloc(layout) } as *mut Block<T>;
+        if block.is_null() {
+            handle_alloc_error(layout);
+        }
+        // SAFETY: `block` is a fresh allocation for one `Block<T>`, ours
+        // alone. All-zero bytes are a valid `Block<T>` (`start` 0, `prev`
+        // null, `next` null, `released` 0, each slot's state 0 and its value
+        // uninitialized; the shim's atomics, counted or not, wrap the
+        // standard ones, and its `UnsafeCell` the standard one), so after
+        // the zeroing it is initialized. `Box::from_raw` frees it with the
+        // same layout.
+        unsafe {
+            ptr::write_bytes(block, 0, 1);
+            Block::place(block, start, prev);
+        }
+        block
+    }
+
+    #[cfg(loom)]
+    fn new(start: usize, prev: *mut Block<T>) -> *mut Block<T> {
         Box::into_raw(Box::new(Block {
             start: UnsafeCell::new(start),
             prev: UnsafeCell::new(prev),
@@ -329,8 +404,9 @@ pub(crate) const CONSUMER_BYTES: std::ops::Range<usize> = {
     offset_of!(Unbounded<u8>, head_index)..offset_of!(Unbounded<u8>, free_head) + 8
 };
 
-/// The bytes of an [`Unbounded`] a send reads or writes (`kind`, the enum's
-/// tag, to `tail`).
+/// The bytes of an [`Unbounded`] a send reads or writes per message
+/// (`kind`, the enum's tag, to `tail`; a send that wakes the actor also
+/// reads `released_at`, just before them).
 #[cfg(all(test, not(loom)))]
 pub(crate) const SENDER_BYTES: std::ops::Range<usize> = {
     use std::mem::offset_of;
@@ -354,7 +430,14 @@ pub struct Unbounded<T> {
     /// The index at which the mailbox was closed (`OPEN` before). Written
     /// once by the closer; read by the consumer and snapshots.
     closed_at: AtomicUsize,
-    _gap: [MaybeUninit<usize>; 7],
+    _gap: [MaybeUninit<usize>; 6],
+    /// The `MARK` bits of the tail word the last successful release wrote
+    /// (`OPEN` before the first). Stored by the task holder just before each
+    /// release CAS, read by a claim or close that saw `SCHEDULED` clear:
+    /// not per message. The gap's last word, 24 bytes before the tail word
+    /// (on its line in three of the four placements of a 16-byte aligned
+    /// cell) and a full line after the consumer's last word.
+    released_at: AtomicUsize,
     // The senders' words.
     /// Never read by name: the `Mailbox` enum reads it as its tag.
     #[allow(dead_code)]
@@ -385,7 +468,8 @@ impl<T> Unbounded<T> {
             head_block: AtomicPtr::new(ptr::null_mut()),
             free_head: AtomicPtr::new(ptr::null_mut()),
             closed_at: AtomicUsize::new(OPEN),
-            _gap: [MaybeUninit::uninit(); 7],
+            _gap: [MaybeUninit::uninit(); 6],
+            released_at: AtomicUsize::new(OPEN),
             kind: Kind::Unbounded,
             block_tail: AtomicPtr::new(ptr::null_mut()),
             tail: AtomicUsize::new(SCHEDULED),
@@ -424,7 +508,7 @@ impl<T> Unbounded<T> {
         if prev & CLOSED != 0 {
             return Err(value);
         }
-        let schedule = prev & SCHEDULED == 0 && self.take_task();
+        let schedule = prev & SCHEDULED == 0 && self.first_since_release(prev);
         let index = prev >> SHIFT;
         let block = self.find_block(index);
         // SAFETY: slot `index` is ours alone (the claim), and its block lives
@@ -437,14 +521,17 @@ impl<T> Unbounded<T> {
         Ok(schedule)
     }
 
-    /// The race of the senders that claimed while the actor was idle: true
-    /// for exactly one of them.
-    #[cold]
-    fn take_task(&self) -> bool {
+    /// Whether the RMW that returned `prev` (a claim or a close, with
+    /// `SCHEDULED` clear in `prev`) was the first on the tail word since the
+    /// actor was released: then its caller takes the task. A plain load,
+    /// no RMW: see "Idle to scheduled" in the module docs for why it is
+    /// exact.
+    #[inline(always)]
+    fn first_since_release(&self, prev: usize) -> bool {
         if self.mutated(Mutation::ScheduleWithoutRace) {
             return true;
         }
-        self.tail.fetch_or(SCHEDULED, Ordering::AcqRel) & SCHEDULED == 0
+        self.released_at.load(Ordering::Acquire) == prev & MARK
     }
 
     /// The block holding slot `index`, linking blocks and moving
@@ -736,17 +823,22 @@ impl<T> Unbounded<T> {
         let mut tail = self.tail.load(Ordering::Acquire);
         loop {
             if tail & STOP_ANY != 0 {
-                return Release::Stop(tail & FLAGS);
+                return Release::Stop(tail & STATE);
             }
             if self.accepted(tail) != head {
                 return Release::NotEmpty;
             }
-            match self.tail.compare_exchange_weak(
-                tail,
-                tail & !SCHEDULED,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            let idle = if self.mutated(Mutation::ReleaseKeepsEpoch) {
+                tail & !SCHEDULED
+            } else {
+                (tail & !SCHEDULED) ^ EPOCH
+            };
+            // Before the CAS, whose release publishes it to the next claim.
+            self.released_at.store(idle & MARK, Ordering::Relaxed);
+            match self
+                .tail
+                .compare_exchange_weak(tail, idle, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) => return Release::Released,
                 Err(t) => tail = t,
             }
@@ -756,7 +848,7 @@ impl<T> Unbounded<T> {
     /// The actor's state flags.
     #[inline]
     pub fn flags(&self) -> usize {
-        self.tail.load(Ordering::Acquire) & FLAGS
+        self.tail.load(Ordering::Acquire) & STATE
     }
 
     /// Sets `bits | CLOSED | SCHEDULED` and, if this closed the mailbox,
@@ -783,11 +875,12 @@ impl<T> Unbounded<T> {
     /// Sets `bits | CLOSED | SCHEDULED`; true if the caller must schedule the
     /// actor (it was idle) so it sees them.
     pub fn request_stop(&self, bits: usize) -> bool {
-        self.close(bits) & SCHEDULED == 0
+        let prev = self.close(bits);
+        prev & SCHEDULED == 0 && self.first_since_release(prev)
     }
 
     /// Finalized: closed, stopped, and scheduled for good.
-    pub(crate) fn mark_stopped(&self) {
+    pub fn mark_stopped(&self) {
         self.close(STOPPED);
     }
 }
@@ -812,6 +905,7 @@ impl<T> Drop for Unbounded<T> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::engine::state_word::STOP_DRAIN;
     use std::sync::Arc;
 
     #[test]
@@ -931,6 +1025,37 @@ mod tests {
         assert_eq!(q.push(3), Ok(true));
     }
 
+    /// A busy period a claim started keeps `SCHEDULED` clear; the claims
+    /// and stop requests in it still see the actor as scheduled, and the
+    /// next release makes the next claim (or stop) the one that takes it.
+    #[test]
+    fn a_busy_period_begun_by_a_claim_has_one_task() {
+        let q = Unbounded::new();
+        // SAFETY (whole test): single-threaded; we hold whichever task the
+        // calls below hand us.
+        unsafe {
+            assert_eq!(q.try_release(), Release::Released);
+            assert_eq!(q.push(1), Ok(true), "the first claim takes the task");
+            assert_eq!(q.flags() & SCHEDULED, 0, "the bit stays clear");
+            assert_eq!(q.push(2), Ok(false), "busy, though the bit is clear");
+            assert_eq!(q.pop(), Some(1));
+            assert_eq!(q.try_release(), Release::NotEmpty);
+            assert_eq!(q.push(3), Ok(false), "a failed release keeps the task");
+            assert_eq!(q.pop(), Some(2));
+            assert_eq!(q.pop(), Some(3));
+            assert_eq!(q.try_release(), Release::Released);
+            assert_eq!(q.push(4), Ok(true));
+            assert!(!q.request_stop(STOP_DRAIN), "the claim holds the task");
+            assert_eq!(q.pop(), Some(4));
+            assert!(matches!(q.try_release(), Release::Stop(b) if b & EPOCH == 0));
+        }
+        let idle = Unbounded::<u8>::new();
+        // SAFETY: as above.
+        assert_eq!(unsafe { idle.try_release() }, Release::Released);
+        assert!(idle.request_stop(STOP_DRAIN), "a stop wakes an idle actor");
+        assert_eq!(idle.push(1), Err(1));
+    }
+
     /// The layout promise of the module docs: the consumer's fields end at
     /// least a cache line before the first byte a send reads, and the
     /// `Mailbox` enum keeps its tag in `kind` (no word added in front).
@@ -946,6 +1071,13 @@ mod tests {
         );
         assert!(offset_of!(U, block_tail) > first_sender_byte);
         assert!(offset_of!(U, tail) > first_sender_byte);
+        // Aligned words whose starts are 64 bytes apart never share a line.
+        assert!(
+            offset_of!(U, released_at) - offset_of!(U, free_head) >= 64,
+            "a waking send's `released_at` load may share the consumer's line"
+        );
+        assert!(offset_of!(U, released_at) < first_sender_byte);
+        assert!(std::mem::align_of::<U>() >= 8);
         assert_eq!(
             size_of::<super::super::Mailbox<u64>>(),
             size_of::<U>(),

@@ -26,52 +26,103 @@
 //! tokio dispatcher's one worker is a task, not a thread: it registers as a
 //! sleeper the same way and awaits a `Notify`, whose stored permit plays the
 //! `Parker`'s part (an unpark before the wait is kept).
+//!
+//! `tests/loom.rs` checks the pair with this very `Idle` (under `cfg(loom)`
+//! its atomics, fence and lock are loom's, and a worker's wake-ups are
+//! counted): a push against a worker that parks, plain and while
+//! searching, with a mutation (`ParkMutation::NotifyWithoutFence`) that
+//! must lose the wake-up.
 
-use crate::engine::sync::counted::{fence, AtomicUsize};
+use crate::engine::sync::parking::{fence, AtomicUsize, Mutex};
 use crate::engine::sync::{self, Event};
 use crossbeam_utils::sync::Unparker;
-use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 
 /// How a sleeping worker is woken: a worker thread's `Unparker`, or the
 /// `Notify` a tokio dispatcher's driver task awaits (`tokio_driver.rs`).
-pub(crate) enum Unpark {
+pub enum Unpark {
+    /// A worker thread, parked on its `Parker`.
     Thread(Unparker),
+    /// A tokio dispatcher's driver task, awaiting its `Notify`.
     #[cfg(feature = "async")]
+    #[cfg_attr(loom, allow(private_interfaces))]
     Task(std::sync::Arc<super::tokio_driver::DriverShared>),
+    /// A loom model's worker: counts the wake-ups it is sent (the model
+    /// checks that a worker that parked got one).
+    #[cfg(loom)]
+    Model(std::sync::Arc<loom::sync::atomic::AtomicUsize>),
 }
 
 impl Unpark {
+    /// Wakes the sleeper (a wake-up before it waits is kept).
     #[inline]
-    pub(crate) fn unpark(&self) {
+    pub fn unpark(&self) {
         sync::count(Event::Unpark);
         match self {
             Unpark::Thread(u) => u.unpark(),
             #[cfg(feature = "async")]
             Unpark::Task(d) => d.wake(),
+            #[cfg(loom)]
+            Unpark::Model(n) => {
+                n.fetch_add(1, Ordering::SeqCst);
+            }
         }
     }
 }
 
-pub(crate) struct Idle {
+/// A deliberate error in the parking protocol for the loom model to catch
+/// (`tests/loom.rs`); outside loom no `Idle` carries one.
+#[cfg(loom)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParkMutation {
+    /// The protocol as written.
+    None,
+    /// `notify_one` reads `sleeping` without the SeqCst fence after the
+    /// push: the push and the sleeper's registration may each miss the
+    /// other, and the sleeper is never woken.
+    NotifyWithoutFence,
+}
+
+/// The pool's idle words and sleeper set (see the module docs).
+pub struct Idle {
     sleepers: Mutex<Vec<usize>>,
     sleeping: AtomicUsize,
     searching: AtomicUsize,
+    #[cfg(loom)]
+    mutation: ParkMutation,
 }
 
 impl Idle {
-    pub(crate) fn new(threads: usize) -> Self {
+    /// Idle words for a pool of `threads` workers.
+    pub fn new(threads: usize) -> Self {
         Idle {
             sleepers: Mutex::new(Vec::with_capacity(threads)),
             sleeping: AtomicUsize::new(0),
             searching: AtomicUsize::new(0),
+            #[cfg(loom)]
+            mutation: ParkMutation::None,
+        }
+    }
+
+    /// Idle words carrying a deliberate protocol error (loom models).
+    #[cfg(loom)]
+    pub fn with_mutation(threads: usize, mutation: ParkMutation) -> Self {
+        Idle {
+            mutation,
+            ..Self::new(threads)
         }
     }
 
     /// After a stealable push.
     #[inline]
-    pub(crate) fn notify_one(&self, unparkers: &[Unpark]) {
-        fence(Ordering::SeqCst);
+    pub fn notify_one(&self, unparkers: &[Unpark]) {
+        #[cfg(loom)]
+        let fenced = self.mutation != ParkMutation::NotifyWithoutFence;
+        #[cfg(not(loom))]
+        let fenced = true;
+        if fenced {
+            fence(Ordering::SeqCst);
+        }
         if self.sleeping.load(Ordering::SeqCst) == 0 || self.searching.load(Ordering::SeqCst) != 0 {
             return;
         }
@@ -93,7 +144,7 @@ impl Idle {
     /// A worker ran out of local work: it becomes a searcher unless half
     /// the pool's `threads` (at least one) already search. `false`: it did
     /// not, and should go to the re-check and park.
-    pub(crate) fn try_start_searching(&self, threads: usize) -> bool {
+    pub fn try_start_searching(&self, threads: usize) -> bool {
         let cap = (threads / 2).max(1);
         let mut n = self.searching.load(Ordering::SeqCst);
         loop {
@@ -121,7 +172,7 @@ impl Idle {
 
     /// A searching worker found work. If it was the last searcher, wake
     /// another worker: there may be more work to spread.
-    pub(crate) fn found_work(&self, unparkers: &[Unpark]) {
+    pub fn found_work(&self, unparkers: &[Unpark]) {
         if self.searching.fetch_sub(1, Ordering::SeqCst) == 1
             && self.sleeping.load(Ordering::SeqCst) > 0
         {
@@ -133,7 +184,7 @@ impl Idle {
     /// `searching`. Returns with the worker registered; the caller must
     /// re-check the queues, maybe park, and then
     /// [`cancel_sleep`](Self::cancel_sleep).
-    pub(crate) fn prepare_sleep(&self, index: usize, searching: bool) {
+    pub fn prepare_sleep(&self, index: usize, searching: bool) {
         let mut sleepers = self.sleepers.lock();
         sleepers.push(index);
         self.sleeping.fetch_add(1, Ordering::SeqCst);
@@ -147,7 +198,7 @@ impl Idle {
     /// Leaves the sleeper set (after finding work in the re-check, or after a
     /// wake-up). `true`: a waker removed us and counted us as searching;
     /// `false`: we removed ourselves and do not search.
-    pub(crate) fn cancel_sleep(&self, index: usize) -> bool {
+    pub fn cancel_sleep(&self, index: usize) -> bool {
         let mut sleepers = self.sleepers.lock();
         match sleepers.iter().position(|&i| i == index) {
             Some(pos) => {

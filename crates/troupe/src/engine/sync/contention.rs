@@ -546,6 +546,21 @@ pub mod budget {
     /// Scheduler events (injector pushes, notifies, unparks) per tell in the
     /// steady state: none, the receiver's task is not touched.
     pub const TELL_SCHED_EVENTS: u64 = 0;
+    /// Shared-line RMWs of a tell that wakes an idle actor: the same claim;
+    /// it learns that it takes the task from the claim's word and a plain
+    /// load of `released_at` (no `fetch_or(SCHEDULED)` race any more).
+    pub const TELL_WAKE_RMW: u64 = 1;
+    /// Shared-line RMWs of a release (the end of a turn that emptied the
+    /// mailbox): one CAS of the tail word.
+    pub const RELEASE_RMW: u64 = 1;
+
+    /// The most mailbox RMWs `hops` ping-pong hops may do: each hop is a
+    /// tell that wakes the other actor and a release, plus each mailbox's
+    /// per-block share (two mailboxes, each with half the hops).
+    pub const fn ping_pong(hops: u64) -> u64 {
+        hops * (TELL_WAKE_RMW + RELEASE_RMW)
+            + 2 * (hops / 2 + 1).div_ceil(BLOCK_SLOTS) * (TELL_RMW_PER_BLOCK + POP_RMW_PER_BLOCK)
+    }
 
     /// The most shared-line RMWs `messages` steady-state tells may do.
     pub const fn tell_steady(messages: u64) -> u64 {
