@@ -7,7 +7,8 @@
 //! hook. Files: `cell` (memory and the turn), `lifecycle` (stopping,
 //! watchers, waiting), `context`, `actor_ref`, `ask`, `watch`, `watcher` (a stop callback, inline when small), `runtime`
 //! (spawning), `runtime_ref` (the sharded count that keeps a runtime alive), `recycle`
-//! (stopped cells' memory, reused by the next spawn), `error`.
+//! (stopped cells' memory, reused by the next spawn), `undelivered` (what a
+//! stopped actor left in its mailbox, handed to its owner), `error`.
 
 pub(crate) mod actor_ref;
 pub(crate) mod ask;
@@ -26,6 +27,7 @@ pub(crate) mod parallel;
 pub(crate) mod recycle;
 pub(crate) mod runtime;
 pub(crate) mod runtime_ref;
+pub(crate) mod undelivered;
 pub(crate) mod watchable;
 pub(crate) mod watcher;
 
