@@ -99,11 +99,12 @@
 //! path and the table of entities it may tell; `pending.rs`, an envelope
 //! on its way and what it keeps while it waits.
 
+use std::any::Any;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-use troupe::{Actor, ActorRef, Context, ReplyTo};
+use troupe::{Actor, ActorRef, Context, ReplyTo, Undelivered};
 
 use crate::envelope::{ShardAsk, ShardReply, ShardTell};
 use crate::shared::Shared;
@@ -161,12 +162,70 @@ pub enum RegionMsg {
         id: String,
         /// Its instance number.
         generation: u64,
+        /// What its mailbox still held.
+        left: Leftovers,
     },
     /// The ids of the entities running here, sorted.
     Active(ReplyTo<Vec<String>>),
     /// Passivate this entity now, as if it were idle; answers whether it
     /// was running here (and not held by buffered envelopes).
     Passivate(String, ReplyTo<bool>),
+}
+
+/// What an entity instance's mailbox held when it stopped
+/// ([`troupe::Undelivered`] of the entity's message type), on its way from
+/// the instance's undelivered hook to its region; opaque, since
+/// [`RegionMsg`] names no entity type. Dropped unopened, its messages are
+/// dropped and counted in the actor system's `dropped_messages`.
+pub struct Leftovers(Box<dyn Any + Send>);
+
+impl Leftovers {
+    fn of<M: Send + 'static>(u: Undelivered<M>) -> Self {
+        Leftovers(Box::new(u))
+    }
+
+    fn open<M: Send + 'static>(self) -> Option<Undelivered<M>> {
+        self.0.downcast().ok().map(|u| *u)
+    }
+}
+
+impl std::fmt::Debug for Leftovers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Leftovers(..)")
+    }
+}
+
+/// What a stopped instance left, kept for the entity's next instance
+/// (which [`Region::activate`] hands it first). Dropped, its messages are
+/// counted in the actor system's `dropped_messages`.
+struct Returned<M: Send + 'static> {
+    shard: u32,
+    left: Undelivered<M>,
+}
+
+/// When an active entity was last handed a message, for idleness
+/// (`at`), and whether it was since the least-recently-used sweep last
+/// passed it (`used`, [`Region::evict_one`]).
+#[derive(Clone, Copy)]
+struct Activity {
+    at: Instant,
+    used: bool,
+}
+
+impl Activity {
+    /// A new instance: not marked, so that one used again since it was
+    /// activated goes after it in the sweep.
+    fn new(at: Instant) -> Self {
+        Activity { at, used: false }
+    }
+
+    /// A message was handed over at `at` (a clock reading the region
+    /// has: nothing read, nothing allocated).
+    #[inline]
+    fn touch(&mut self, at: Instant) {
+        self.at = at;
+        self.used = true;
+    }
 }
 
 /// Why an activation did not happen.
@@ -193,8 +252,9 @@ enum Entity<A: Actor> {
     Active {
         actor: ActorRef<A>,
         /// The last time the region saw it handed a message (the direct
-        /// path's tells are read on `Tick`, `Direct::touched`).
-        last: Instant,
+        /// path's tells are read on `Tick`, `Direct::touched`, and by the
+        /// sweep, `Direct::take_touched`).
+        last: Activity,
         generation: u64,
         shard: u32,
     },
@@ -204,6 +264,9 @@ enum Entity<A: Actor> {
         generation: u64,
         shard: u32,
         waiting: Vec<Pending>,
+        /// The region asked it to stop (a passivation, a hand-over, a
+        /// loss); else it stopped by itself.
+        asked: bool,
     },
 }
 
@@ -226,6 +289,15 @@ pub struct Region<A: Actor> {
     /// Entities activated in the message being handled: published to the
     /// direct path once it is handled.
     activated: Vec<String>,
+    /// What stopped instances left in their mailboxes, by entity id, for
+    /// the next instance (an id here has no instance: `activate` takes
+    /// it out). Bounded as the entity table is: one entry per instance
+    /// that stopped.
+    returned: HashMap<String, Returned<A::Msg>>,
+    /// The least-recently-used sweep's ring (CLOCK): active instances
+    /// `(id, generation)` in activation order; entries of instances that
+    /// stopped are skipped (and compacted away).
+    lru: VecDeque<(String, u64)>,
 }
 
 /// The lease, in coordinator ticks, that one `Verified` grants.
@@ -244,6 +316,8 @@ impl<A: Actor> Region<A> {
             clock: Instant::now(),
             lease_until: None,
             activated: Vec::new(),
+            returned: HashMap::new(),
+            lru: VecDeque::new(),
         }
     }
 
@@ -278,7 +352,11 @@ impl<A: Actor> Actor for Region<A> {
                 self.shared.direct.set_lease(until);
             }
             RegionMsg::Tick => self.tick(),
-            RegionMsg::Stopped { id, generation } => self.stopped(id, generation),
+            RegionMsg::Stopped {
+                id,
+                generation,
+                left,
+            } => self.stopped(id, generation, left),
             RegionMsg::Active(r) => {
                 let mut ids: Vec<String> = self
                     .entities
@@ -299,6 +377,10 @@ impl<A: Actor> Actor for Region<A> {
 
     fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
         self.shared.direct.clear();
+        let shards: Vec<u32> = self.returned.values().map(|r| r.shard).collect();
+        for shard in shards {
+            self.drop_returned(shard);
+        }
         for e in self.entities.values_mut() {
             match e {
                 Entity::Active { actor, .. } => actor.kill(),

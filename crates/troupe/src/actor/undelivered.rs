@@ -113,6 +113,12 @@ impl<M: Send + 'static> Undelivered<M> {
     pub fn take(&mut self) -> Vec<M> {
         std::mem::take(&mut self.messages)
     }
+
+    /// Holds `msg` again (one taken out that the owner could not hand
+    /// on), to be dropped and counted with the rest.
+    pub fn push(&mut self, msg: M) {
+        self.messages.push(msg);
+    }
 }
 
 impl<M: Send + 'static> Drop for Undelivered<M> {
