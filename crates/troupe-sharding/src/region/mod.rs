@@ -25,7 +25,9 @@
 //!   in the system's `dropped`), so that the leave still releases the
 //!   record rather than leave the shard to a departed region.
 //! - `Lost { shard }`: someone else holds the record. The region kills
-//!   the shard's entities at once.
+//!   the shard's entities at once; what their mailboxes held is dropped,
+//!   counted (`mailbox_dropped`): the new owner cannot be handed decoded
+//!   messages.
 //! - An envelope for a shard not owned here is forwarded to the owner the
 //!   routing table names, or buffered if it names none or the link is
 //!   full or down. One forwarded [`MAX_HOPS`](crate::envelope::MAX_HOPS)
@@ -46,8 +48,15 @@
 //!   The lease is checked when the region hands a message to its entity:
 //!   what already sits in an entity's mailbox when its node pauses is
 //!   handled when the node resumes, before the coordinator's next read.
+//! - `Stopped { id, generation, left }`: an instance stopped, with what
+//!   its mailbox still held (its undelivered hook; lifecycle.rs). What an
+//!   instance that stopped by itself or panicked left goes to the next
+//!   instance before anything newer (activated at once when the shard is
+//!   leased here; during a hand-over it only drains them); then what
+//!   waited for the stop is routed again.
 //! - `Tick`: passivates idle entities (none with envelopes in the buffer:
-//!   those are its next messages) and retries the buffer; an envelope
+//!   those are its next messages), hands what stopped instances left to
+//!   new ones (a lease renewed, the store back) and retries the buffer; an envelope
 //!   older than the buffer timeout, or an ask past its asker's deadline,
 //!   is refused `Expired` and counted (`expired`): an ask is answered;
 //!   a tell has no way back (`Pending::refuse` is where a receipt would
@@ -67,8 +76,15 @@
 //!   traced sender's trace goes on through the wait (feature `otel` of
 //!   troupe-remote carries it across nodes); a forwarded ask runs in the
 //!   span it was forwarded from.
-//! - The entity table is bounded (`max_entities`): an activation beyond
-//!   it is refused and counted, since ids come from the network.
+//! - The entity table is bounded, since ids come from the network: at
+//!   most `max_entities` active instances (an activation beyond it
+//!   passivates the least recently used, lifecycle.rs's CLOCK sweep) and
+//!   as many stopping ones besides (an activation beyond is refused and
+//!   counted). What stopped instances left (`returned`) holds one entry
+//!   per entity id without an instance.
+//! - Every message delivered into an entity's mailbox is handled there,
+//!   handed to its next instance (`redelivered`), or counted in
+//!   `mailbox_dropped`.
 //!
 //! - Per-sender FIFO to an entity while its shard stays put: the region
 //!   handles envelopes in mailbox order and hands an entity what waited
@@ -78,16 +94,17 @@
 //!   retries the buffer, let newer tells overtake buffered ones); the
 //!   direct path (direct.rs) keeps it with the region's path.
 //!
-//! An entity that stops by itself or panics: what arrives for it after its
-//! stop waits for the stop's `Stopped` and goes to the next instance (the
-//! region redelivers), also a tell its mailbox refused because the stop
-//! came between the region's check and its send. What its mailbox held when it stopped is the
-//! runtime's, held as `A::Msg`: the runtime drops it (asks among it fail
-//! with `ActorStopped`, every message counted in the actor system's
-//! `dropped_messages`) and does not hand it back, so the region cannot
-//! redeliver it. An entity that stops with a drain (`ctx.myself().stop()`,
-//! as the region's own passivation does) handles its mailbox first and
-//! loses nothing; `ctx.stop()` and a panic lose what waits.
+//! An entity that stops by itself or panics: what its mailbox held when
+//! it stopped comes back with its `Stopped` (the entity is spawned with
+//! an undelivered hook, `troupe::Undelivered`) and goes to the next
+//! instance first; what arrives for it after its stop waits for the
+//! stop's `Stopped` and goes to the next instance after it, also a tell
+//! its mailbox refused because the stop came between the region's check
+//! and its send. An entity that passivates itself (`ctx.passivate()`, a
+//! drain, as the region's own passivation) handles its mailbox first; a
+//! tell its closed mailbox refuses waits for the stop the same way. A
+//! tell an entity's full bounded mailbox refuses (the kind's spawn
+//! options) waits in the buffer: the region never blocks on an entity.
 //!
 //! The region runs on a thread of its own: the fencing check and the
 //! remembered-ids writes are blocking store calls. A remote tell to an
