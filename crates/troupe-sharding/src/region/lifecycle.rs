@@ -88,22 +88,31 @@ impl<A: Actor> Region<A> {
         );
         // What the last instance left goes first, before anything newer
         // (the caller sends its envelope after this returns).
+        let mut still = None;
         if let Some(mut r) = self.returned.remove(id) {
-            let msgs = r.left.take();
-            let n = msgs.len();
-            for m in msgs {
-                // Only a bounded mailbox smaller than what was left can
-                // refuse (never blocking the region): dropped, counted.
+            let mut msgs = r.left.take().into_iter();
+            let mut handed = 0u64;
+            while let Some(m) = msgs.next() {
                 if let Err(e) = actor.try_tell(m) {
+                    // The rest stays together, in order.
                     r.left.push(e.into_inner());
+                    msgs.by_ref().for_each(|m| r.left.push(m));
+                    break;
                 }
+                handed += 1;
             }
-            let refused = r.left.len();
-            sh.stats
-                .redelivered
-                .fetch_add((n - refused) as u64, Ordering::Relaxed);
-            if refused > 0 {
-                mailbox_dropped(&sh, id, refused as u64);
+            sh.stats.redelivered.fetch_add(handed, Ordering::Relaxed);
+            if !r.left.is_empty() {
+                if actor.is_alive() {
+                    // A bounded mailbox smaller than what was left (the
+                    // region never blocks on it): dropped, counted.
+                    mailbox_dropped(&sh, id, r.left.len() as u64);
+                } else {
+                    // It stopped already, on what it was handed: the rest
+                    // waits for the instance after it, behind what its
+                    // own mailbox will hand back (`take_left`).
+                    still = Some(r);
+                }
             }
         }
         self.entities.insert(
@@ -115,6 +124,9 @@ impl<A: Actor> Region<A> {
                 shard,
             },
         );
+        if let Some(r) = still {
+            self.returned.insert(id.to_string(), r);
+        }
         self.lru.push_back((id.to_string(), generation));
         self.compact_lru();
         self.activated.push(id.to_string());
@@ -445,8 +457,13 @@ impl<A: Actor> Region<A> {
     }
 
     /// Keeps what instance `id` of `shard` left for the next instance, or
-    /// drops it (counted) where none may run it (module docs).
-    fn take_left(&mut self, id: &str, shard: u32, u: Undelivered<A::Msg>, by_itself: bool) {
+    /// drops it (counted) where none may run it (module docs). What the
+    /// instance could not be handed because it had stopped already (kept
+    /// in `returned` by `activate`) follows what its mailbox held.
+    fn take_left(&mut self, id: &str, shard: u32, mut u: Undelivered<A::Msg>, by_itself: bool) {
+        if let Some(mut older) = self.returned.remove(id) {
+            older.left.take().into_iter().for_each(|m| u.push(m));
+        }
         if u.is_empty() {
             if by_itself && *u.reason() == StopReason::Normal {
                 Counters::add(&self.stat().passivations);
@@ -462,8 +479,7 @@ impl<A: Actor> Region<A> {
             mailbox_dropped(&self.shared, id, u.len() as u64);
             return;
         }
-        // At most one entry per id: an id here has no instance (its last
-        // one's entry went to that instance when it was activated).
+        // At most one entry per id, for its next instance.
         self.returned
             .insert(id.to_string(), Returned { shard, left: u });
     }
@@ -727,6 +743,9 @@ mod tests {
             config: Config {
                 shards: 1,
                 idle_timeout: None,
+                // A lease of 30 s from the `Verified` below: on a loaded
+                // machine a test outlasts the default 1.5 s.
+                tick: Duration::from_secs(10),
                 ..config
             },
             store: store.clone(),

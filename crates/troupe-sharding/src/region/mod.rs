@@ -81,7 +81,7 @@
 //!   passivates the least recently used, lifecycle.rs's CLOCK sweep) and
 //!   as many stopping ones besides (an activation beyond is refused and
 //!   counted). What stopped instances left (`returned`) holds one entry
-//!   per entity id without an instance.
+//!   per entity id without a live instance.
 //! - Every message delivered into an entity's mailbox is handled there,
 //!   handed to its next instance (`redelivered`), or counted in
 //!   `mailbox_dropped`.
@@ -307,9 +307,10 @@ pub struct Region<A: Actor> {
     /// direct path once it is handled.
     activated: Vec<String>,
     /// What stopped instances left in their mailboxes, by entity id, for
-    /// the next instance (an id here has no instance: `activate` takes
-    /// it out). Bounded as the entity table is: one entry per instance
-    /// that stopped.
+    /// the next instance (`activate` hands it over first). An id here has
+    /// no live instance: none, or one that stopped while it was handed
+    /// these (its own leftovers go before them). Bounded as the entity
+    /// table is: one entry per id.
     returned: HashMap<String, Returned<A::Msg>>,
     /// The least-recently-used sweep's ring (CLOCK): active instances
     /// `(id, generation)` in activation order; entries of instances that
