@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use troupe::SpawnOptions;
+
 /// Settings of one sharding type (set through
 /// [`ShardingBuilder`](crate::ShardingBuilder)).
 #[derive(Clone, Debug)]
@@ -21,8 +23,10 @@ pub struct Config {
     pub buffer: usize,
     /// How long a buffered envelope waits for an owner (default 10 s).
     pub buffer_timeout: Duration,
-    /// Most entities one node runs (or stops) at once for this type
-    /// (default 1,000,000): ids come from the network.
+    /// Most entities one node runs at once for this type (default
+    /// 1,000,000): an activation beyond it passivates the least recently
+    /// used one; beyond as many stopping ones besides, it is refused (ids
+    /// come from the network).
     pub max_entities: usize,
     /// How long a starting node waits before it takes over the shards of
     /// nodes it has never seen live (default 5 s).
@@ -37,6 +41,10 @@ pub struct Config {
     /// it (default 1; 3 on a 3-server NATS cluster, so that no shard's
     /// record is lost with one server). A bucket that exists keeps its count.
     pub replicas: usize,
+    /// How each entity is spawned: its mailbox (bounded, with an overflow
+    /// policy), its dispatcher (a tokio dispatcher for persistent
+    /// entities), metrics (default: the actor system's defaults).
+    pub entity_options: SpawnOptions,
 }
 
 /// The longest tick [`Config::tick_for`] derives.
@@ -68,6 +76,7 @@ impl Default for Config {
             handover_timeout: Duration::from_secs(5),
             forward_timeout: Duration::from_secs(10),
             replicas: 1,
+            entity_options: SpawnOptions::default(),
         }
     }
 }

@@ -87,9 +87,10 @@
 //!   envelope dropped is counted in [`ShardingStats`] and logged at a
 //!   limited rate, and an ask is answered with the reason
 //!   ([`envelope::Refusal`]: whether the entity can have handled it). What
-//!   an entity's mailbox held when it stopped at once, panicked or was
-//!   killed (a lost shard, a leave that could not drain) is dropped by the
-//!   runtime and counted in the actor system's `dropped_messages`.
+//!   an entity's mailbox held when it stopped itself or panicked goes to
+//!   its next instance (`redelivered`); what it held when it was killed
+//!   (a lost shard, a leave that could not drain) is dropped and counted
+//!   (`mailbox_dropped`, and the actor system's `dropped_messages`).
 //! - **Hostile input.** Envelopes from the network are checked
 //!   ([`envelope::check`]: id length, hop count), the shard is computed
 //!   locally, bad payloads are counted; nothing from the wire can panic a

@@ -229,6 +229,27 @@ pub const SHARDING_STATS: &[Family<ShardingStats>] = &[
         unit: "{envelope}",
         value: |s| s.entities_refused,
     },
+    Family {
+        name: "redelivered",
+        help: "Messages a stopped entity left in its mailbox, handed to its next instance.",
+        kind: Kind::Counter,
+        unit: "{message}",
+        value: |s| s.redelivered,
+    },
+    Family {
+        name: "mailbox_dropped",
+        help: "Messages in an entity's mailbox that no instance will handle (lost shard, kill).",
+        kind: Kind::Counter,
+        unit: "{message}",
+        value: |s| s.mailbox_dropped,
+    },
+    Family {
+        name: "evictions",
+        help: "Least recently used entities passivated to make room (max_entities).",
+        kind: Kind::Counter,
+        unit: "{entity}",
+        value: |s| s.evictions,
+    },
 ];
 
 /// An export of [`SHARDING_STATS`] with no source yet.
@@ -301,6 +322,9 @@ mod tests {
         s.handover_kills = 26;
         s.hops_exceeded = 27;
         s.tells_confirmed_sent = 28;
+        s.redelivered = 29;
+        s.mailbox_dropped = 30;
+        s.evictions = 31;
         for (field, v) in debug_fields(&format!("{s:?}")) {
             let fam = SHARDING_STATS
                 .iter()

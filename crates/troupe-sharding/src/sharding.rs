@@ -229,9 +229,50 @@ impl<A: Actor> ShardingBuilder<A> {
     }
 
     /// Most entities this node runs at once for this type (default
-    /// 1,000,000); an activation beyond it is refused and counted.
+    /// 1,000,000). An activation beyond it passivates the least recently
+    /// used entity (an approximation, CLOCK: one mark per entity set with
+    /// each message, nothing allocated per message; counted in
+    /// `evictions`); while as many entities again are still stopping, an
+    /// activation is refused and counted (`entities_refused`).
     pub fn max_entities(mut self, n: usize) -> Self {
-        self.config.max_entities = n;
+        self.config.max_entities = n.max(1);
+        self
+    }
+
+    /// How each entity of this type is spawned (default: the actor
+    /// system's defaults): a bounded mailbox and its overflow policy, a
+    /// dispatcher (the tokio dispatcher persistence recommends for
+    /// persistent entities), metrics. A full bounded mailbox never blocks
+    /// the region: a tell it refuses waits in the region's buffer for the
+    /// next tick (and expires as buffered tells do); a policy that drops
+    /// (`DropOldest`, `DropNewest`) drops accepted tells, counted in the
+    /// actor system's `dropped_messages`. A dedicated thread per entity is
+    /// possible but costs a thread each.
+    ///
+    /// ```no_run
+    /// # fn f(cluster: &std::sync::Arc<troupe_cluster::Cluster>, system: &troupe::ActorSystem,
+    /// #      rt: tokio::runtime::Handle) {
+    /// use troupe::{MailboxConfig, Overflow, SpawnOptions};
+    /// use troupe_sharding::ClusterSharding;
+    /// # struct Cart;
+    /// # impl troupe::Actor for Cart {
+    /// #     type Msg = ();
+    /// #     fn handle(&mut self, _: (), _: &mut troupe::Context<'_, Self>) {}
+    /// # }
+    /// let journal = system.tokio_dispatcher("journal", rt);
+    /// let carts = cluster
+    ///     .sharding("cart", |_id| Cart)
+    ///     .system(system)
+    ///     .entity_options(
+    ///         SpawnOptions::new()
+    ///             .mailbox(MailboxConfig::bounded(1_000, Overflow::Reject))
+    ///             .dispatcher(&journal),
+    ///     );
+    /// # let _ = carts;
+    /// # }
+    /// ```
+    pub fn entity_options(mut self, options: SpawnOptions) -> Self {
+        self.config.entity_options = options;
         self
     }
 

@@ -41,10 +41,10 @@ pub(crate) type Factory<A> = Box<dyn Fn(&str) -> A + Send + Sync>;
 /// How a [`TellFn`] hands a message to its entity.
 #[derive(Clone, Copy)]
 pub(crate) enum Hand {
-    /// `try_tell`: never blocks (the inbox's direct path).
+    /// `try_tell`: never blocks, neither the inbox's direct path nor the
+    /// region (a full bounded mailbox is a refusal: the region buffers
+    /// the tell and retries it on its next tick).
     Try,
-    /// `tell`: may wait for room in a bounded mailbox (the region).
-    Tell,
 }
 
 /// What a [`TellFn`] did with a payload.
@@ -71,7 +71,6 @@ where
         };
         let sent = match hand {
             Hand::Try => actor.try_tell(A::Msg::from(m)),
-            Hand::Tell => actor.tell(A::Msg::from(m)),
         };
         match sent {
             Ok(()) => Handed::Delivered,

@@ -6,8 +6,10 @@
 //! errors) and entity references (tells and asks sent; tells on a
 //! [`PerThread`] counter, a cell per sending thread). Every message
 //! that is not delivered lands in exactly one of `buffer_full`, `expired`,
-//! `hops_exceeded`, `bad_envelopes`, `unknown_types`, `undecodable` or
-//! `entity_gone`.
+//! `hops_exceeded`, `bad_envelopes`, `unknown_types`, `undecodable`,
+//! `entity_gone` or `entities_refused`; every message delivered into a
+//! mailbox and not handled there is `redelivered` to the next instance
+//! or counted in `mailbox_dropped`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -74,10 +76,10 @@ counters! {
     asks,
     /// Of `tells`: those sent with a receipt (`EntityRef::tell_confirmed`).
     tells_confirmed_sent,
-    /// Messages handed to a local entity's mailbox. What a mailbox drops
-    /// (its entity stopped itself at once, panicked, or was killed for a
-    /// lost shard or a leave) is counted by the actor system
-    /// (`ActorSystem::dropped_messages`), not here.
+    /// Messages handed to a local entity's mailbox. What a mailbox still
+    /// holds when its entity stops itself or panics goes to the next
+    /// instance (`redelivered`); what it holds when the entity is killed
+    /// (a lost shard, a leave) is counted in `mailbox_dropped`.
     delivered,
     /// Of `delivered`, remote tells the node's inbox handed to their
     /// entity directly, without the region's thread (written by the
@@ -111,8 +113,20 @@ counters! {
     /// first message reached it (a running entity that stops as a tell
     /// reaches it has the tell routed again, to its next instance).
     entity_gone,
-    /// Envelopes refused because the entity table was full (`max_entities`).
+    /// Envelopes refused because the entity table was full
+    /// (`max_entities` active entities, and as many stopping ones besides).
     entities_refused,
+    /// Messages a stopped entity instance left in its mailbox (it stopped
+    /// itself, or panicked) handed to its next instance.
+    redelivered,
+    /// Messages an entity's mailbox held that no instance will handle:
+    /// its shard was lost (its new owner cannot be handed them), a leave
+    /// killed it, its region stopped, or it stopped before handling
+    /// anything. Also in the actor system's `dropped_messages`.
+    mailbox_dropped,
+    /// Of `passivations`: least recently used entities passivated to make
+    /// room for another (`max_entities`).
+    evictions,
 }
 
 impl Counters {

@@ -233,15 +233,17 @@ fn the_entity_table_is_capped() {
     settle(&[&c], &[&s]);
     assert_eq!(s.entity("a").ask(Count, ASK), Ok(0));
     assert_eq!(s.entity("b").ask(Count, ASK), Ok(0));
+    // A third passivates the least recently used (`a`, never used since
+    // it started) instead of being refused.
+    assert_eq!(s.entity("c").ask(Count, ASK), Ok(0));
+    assert!(wait_until(Duration::from_secs(5), || s.local_entities()
+        == ["b".to_string(), "c".to_string()]));
+    let st = s.stats();
     assert_eq!(
-        s.entity("c").ask(Count, ASK),
-        Err(troupe::AskError::NoResponders)
+        (st.evictions, st.passivations, st.entities_refused),
+        (1, 1, 0),
+        "{st:?}"
     );
-    s.entity("c").tell(Add { from: 0, seq: 1 }).unwrap();
-    assert!(wait_until(Duration::from_secs(5), || s
-        .stats()
-        .entities_refused
-        == 2));
-    assert_eq!(tracker.get("c").activations, 0);
-    assert_eq!(s.local_entities(), vec!["a".to_string(), "b".to_string()]);
+    assert_eq!(tracker.get("a").live, 0);
+    assert_eq!(tracker.get("c").activations, 1);
 }

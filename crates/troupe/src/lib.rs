@@ -87,6 +87,7 @@ pub use actor::error::{AskError, SendError, StopReason};
 pub use actor::id::ActorId;
 pub use actor::lifecycle::{Down, WatchId};
 pub use actor::runtime::SpawnOptions;
+pub use actor::undelivered::Undelivered;
 pub use engine::dispatcher;
 pub use engine::mailbox::{MailboxConfig, Overflow};
 pub use engine::scheduler::defer::{batch_wakes, hold_in_batch, let_go_in_batch, BatchHold};

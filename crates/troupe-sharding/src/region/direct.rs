@@ -356,6 +356,15 @@ impl<A: Actor> Direct<A> {
         }
     }
 
+    /// Region: whether entity `id` was told directly since its mark was
+    /// last read (here or by [`touched`](Self::touched)); clears it.
+    pub(super) fn take_touched(&self, id: &str) -> bool {
+        let map = self.table.map.read();
+        map.get(id.as_bytes()).is_some_and(|e| {
+            e.touched.load(Ordering::Relaxed) && e.touched.swap(false, Ordering::Relaxed)
+        })
+    }
+
     /// Region: entity `id` is no longer told directly; once this returns,
     /// no direct tell to it is under way.
     pub(super) fn remove(&self, id: &str) {

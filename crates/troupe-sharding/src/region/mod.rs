@@ -25,7 +25,9 @@
 //!   in the system's `dropped`), so that the leave still releases the
 //!   record rather than leave the shard to a departed region.
 //! - `Lost { shard }`: someone else holds the record. The region kills
-//!   the shard's entities at once.
+//!   the shard's entities at once; what their mailboxes held is dropped,
+//!   counted (`mailbox_dropped`): the new owner cannot be handed decoded
+//!   messages.
 //! - An envelope for a shard not owned here is forwarded to the owner the
 //!   routing table names, or buffered if it names none or the link is
 //!   full or down. One forwarded [`MAX_HOPS`](crate::envelope::MAX_HOPS)
@@ -46,8 +48,15 @@
 //!   The lease is checked when the region hands a message to its entity:
 //!   what already sits in an entity's mailbox when its node pauses is
 //!   handled when the node resumes, before the coordinator's next read.
+//! - `Stopped { id, generation, left }`: an instance stopped, with what
+//!   its mailbox still held (its undelivered hook; lifecycle.rs). What an
+//!   instance that stopped by itself or panicked left goes to the next
+//!   instance before anything newer (activated at once when the shard is
+//!   leased here; during a hand-over it only drains them); then what
+//!   waited for the stop is routed again.
 //! - `Tick`: passivates idle entities (none with envelopes in the buffer:
-//!   those are its next messages) and retries the buffer; an envelope
+//!   those are its next messages), hands what stopped instances left to
+//!   new ones (a lease renewed, the store back) and retries the buffer; an envelope
 //!   older than the buffer timeout, or an ask past its asker's deadline,
 //!   is refused `Expired` and counted (`expired`): an ask is answered;
 //!   a tell has no way back (`Pending::refuse` is where a receipt would
@@ -67,8 +76,15 @@
 //!   traced sender's trace goes on through the wait (feature `otel` of
 //!   troupe-remote carries it across nodes); a forwarded ask runs in the
 //!   span it was forwarded from.
-//! - The entity table is bounded (`max_entities`): an activation beyond
-//!   it is refused and counted, since ids come from the network.
+//! - The entity table is bounded, since ids come from the network: at
+//!   most `max_entities` active instances (an activation beyond it
+//!   passivates the least recently used, lifecycle.rs's CLOCK sweep) and
+//!   as many stopping ones besides (an activation beyond is refused and
+//!   counted). What stopped instances left (`returned`) holds one entry
+//!   per entity id without a live instance.
+//! - Every message delivered into an entity's mailbox is handled there,
+//!   handed to its next instance (`redelivered`), or counted in
+//!   `mailbox_dropped`.
 //!
 //! - Per-sender FIFO to an entity while its shard stays put: the region
 //!   handles envelopes in mailbox order and hands an entity what waited
@@ -78,16 +94,17 @@
 //!   retries the buffer, let newer tells overtake buffered ones); the
 //!   direct path (direct.rs) keeps it with the region's path.
 //!
-//! An entity that stops by itself or panics: what arrives for it after its
-//! stop waits for the stop's `Stopped` and goes to the next instance (the
-//! region redelivers), also a tell its mailbox refused because the stop
-//! came between the region's check and its send. What its mailbox held when it stopped is the
-//! runtime's, held as `A::Msg`: the runtime drops it (asks among it fail
-//! with `ActorStopped`, every message counted in the actor system's
-//! `dropped_messages`) and does not hand it back, so the region cannot
-//! redeliver it. An entity that stops with a drain (`ctx.myself().stop()`,
-//! as the region's own passivation does) handles its mailbox first and
-//! loses nothing; `ctx.stop()` and a panic lose what waits.
+//! An entity that stops by itself or panics: what its mailbox held when
+//! it stopped comes back with its `Stopped` (the entity is spawned with
+//! an undelivered hook, `troupe::Undelivered`) and goes to the next
+//! instance first; what arrives for it after its stop waits for the
+//! stop's `Stopped` and goes to the next instance after it, also a tell
+//! its mailbox refused because the stop came between the region's check
+//! and its send. An entity that passivates itself (`ctx.passivate()`, a
+//! drain, as the region's own passivation) handles its mailbox first; a
+//! tell its closed mailbox refuses waits for the stop the same way. A
+//! tell an entity's full bounded mailbox refuses (the kind's spawn
+//! options) waits in the buffer: the region never blocks on an entity.
 //!
 //! The region runs on a thread of its own: the fencing check and the
 //! remembered-ids writes are blocking store calls. A remote tell to an
@@ -99,11 +116,12 @@
 //! path and the table of entities it may tell; `pending.rs`, an envelope
 //! on its way and what it keeps while it waits.
 
+use std::any::Any;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-use troupe::{Actor, ActorRef, Context, ReplyTo};
+use troupe::{Actor, ActorRef, Context, ReplyTo, Undelivered};
 
 use crate::envelope::{ShardAsk, ShardReply, ShardTell};
 use crate::shared::Shared;
@@ -161,12 +179,70 @@ pub enum RegionMsg {
         id: String,
         /// Its instance number.
         generation: u64,
+        /// What its mailbox still held.
+        left: Leftovers,
     },
     /// The ids of the entities running here, sorted.
     Active(ReplyTo<Vec<String>>),
     /// Passivate this entity now, as if it were idle; answers whether it
     /// was running here (and not held by buffered envelopes).
     Passivate(String, ReplyTo<bool>),
+}
+
+/// What an entity instance's mailbox held when it stopped
+/// ([`troupe::Undelivered`] of the entity's message type), on its way from
+/// the instance's undelivered hook to its region; opaque, since
+/// [`RegionMsg`] names no entity type. Dropped unopened, its messages are
+/// dropped and counted in the actor system's `dropped_messages`.
+pub struct Leftovers(Box<dyn Any + Send>);
+
+impl Leftovers {
+    fn of<M: Send + 'static>(u: Undelivered<M>) -> Self {
+        Leftovers(Box::new(u))
+    }
+
+    fn open<M: Send + 'static>(self) -> Option<Undelivered<M>> {
+        self.0.downcast().ok().map(|u| *u)
+    }
+}
+
+impl std::fmt::Debug for Leftovers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Leftovers(..)")
+    }
+}
+
+/// What a stopped instance left, kept for the entity's next instance
+/// (which [`Region::activate`] hands it first). Dropped, its messages are
+/// counted in the actor system's `dropped_messages`.
+struct Returned<M: Send + 'static> {
+    shard: u32,
+    left: Undelivered<M>,
+}
+
+/// When an active entity was last handed a message, for idleness
+/// (`at`), and whether it was since the least-recently-used sweep last
+/// passed it (`used`, [`Region::evict_one`]).
+#[derive(Clone, Copy)]
+struct Activity {
+    at: Instant,
+    used: bool,
+}
+
+impl Activity {
+    /// A new instance: not marked, so that one used again since it was
+    /// activated goes after it in the sweep.
+    fn new(at: Instant) -> Self {
+        Activity { at, used: false }
+    }
+
+    /// A message was handed over at `at` (a clock reading the region
+    /// has: nothing read, nothing allocated).
+    #[inline]
+    fn touch(&mut self, at: Instant) {
+        self.at = at;
+        self.used = true;
+    }
 }
 
 /// Why an activation did not happen.
@@ -193,8 +269,9 @@ enum Entity<A: Actor> {
     Active {
         actor: ActorRef<A>,
         /// The last time the region saw it handed a message (the direct
-        /// path's tells are read on `Tick`, `Direct::touched`).
-        last: Instant,
+        /// path's tells are read on `Tick`, `Direct::touched`, and by the
+        /// sweep, `Direct::take_touched`).
+        last: Activity,
         generation: u64,
         shard: u32,
     },
@@ -204,6 +281,9 @@ enum Entity<A: Actor> {
         generation: u64,
         shard: u32,
         waiting: Vec<Pending>,
+        /// The region asked it to stop (a passivation, a hand-over, a
+        /// loss); else it stopped by itself.
+        asked: bool,
     },
 }
 
@@ -226,6 +306,16 @@ pub struct Region<A: Actor> {
     /// Entities activated in the message being handled: published to the
     /// direct path once it is handled.
     activated: Vec<String>,
+    /// What stopped instances left in their mailboxes, by entity id, for
+    /// the next instance (`activate` hands it over first). An id here has
+    /// no live instance: none, or one that stopped while it was handed
+    /// these (its own leftovers go before them). Bounded as the entity
+    /// table is: one entry per id.
+    returned: HashMap<String, Returned<A::Msg>>,
+    /// The least-recently-used sweep's ring (CLOCK): active instances
+    /// `(id, generation)` in activation order; entries of instances that
+    /// stopped are skipped (and compacted away).
+    lru: VecDeque<(String, u64)>,
 }
 
 /// The lease, in coordinator ticks, that one `Verified` grants.
@@ -244,6 +334,8 @@ impl<A: Actor> Region<A> {
             clock: Instant::now(),
             lease_until: None,
             activated: Vec::new(),
+            returned: HashMap::new(),
+            lru: VecDeque::new(),
         }
     }
 
@@ -278,7 +370,11 @@ impl<A: Actor> Actor for Region<A> {
                 self.shared.direct.set_lease(until);
             }
             RegionMsg::Tick => self.tick(),
-            RegionMsg::Stopped { id, generation } => self.stopped(id, generation),
+            RegionMsg::Stopped {
+                id,
+                generation,
+                left,
+            } => self.stopped(id, generation, left),
             RegionMsg::Active(r) => {
                 let mut ids: Vec<String> = self
                     .entities
@@ -299,6 +395,10 @@ impl<A: Actor> Actor for Region<A> {
 
     fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
         self.shared.direct.clear();
+        let shards: Vec<u32> = self.returned.values().map(|r| r.shard).collect();
+        for shard in shards {
+            self.drop_returned(shard);
+        }
         for e in self.entities.values_mut() {
             match e {
                 Entity::Active { actor, .. } => actor.kill(),

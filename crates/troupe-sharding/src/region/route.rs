@@ -53,12 +53,17 @@ impl<A: Actor> Region<A> {
                 return;
             }
             Some(Entity::Active { actor, last, .. }) if leased && actor.is_alive() => {
-                *last = self.clock;
+                last.touch(self.clock);
                 // It stopped by itself between the check and the send:
                 // routed again, the tell waits for that stop's
-                // `Stopped` and goes to the next instance.
+                // `Stopped` and goes to the next instance. Its bounded
+                // mailbox was full: the tell waits in the buffer.
                 if let Some(back) = send(&self.shared, actor, msg) {
-                    self.route(back);
+                    if actor.is_alive() {
+                        self.buffer(back);
+                    } else {
+                        self.route(back);
+                    }
                 }
                 return;
             }
@@ -211,7 +216,7 @@ impl<A: Actor> Region<A> {
             // Unreachable: `route` handed it to its waiting list.
             Some(Entity::Stopping { .. }) => return self.route(msg),
             None => {
-                if self.entities.len() >= self.shared.config.max_entities {
+                if !self.make_room() {
                     Counters::add(&self.stat().entities_refused);
                     tracing::warn!(kind = %self.shared.kind, "entity table full: an activation was refused");
                     msg.refuse(Refusal::Unavailable);
@@ -221,10 +226,16 @@ impl<A: Actor> Region<A> {
                 match self.activate(shard, &id) {
                     // An instance that stops before its first message is
                     // not given it again (it would be activated again and
-                    // again): counted, `entity_gone`.
+                    // again): counted, `entity_gone`. One whose bounded
+                    // mailbox is full already (what its last instance
+                    // left) has it wait in the buffer.
                     Ok(actor) => {
                         if let Some(back) = send(&self.shared, &actor, msg) {
-                            gone(&self.shared, back.entity());
+                            if actor.is_alive() {
+                                self.buffer(back);
+                            } else {
+                                gone(&self.shared, back.entity());
+                            }
                         }
                     }
                     // The shard was dropped here: forward or buffer.
@@ -247,6 +258,7 @@ impl<A: Actor> Region<A> {
                 generation,
                 shard,
                 waiting: vec![msg],
+                asked: false,
             },
         );
     }
@@ -279,19 +291,19 @@ impl<A: Actor> Region<A> {
     }
 }
 
-/// Decodes one envelope into `actor`'s message and hands it over. A tell
-/// that `actor` refused because it has stopped comes back, for the
-/// caller to route again (or count as gone).
+/// Decodes one envelope into `actor`'s message and hands it over, never
+/// blocking the region (`try_tell`). A tell that `actor` refused because
+/// it has stopped, or because its bounded mailbox is full, comes back,
+/// for the caller to route again or buffer (or count as gone).
 #[must_use]
 fn send<A: Actor>(shared: &Shared<A>, actor: &ActorRef<A>, msg: Pending) -> Option<Pending> {
     match msg {
         Pending::Tell(t, held) => match shared.tells.get(&t.tag) {
             None => Counters::add(&shared.stats.unknown_types),
-            Some(d) => match (d.f)(&t.payload, actor, Hand::Tell) {
+            Some(d) => match (d.f)(&t.payload, actor, Hand::Try) {
                 Handed::Delivered => Counters::add(&shared.stats.delivered),
                 Handed::Undecodable => Counters::add(&shared.stats.undecodable),
-                Handed::Refused if !actor.is_alive() => return Some(Pending::Tell(t, held)),
-                Handed::Refused => gone(shared, &t.entity),
+                Handed::Refused => return Some(Pending::Tell(t, held)),
             },
         },
         Pending::Ask(a, reply, _) => match shared.asks.get(&a.tag).map(|d| &d.f) {

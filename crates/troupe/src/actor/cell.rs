@@ -20,7 +20,8 @@
 //!   with `StopReason::Panicked` and the worker carries on.
 //! * Finalizing (once, by the task holder): mark `STOPPED|CLOSED`, run the
 //!   `stopped` hook (not after a panic), drop the actor, drop and count what is
-//!   left in the mailbox (pending asks fail with `ActorStopped`; the drain
+//!   left in the mailbox, or hand it to the actor's undelivered hook if it
+//!   has one (`undelivered.rs`) (pending asks fail with `ActorStopped`; the drain
 //!   waits for slots claimed before `CLOSED` but not yet written, so nothing
 //!   accepted is still inside when `join` returns), publish the
 //!   exit reason to joiners and watchers (`lifecycle::ExitRecord`), leave the
@@ -40,6 +41,7 @@ use super::recycle;
 use super::runtime::{Admission, SpawnOptions};
 use super::runtime_ref::RuntimeRef;
 use super::stall::{Described, StallSetting};
+use super::undelivered::{Hook, Undelivered};
 use crate::engine::mailbox::{Mailbox, MailboxConfig, PushError, Release};
 use crate::engine::scheduler::{self, Pool, Runnable, Task, WorkerLocal};
 use crate::engine::state_word as state;
@@ -49,9 +51,14 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 
-struct Slot<A> {
+struct Slot<A: Actor> {
     actor: Option<A>,
     started: bool,
+    /// The actor has an undelivered hook (`undelivered.rs`), kept in its
+    /// exit record: the finalizer hands the mailbox to it instead of
+    /// dropping it. A flag here, in the slot's padding, so that an actor
+    /// without one neither grows nor takes the record's lock for it.
+    undelivered: bool,
 }
 
 /// Field order is fixed (`repr(C)`) so that what senders touch and what
@@ -135,6 +142,18 @@ impl<A: Actor> ActorCell<A> {
         options: SpawnOptions,
         watcher: Option<(WatchId, Watcher)>,
     ) -> Arc<Self> {
+        Self::spawn_full(rt, actor, options, watcher, None)
+    }
+
+    /// As `spawn`, with the hook that takes what the mailbox holds when
+    /// the actor is finalized (`undelivered.rs`), if any.
+    pub(crate) fn spawn_full(
+        rt: &RuntimeRef,
+        actor: A,
+        options: SpawnOptions,
+        watcher: Option<(WatchId, Watcher)>,
+        undelivered: Option<Hook<A::Msg>>,
+    ) -> Arc<Self> {
         let mailbox = options.mailbox.unwrap_or(rt.default_mailbox);
         let (pool, dedicated) = if options.dedicated {
             let name = options
@@ -170,6 +189,7 @@ impl<A: Actor> ActorCell<A> {
                 options.trace,
                 watcher,
                 StallSetting::of(options.stall),
+                undelivered,
             )
         };
         if let Some(d) = options.stall {
@@ -222,8 +242,10 @@ impl<A: Actor> ActorCell<A> {
         trace: bool,
         watcher: Option<(WatchId, Watcher)>,
         stall: StallSetting,
+        undelivered: Option<Hook<A::Msg>>,
     ) {
         use std::ptr::addr_of_mut;
+        let hooked = undelivered.is_some();
         let id = ActorId::next();
         let metrics = if metered {
             MetricsRef::new(
@@ -251,9 +273,14 @@ impl<A: Actor> ActorCell<A> {
             addr_of_mut!((*p).table_key).write(AtomicU64::new(0));
             addr_of_mut!((*p).name).write(name);
             addr_of_mut!((*p).exit).write(ExitRecord::with_watcher(watcher));
+            if let Some(hook) = undelivered {
+                // Before the cell is shared: the record's lock is free.
+                (*p).exit.keep_undelivered(Box::new(hook));
+            }
             addr_of_mut!((*p).slot).write(UnsafeCell::new(Slot {
                 actor: Some(actor),
                 started: false,
+                undelivered: hooked,
             }));
             addr_of_mut!((*p).stall).write(stall);
             addr_of_mut!((*p).killed).write(AtomicBool::new(false));
@@ -494,6 +521,30 @@ impl<A: Actor> ActorCell<A> {
         n
     }
 
+    /// Hands every message left in the mailbox to `hook` (`undelivered.rs`)
+    /// instead of dropping it; returns 0 (none dropped here: what the hook
+    /// does not take is counted when its `Undelivered` is dropped).
+    ///
+    /// # Safety
+    /// As `drain_undelivered`: only the mailbox's consumer may call this.
+    #[cold]
+    unsafe fn hand_undelivered(&self, hook: Hook<A::Msg>, reason: &StopReason) -> u64 {
+        // Before the drain below, which pops too.
+        let handled = self.mailbox.popped();
+        let mut left = Vec::new();
+        // `pop_final`: as in `drain_undelivered`, nothing accepted stays.
+        // SAFETY: forwarded caller contract.
+        while let Some(m) = unsafe { self.mailbox.pop_final() } {
+            left.push(envelope::into_msg(m));
+        }
+        let rt = RuntimeRef::clone(&self.rt);
+        let undelivered = Undelivered::new(left, handled, reason.clone(), rt);
+        if let Err(r) = guard(move || hook(undelivered)) {
+            self.rt.caught_panic("an undelivered hook", &r);
+        }
+        0
+    }
+
     /// Stops the actor for good (see the module docs). Returns its table
     /// entry, which the caller drops after its last use of `self`.
     #[must_use]
@@ -504,6 +555,15 @@ impl<A: Actor> ActorCell<A> {
         // exclusive access to the slot; `mark_stopped` leaves SCHEDULED set
         // forever, so no one else ever will.
         let slot = unsafe { &mut *self.slot.get() };
+        let hook = if slot.undelivered {
+            slot.undelivered = false;
+            self.exit
+                .take_undelivered()
+                .and_then(|h| h.downcast::<Hook<A::Msg>>().ok())
+                .map(|h| *h)
+        } else {
+            None
+        };
         if let Some(mut actor) = slot.actor.take() {
             if run_hook {
                 let mut ctx = Context::new(self);
@@ -522,8 +582,12 @@ impl<A: Actor> ActorCell<A> {
         } else {
             tracing::debug!(actor = %self.id, name = self.name.as_deref().map(String::as_str), %reason, "actor stopped");
         }
-        // SAFETY: we are still the only consumer (task holder).
-        let dropped = unsafe { self.drain_undelivered() };
+        let dropped = match hook {
+            // SAFETY: we are still the only consumer (task holder).
+            None => unsafe { self.drain_undelivered() },
+            // SAFETY: as above.
+            Some(hook) => unsafe { self.hand_undelivered(hook, &reason) },
+        };
         if dropped > 0 {
             tracing::debug!(actor = %self.id, dropped, "stopped actor's pending messages dropped");
         }

@@ -146,9 +146,43 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// Stops this actor once the current handler returns (reason `Normal`).
     /// Messages still in its mailbox are dropped and counted; their asks fail
-    /// with `AskError::ActorStopped`.
+    /// with `AskError::ActorStopped`. An actor spawned with an undelivered
+    /// hook ([`SystemHandle::spawn_with_undelivered`]) hands them to it
+    /// instead (a sharded entity's go to its next activation).
     pub fn stop(&mut self) {
         self.stop_with(StopReason::Normal);
+    }
+
+    /// Stops this actor once its mailbox has drained (reason `Normal`): from
+    /// now on it takes no new message (a send gets
+    /// [`SendError::Stopped`](crate::SendError::Stopped), the message
+    /// back), handles every message already queued, then stops. Nothing
+    /// accepted is lost. As [`ActorRef::stop`] asked from inside; a sharded
+    /// entity that passivates itself this way has what arrives meanwhile
+    /// buffered by its region for its next activation.
+    ///
+    /// ```
+    /// use troupe::{Actor, ActorSystem, Context};
+    /// struct Once(std::sync::mpsc::Sender<u32>);
+    /// impl Actor for Once {
+    ///     type Msg = u32;
+    ///     fn handle(&mut self, n: u32, ctx: &mut Context<'_, Self>) {
+    ///         ctx.passivate();
+    ///         self.0.send(n).unwrap();
+    ///     }
+    /// }
+    /// let system = ActorSystem::builder().threads(1).build();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let a = system.spawn(Once(tx));
+    /// let sent: Vec<bool> = (0..3).map(|n| a.tell(n).is_ok()).collect();
+    /// a.join();
+    /// // Every message it took was handled.
+    /// let took = sent.iter().filter(|ok| **ok).count();
+    /// assert_eq!(rx.try_iter().count(), took);
+    /// system.shutdown();
+    /// ```
+    pub fn passivate(&mut self) {
+        self.cell.stop_request(super::lifecycle::StopRequest::Drain);
     }
 
     /// As [`stop`](Self::stop), with a chosen reason: watchers, joiners and

@@ -174,6 +174,11 @@ enum Extra {
     Once(WatchId, Watcher),
     /// An async joiner: told after every other watcher.
     Joiner(oneshot::Sender<StopReason>),
+    /// The actor's undelivered hook (`undelivered.rs`), typed by its cell
+    /// (an `undelivered::Hook<A::Msg>`): not told here, but taken out by
+    /// the finalizer before it drains the mailbox
+    /// ([`ExitRecord::take_undelivered`]).
+    Undelivered(Box<dyn std::any::Any + Send>),
 }
 
 /// Who is told when the actor stops, in registration order.
@@ -314,6 +319,32 @@ impl ExitRecord {
             }
         }
         watch
+    }
+
+    /// Keeps `hook`, the actor's undelivered hook, for the finalizer
+    /// (`undelivered.rs`). Once per spawn of an actor that has one.
+    pub(crate) fn keep_undelivered(&self, hook: Box<dyn std::any::Any + Send>) {
+        if let Exit::Running { watchers, .. } = &mut self.exit().exit {
+            watchers.push(Extra::Undelivered(hook));
+        }
+    }
+
+    /// The finalizer: takes out the undelivered hook kept with
+    /// [`keep_undelivered`](Self::keep_undelivered), if any.
+    pub(crate) fn take_undelivered(&self) -> Option<Box<dyn std::any::Any + Send>> {
+        let x = {
+            let mut g = self.exit();
+            let Exit::Running { watchers, .. } = &mut g.exit else {
+                return None;
+            };
+            watchers.remove(|x| matches!(x, Extra::Undelivered(_)))
+        };
+        match x {
+            Some(Extra::Undelivered(hook)) => Some(hook),
+            // `remove` gives back only what `hit` matched; nothing else is
+            // dropped here, under the lock or outside it.
+            _ => None,
+        }
     }
 
     /// Cancels a watcher; `false` if it has run (or is running) already.
@@ -507,6 +538,12 @@ impl ExitRecord {
                 Extra::Once(_, w) => guard(|| w.call(id, &reason)),
                 Extra::Joiner(tx) => {
                     joiners.push(tx);
+                    Ok(())
+                }
+                // Taken by the finalizer before it publishes; one left
+                // (never) is dropped: the mailbox is empty by now.
+                Extra::Undelivered(hook) => {
+                    drop(hook);
                     Ok(())
                 }
             };

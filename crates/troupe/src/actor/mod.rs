@@ -7,7 +7,8 @@
 //! hook. Files: `cell` (memory and the turn), `lifecycle` (stopping,
 //! watchers, waiting), `context`, `actor_ref`, `ask`, `ask_cycle` (actors waiting on each other's replies), `stall` (stall detection's settings), `watch`, `watcher` (a stop callback, inline when small), `runtime`
 //! (spawning), `runtime_ref` (the sharded count that keeps a runtime alive), `recycle`
-//! (stopped cells' memory, reused by the next spawn), `error`.
+//! (stopped cells' memory, reused by the next spawn), `undelivered` (what a
+//! stopped actor left in its mailbox, handed to its owner), `error`.
 
 pub(crate) mod actor_ref;
 pub(crate) mod ask;
@@ -28,6 +29,7 @@ pub(crate) mod recycle;
 pub(crate) mod runtime;
 pub(crate) mod runtime_ref;
 pub(crate) mod stall;
+pub(crate) mod undelivered;
 pub(crate) mod watchable;
 pub(crate) mod watcher;
 

@@ -375,6 +375,27 @@ impl SystemHandle {
         }
     }
 
+    /// Spawns an actor with options whose mailbox, when it stops, is
+    /// handed to `hook` instead of dropped: every message it did not
+    /// handle (it stopped itself, panicked, or was killed), in order, with
+    /// why it stopped ([`Undelivered`](crate::Undelivered)). For an owner
+    /// that restarts the actor and gives the next instance what the last
+    /// one left (a sharding region). The hook runs once, on the worker
+    /// that finalizes the actor, before its watchers and before `join`
+    /// returns: keep it short (hand the messages on, do not handle them
+    /// there). Costs nothing per message.
+    pub fn spawn_with_undelivered<A: Actor>(
+        &self,
+        actor: A,
+        options: SpawnOptions,
+        hook: impl FnOnce(crate::Undelivered<A::Msg>) + Send + 'static,
+    ) -> ActorRef<A> {
+        let hook: Box<dyn FnOnce(crate::Undelivered<A::Msg>) + Send> = Box::new(hook);
+        ActorRef {
+            cell: ActorCell::spawn_full(&self.rt, actor, options, None, Some(hook)),
+        }
+    }
+
     /// Actors alive now.
     pub fn live_actors(&self) -> usize {
         self.inner().table.live()
