@@ -53,13 +53,19 @@ use std::sync::{Arc, Weak};
 
 struct Slot<A: Actor> {
     actor: Option<A>,
-    started: bool,
-    /// The actor has an undelivered hook (`undelivered.rs`), kept in its
-    /// exit record: the finalizer hands the mailbox to it instead of
-    /// dropping it. A flag here, in the slot's padding, so that an actor
-    /// without one neither grows nor takes the record's lock for it.
-    undelivered: bool,
+    /// [`STARTED`] and [`UNDELIVERED`]: one byte, so that the slot's two
+    /// flags and the stall setting fit the padding after the exit record
+    /// (`cell_stays_small`).
+    flags: u8,
 }
+
+/// `started` has run.
+const STARTED: u8 = 1;
+/// The actor has an undelivered hook (`undelivered.rs`), kept in its exit
+/// record: the finalizer hands the mailbox to it instead of dropping it. A
+/// flag here, in the slot's padding, so that an actor without one neither
+/// grows nor takes the record's lock for it.
+const UNDELIVERED: u8 = 2;
 
 /// Field order is fixed (`repr(C)`) so that what senders touch and what
 /// the task holder writes per message sit more than a cache line apart:
@@ -279,8 +285,7 @@ impl<A: Actor> ActorCell<A> {
             }
             addr_of_mut!((*p).slot).write(UnsafeCell::new(Slot {
                 actor: Some(actor),
-                started: false,
-                undelivered: hooked,
+                flags: if hooked { UNDELIVERED } else { 0 },
             }));
             addr_of_mut!((*p).stall).write(stall);
             addr_of_mut!((*p).killed).write(AtomicBool::new(false));
@@ -555,8 +560,8 @@ impl<A: Actor> ActorCell<A> {
         // exclusive access to the slot; `mark_stopped` leaves SCHEDULED set
         // forever, so no one else ever will.
         let slot = unsafe { &mut *self.slot.get() };
-        let hook = if slot.undelivered {
-            slot.undelivered = false;
+        let hook = if slot.flags & UNDELIVERED != 0 {
+            slot.flags &= !UNDELIVERED;
             self.exit
                 .take_undelivered()
                 .and_then(|h| h.downcast::<Hook<A::Msg>>().ok())
@@ -692,8 +697,8 @@ impl<A: Actor> Runnable for ActorCell<A> {
             .turn_slot()
             .map(|s| s.begin(self.table_key.load(Ordering::Relaxed), self.id.as_u64()));
 
-        if !slot.started {
-            slot.started = true;
+        if slot.flags & STARTED == 0 {
+            slot.flags |= STARTED;
             if let Err(reason) = guard(|| actor.started(&mut ctx)) {
                 self.rt.count_panics(1);
                 return self.finalize(reason, false);
