@@ -373,9 +373,11 @@ func kinds(faults []Fault) string {
 // fault's start to the next fault's start (or the end of the final quiet
 // interval). Operations cut by a SIGKILL of their own process are not
 // failures of delivery. A fault that disturbed no key counts 0; one with a
-// key not served again in the run is counted in the second map instead.
-func DeliveryRecovery(run *Run) (map[string][]time.Duration, map[string]int) {
-	out, never := map[string][]time.Duration{}, map[string]int{}
+// key not served again in the run is counted in the third map instead.
+// The second map holds the same figures from the fault's end (the heal, the
+// restart): what is left of the recovery once the fault is gone.
+func DeliveryRecovery(run *Run) (fromStart, fromEnd map[string][]time.Duration, never map[string]int) {
+	fromStart, fromEnd, never = map[string][]time.Duration{}, map[string][]time.Duration{}, map[string]int{}
 	for n, f := range run.Faults {
 		horizon := run.QuietEnd
 		if n+1 < len(run.Faults) {
@@ -415,14 +417,21 @@ func DeliveryRecovery(run *Run) (map[string][]time.Duration, map[string]int) {
 				worst = best - f.Start
 			}
 		}
-		if recovered {
-			out[f.What] = append(out[f.What], time.Duration(worst))
-		} else {
+		if !recovered {
 			never[f.What]++
+			continue
+		}
+		fromStart[f.What] = append(fromStart[f.What], time.Duration(worst))
+		after := worst - (f.End - f.Start)
+		if after < 0 {
+			after = 0
+		}
+		fromEnd[f.What] = append(fromEnd[f.What], time.Duration(after))
+	}
+	for _, m := range []map[string][]time.Duration{fromStart, fromEnd} {
+		for k := range m {
+			sort.Slice(m[k], func(i, j int) bool { return m[k][i] < m[k][j] })
 		}
 	}
-	for k := range out {
-		sort.Slice(out[k], func(i, j int) bool { return out[k][i] < out[k][j] })
-	}
-	return out, never
+	return fromStart, fromEnd, never
 }

@@ -240,9 +240,12 @@ func TestDeliveryRecoveryIsPerFaultTheLastKeyServed(t *testing.T) {
 			fail("l2", 1010, 1020), // never served again
 		},
 	}
-	got, never := DeliveryRecovery(run)
+	got, after, never := DeliveryRecovery(run)
 	if len(got["partition"]) != 1 || got["partition"][0] != 300 || never["partition"] != 1 {
 		t.Fatalf("want one partition recovered in 300 ns and one never, got %v, %v", got, never)
+	}
+	if after["partition"][0] != 200 {
+		t.Fatalf("want 200 ns after the partition's end, got %v", after)
 	}
 }
 

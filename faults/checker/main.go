@@ -150,9 +150,9 @@ func Verify(w io.Writer, dir string, timeout time.Duration, only string) (anomal
 	}
 	// Issue 38's figure: after a SIGKILL, a server kill and a 10 s
 	// partition, the time until every disturbed key is served again.
-	del, never := DeliveryRecovery(run)
+	del, after, never := DeliveryRecovery(run)
 	for _, kind := range []string{"node-kill", "server-kill", "partition"} {
-		t := del[kind]
+		t, e := del[kind], after[kind]
 		if len(t) == 0 && never[kind] == 0 {
 			continue
 		}
@@ -160,9 +160,10 @@ func Verify(w io.Writer, dir string, timeout time.Duration, only string) (anomal
 			fmt.Fprintf(w, "recovery of delivery after %s, per fault: never (%d faults with a key not served again)\n", kind, never[kind])
 			continue
 		}
-		fmt.Fprintf(w, "recovery of delivery after %s, per fault: p50 %v, p99 %v, max %v (%d faults; %d with a key not served again)\n",
+		fmt.Fprintf(w, "recovery of delivery after %s, per fault, from its start: p50 %v, p99 %v, max %v; from its end: p50 %v, p99 %v (%d faults; %d with a key not served again)\n",
 			kind, Percentile(t, 0.5).Round(time.Millisecond), Percentile(t, 0.99).Round(time.Millisecond),
-			t[len(t)-1].Round(time.Millisecond), len(t), never[kind])
+			t[len(t)-1].Round(time.Millisecond), Percentile(e, 0.5).Round(time.Millisecond),
+			Percentile(e, 0.99).Round(time.Millisecond), len(t), never[kind])
 	}
 	fmt.Fprintf(w, "anomalies: %d\n", anomalies)
 	return anomalies, undecided, nil
