@@ -300,14 +300,16 @@ func DoubleActivations(run *Run) []Overlap {
 // Recovery is, per fault kind, the times from a fault's start until the
 // operations on each key it disturbed succeed again.
 //
-// A key is disturbed by a fault when an operation on it, called between
-// the fault's start and the next fault's start (at most 10 s after this
-// one's end), fails with a reply (a timeout, a store error; not a client
+// A key is disturbed by a fault when an operation on it, called after the
+// fault's start, fails with a reply before the next fault's start (and at
+// most 10 s after this one's end: an operation in flight when the next
+// fault begins is that one's) (a timeout, a store error; not a client
 // killed with its node). Its recovery time runs from the fault's start to
 // the return of the first operation on it, called after that failure,
 // that succeeds (on any node).
 func Recovery(run *Run) map[string][]time.Duration {
 	out := map[string][]time.Duration{}
+	byKey := opsByKey(run)
 	for n, f := range run.Faults {
 		horizon := f.End + (10 * time.Second).Nanoseconds()
 		if n+1 < len(run.Faults) && run.Faults[n+1].Start < horizon {
@@ -316,7 +318,7 @@ func Recovery(run *Run) map[string][]time.Duration {
 		firstFail := map[string]int64{}
 		for _, o := range run.Ops {
 			c := o.Call
-			if c.T < f.Start || c.T > horizon || o.Ret == nil || o.Ret.OK {
+			if c.T < f.Start || o.Ret == nil || o.Ret.OK || o.Ret.T > horizon {
 				continue
 			}
 			key := c.Kind + "/" + c.Key
@@ -326,8 +328,8 @@ func Recovery(run *Run) map[string][]time.Duration {
 		}
 		for key, failedAt := range firstFail {
 			var best int64
-			for _, o := range run.Ops {
-				if o.Call.Kind+"/"+o.Call.Key != key || !o.OK() || o.Call.T <= failedAt {
+			for _, o := range byKey[key] {
+				if !o.OK() || o.Call.T <= failedAt {
 					continue
 				}
 				if best == 0 || o.Ret.T < best {
@@ -371,13 +373,15 @@ func kinds(faults []Fault) string {
 // that is until, for each key, an operation called after the last one that
 // failed in the fault's window is answered. The window runs from the
 // fault's start to the next fault's start (or the end of the final quiet
-// interval). Operations cut by a SIGKILL of their own process are not
+// interval); a failure counts if it was called and answered in it (one in
+// flight when the next fault begins is the next one's). Operations cut by a SIGKILL of their own process are not
 // failures of delivery. A fault that disturbed no key counts 0; one with a
 // key not served again in the run is counted in the third map instead.
 // The second map holds the same figures from the fault's end (the heal, the
 // restart): what is left of the recovery once the fault is gone.
 func DeliveryRecovery(run *Run) (fromStart, fromEnd map[string][]time.Duration, never map[string]int) {
 	fromStart, fromEnd, never = map[string][]time.Duration{}, map[string][]time.Duration{}, map[string]int{}
+	byKey := opsByKey(run)
 	for n, f := range run.Faults {
 		horizon := run.QuietEnd
 		if n+1 < len(run.Faults) {
@@ -389,7 +393,7 @@ func DeliveryRecovery(run *Run) (fromStart, fromEnd map[string][]time.Duration, 
 		lastFail := map[string]int64{}
 		for _, o := range run.Ops {
 			c := o.Call
-			if c.T < f.Start || c.T > horizon || o.Ret == nil || o.Ret.OK {
+			if c.T < f.Start || o.Ret == nil || o.Ret.OK || o.Ret.T > horizon {
 				continue
 			}
 			key := c.Kind + "/" + c.Key
@@ -401,8 +405,8 @@ func DeliveryRecovery(run *Run) (fromStart, fromEnd map[string][]time.Duration, 
 		recovered := true
 		for key, failedAt := range lastFail {
 			var best int64
-			for _, o := range run.Ops {
-				if o.Call.Kind+"/"+o.Call.Key != key || !o.OK() || o.Call.T <= failedAt {
+			for _, o := range byKey[key] {
+				if !o.OK() || o.Call.T <= failedAt {
 					continue
 				}
 				if best == 0 || o.Ret.T < best {
@@ -434,4 +438,14 @@ func DeliveryRecovery(run *Run) (fromStart, fromEnd map[string][]time.Duration, 
 		}
 	}
 	return fromStart, fromEnd, never
+}
+
+// opsByKey is the run's operations per "kind/key", in call order.
+func opsByKey(run *Run) map[string][]*Op {
+	out := map[string][]*Op{}
+	for _, o := range run.Ops {
+		k := o.Call.Kind + "/" + o.Call.Key
+		out[k] = append(out[k], o)
+	}
+	return out
 }
