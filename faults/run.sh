@@ -6,8 +6,8 @@
 #   faults/run.sh --short            # each fault kind once, ~2 minutes (CI)
 #   faults/run.sh --long [--minutes M] [--cycles N] [--seed S]
 #
-# Installs toxiproxy-server with `go install` (Go module proxy) into
-# target/faults/bin when missing; the run's directory is
+# Uses the toxiproxy-server on PATH, or installs one with `go install`
+# (Go module proxy) into target/faults/bin; the run's directory is
 # target/faults/run-<mode> unless FAULTS_DIR says otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,9 +16,14 @@ mode="${1:?say --short or --long}"
 shift || true
 bin=$PWD/target/faults/bin
 mkdir -p "$bin"
-if [ ! -x "$bin/toxiproxy-server" ]; then
-    GOBIN="$bin" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
-    mv "$bin/server" "$bin/toxiproxy-server"
+# A toxiproxy-server on PATH is used as it is; otherwise one is installed.
+toxiproxy="$(command -v toxiproxy-server || true)"
+if [ -z "$toxiproxy" ]; then
+    toxiproxy="$bin/toxiproxy-server"
+    if [ ! -x "$toxiproxy" ]; then
+        GOBIN="$bin" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
+        mv "$bin/server" "$toxiproxy"
+    fi
 fi
 nats_bin="$(command -v nats-server || echo /usr/sbin/nats-server)"
 # --short builds the dev profile (CI has built it for `cargo test`);
@@ -33,6 +38,6 @@ rm -rf "$dir"
 mkdir -p "$dir"
 start=$(date +%s)
 "$target_dir/troupe-faults" "$mode" --dir "$dir" --nats "$nats_bin" \
-    --toxiproxy "$bin/toxiproxy-server" "$@" 2>"$dir/driver.log" | tee "$dir/driver.out"
+    --toxiproxy "$toxiproxy" "$@" 2>"$dir/driver.log" | tee "$dir/driver.out"
 "$bin/faults-checker" -dir "$dir" | tee "$dir/checker.out"
 echo "faults $mode: $(( $(date +%s) - start )) s (run and check)"

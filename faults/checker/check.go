@@ -153,41 +153,76 @@ func excerpt(model porcupine.Model, ops []porcupine.Operation, _ porcupine.Linea
 	return lines
 }
 
-// Lost is a ledger whose final balance is below what was confirmed.
-type Lost struct {
+// Balance is one ledger's last balance read in the final quiet interval,
+// against the deposits that bound it: those confirmed before the read was
+// called must all be in it; those of unknown outcome, and those confirmed
+// while the read ran, may be.
+type Balance struct {
 	Key               string
-	Final, Confirmed  uint64
+	Final             uint64
+	ReadID            string
+	ReadAt            int64 // the read's call
+	Confirmed         uint64
 	ConfirmedDeposits int
+	Unknown           uint64 // the most the other deposits add
+	UnknownDeposits   int
 }
 
-// LostDeposits compares each ledger's last balance read in the final quiet
-// interval with the sum of the deposits confirmed before that read began.
-// Also returns how many ledgers had such a read.
-func LostDeposits(run *Run) ([]Lost, int) {
+// Lost says whether a confirmed deposit is missing from the balance.
+func (b Balance) Lost() bool { return b.Final < b.Confirmed }
+
+// Over says whether the balance holds more than every deposit that may be
+// in it: one applied twice, or one never made.
+func (b Balance) Over() bool { return b.Final > b.Confirmed+b.Unknown }
+
+// Ledgers is how many ledgers the run's clients used.
+func (run *Run) Ledgers() int {
+	keys := map[string]bool{}
+	for _, o := range run.Ops {
+		if o.Call.Kind == "ledger" {
+			keys[o.Call.Key] = true
+		}
+	}
+	return len(keys)
+}
+
+// FinalBalances is, per ledger read in the final quiet interval, its last
+// balance read there (by call) with the deposits that bound it, by key.
+// A ledger with no answered read there has no entry.
+func FinalBalances(run *Run) []Balance {
 	last := map[string]*Op{}
 	for _, o := range run.Ops {
-		if o.Call.Kind == "ledger" && o.OK() && o.Call.T >= run.QuietStart && run.QuietStart > 0 {
-			if p, ok := last[o.Call.Key]; !ok || o.Call.T > p.Call.T {
-				last[o.Call.Key] = o
-			}
+		c := o.Call
+		if c.Kind != "ledger" || c.Op != "read" || !o.OK() || run.QuietStart == 0 || c.T < run.QuietStart {
+			continue
+		}
+		if run.QuietEnd > 0 && c.T > run.QuietEnd {
+			continue
+		}
+		if p, ok := last[c.Key]; !ok || c.T > p.Call.T {
+			last[c.Key] = o
 		}
 	}
-	var lost []Lost
-	for key, final := range last {
-		var sum uint64
-		n := 0
+	var out []Balance
+	for key, read := range last {
+		b := Balance{Key: key, Final: read.Ret.Val, ReadID: read.Call.ID, ReadAt: read.Call.T}
 		for _, o := range run.Ops {
-			if o.Call.Kind == "ledger" && o.Call.Key == key && o.Call.Op == "deposit" && o.OK() && o.Ret.T < final.Call.T {
-				sum += o.Call.Arg
-				n++
+			c := o.Call
+			if c.Kind != "ledger" || c.Key != key || c.Op != "deposit" || c.T > read.Ret.T {
+				continue
+			}
+			if o.OK() && o.Ret.T < read.Call.T {
+				b.Confirmed += c.Arg
+				b.ConfirmedDeposits++
+			} else {
+				b.Unknown += c.Arg
+				b.UnknownDeposits++
 			}
 		}
-		if final.Ret.Val < sum {
-			lost = append(lost, Lost{Key: key, Final: final.Ret.Val, Confirmed: sum, ConfirmedDeposits: n})
-		}
+		out = append(out, b)
 	}
-	sort.Slice(lost, func(i, j int) bool { return lost[i].Key < lost[j].Key })
-	return lost, len(last)
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }
 
 // Overlap is two activations of one entity that both handled commands in
@@ -265,14 +300,16 @@ func DoubleActivations(run *Run) []Overlap {
 // Recovery is, per fault kind, the times from a fault's start until the
 // operations on each key it disturbed succeed again.
 //
-// A key is disturbed by a fault when an operation on it, called between
-// the fault's start and the next fault's start (at most 10 s after this
-// one's end), fails with a reply (a timeout, a store error; not a client
+// A key is disturbed by a fault when an operation on it, called after the
+// fault's start, fails with a reply before the next fault's start (and at
+// most 10 s after this one's end: an operation in flight when the next
+// fault begins is that one's) (a timeout, a store error; not a client
 // killed with its node). Its recovery time runs from the fault's start to
 // the return of the first operation on it, called after that failure,
 // that succeeds (on any node).
 func Recovery(run *Run) map[string][]time.Duration {
 	out := map[string][]time.Duration{}
+	byKey := opsByKey(run)
 	for n, f := range run.Faults {
 		horizon := f.End + (10 * time.Second).Nanoseconds()
 		if n+1 < len(run.Faults) && run.Faults[n+1].Start < horizon {
@@ -281,7 +318,7 @@ func Recovery(run *Run) map[string][]time.Duration {
 		firstFail := map[string]int64{}
 		for _, o := range run.Ops {
 			c := o.Call
-			if c.T < f.Start || c.T > horizon || o.Ret == nil || o.Ret.OK {
+			if c.T < f.Start || o.Ret == nil || o.Ret.OK || o.Ret.T > horizon {
 				continue
 			}
 			key := c.Kind + "/" + c.Key
@@ -291,8 +328,8 @@ func Recovery(run *Run) map[string][]time.Duration {
 		}
 		for key, failedAt := range firstFail {
 			var best int64
-			for _, o := range run.Ops {
-				if o.Call.Kind+"/"+o.Call.Key != key || !o.OK() || o.Call.T <= failedAt {
+			for _, o := range byKey[key] {
+				if !o.OK() || o.Call.T <= failedAt {
 					continue
 				}
 				if best == 0 || o.Ret.T < best {
@@ -329,4 +366,86 @@ func kinds(faults []Fault) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// DeliveryRecovery is, per fault kind, one figure per fault: the time from
+// the fault's start until every key the fault disturbed is served again,
+// that is until, for each key, an operation called after the last one that
+// failed in the fault's window is answered. The window runs from the
+// fault's start to the next fault's start (or the end of the final quiet
+// interval); a failure counts if it was called and answered in it (one in
+// flight when the next fault begins is the next one's). Operations cut by a SIGKILL of their own process are not
+// failures of delivery. A fault that disturbed no key counts 0; one with a
+// key not served again in the run is counted in the third map instead.
+// The second map holds the same figures from the fault's end (the heal, the
+// restart): what is left of the recovery once the fault is gone.
+func DeliveryRecovery(run *Run) (fromStart, fromEnd map[string][]time.Duration, never map[string]int) {
+	fromStart, fromEnd, never = map[string][]time.Duration{}, map[string][]time.Duration{}, map[string]int{}
+	byKey := opsByKey(run)
+	for n, f := range run.Faults {
+		horizon := run.QuietEnd
+		if n+1 < len(run.Faults) {
+			horizon = run.Faults[n+1].Start
+		}
+		if horizon == 0 {
+			horizon = f.End + (20 * time.Second).Nanoseconds()
+		}
+		lastFail := map[string]int64{}
+		for _, o := range run.Ops {
+			c := o.Call
+			if c.T < f.Start || o.Ret == nil || o.Ret.OK || o.Ret.T > horizon {
+				continue
+			}
+			key := c.Kind + "/" + c.Key
+			if c.T > lastFail[key] {
+				lastFail[key] = c.T
+			}
+		}
+		var worst int64
+		recovered := true
+		for key, failedAt := range lastFail {
+			var best int64
+			for _, o := range byKey[key] {
+				if !o.OK() || o.Call.T <= failedAt {
+					continue
+				}
+				if best == 0 || o.Ret.T < best {
+					best = o.Ret.T
+				}
+			}
+			if best == 0 {
+				recovered = false
+				continue
+			}
+			if best-f.Start > worst {
+				worst = best - f.Start
+			}
+		}
+		if !recovered {
+			never[f.What]++
+			continue
+		}
+		fromStart[f.What] = append(fromStart[f.What], time.Duration(worst))
+		after := worst - (f.End - f.Start)
+		if after < 0 {
+			after = 0
+		}
+		fromEnd[f.What] = append(fromEnd[f.What], time.Duration(after))
+	}
+	for _, m := range []map[string][]time.Duration{fromStart, fromEnd} {
+		for k := range m {
+			sort.Slice(m[k], func(i, j int) bool { return m[k][i] < m[k][j] })
+		}
+	}
+	return fromStart, fromEnd, never
+}
+
+// opsByKey is the run's operations per "kind/key", in call order.
+func opsByKey(run *Run) map[string][]*Op {
+	out := map[string][]*Op{}
+	for _, o := range run.Ops {
+		k := o.Call.Kind + "/" + o.Call.Key
+		out[k] = append(out[k], o)
+	}
+	return out
 }

@@ -424,7 +424,8 @@ impl<A: Actor> ShardingBuilder<A> {
 
 /// One node's part of a sharding type: hands out [`EntityRef`]s, runs this
 /// node's region and coordinator. Dropping it hands this node's shards
-/// over ([`leave`](Self::leave)).
+/// over ([`leave`](Self::leave)); dropped by a task of the cluster's I/O
+/// runtime, it leaves on a thread of its own and the drop returns at once.
 pub struct Sharding<A: Actor> {
     shared: Arc<Shared<A>>,
     region: ActorRef<Region<A>>,
@@ -544,8 +545,51 @@ impl<A: Actor> Sharding<A> {
 }
 
 impl<A: Actor> Drop for Sharding<A> {
+    /// Leaves, as [`leave`](Sharding::leave) does. The leave waits for
+    /// work on the cluster's I/O runtime (ownership reads, the links'
+    /// accounting): dropped by a task of that runtime, whose thread would
+    /// then wait for itself, the leave runs on a thread of its own and the
+    /// drop returns at once.
     fn drop(&mut self) {
-        self.stop(Command::Leave);
+        if self.thread.is_none() {
+            return;
+        }
+        if !troupe_remote::runtime::on(self.cluster.node().runtime()) {
+            self.stop(Command::Leave);
+            return;
+        }
+        let rest = Sharding {
+            shared: self.shared.clone(),
+            region: self.region.clone(),
+            region_name: std::mem::take(&mut self.region_name),
+            cluster: self.cluster.clone(),
+            control: self.control.clone(),
+            thread: self.thread.take(),
+            _system: self._system.take(),
+        };
+        // The parts in a slot, so that a thread that cannot be spawned
+        // hands them back here rather than dropping them (which would
+        // come back to this branch).
+        let slot = Arc::new(std::sync::Mutex::new(Some(rest)));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("troupe-sharding-leave".into())
+            .spawn(move || {
+                let rest = theirs.lock().ok().and_then(|mut s| s.take());
+                if let Some(mut rest) = rest {
+                    rest.stop(Command::Leave);
+                }
+            });
+        if spawned.is_err() {
+            // No thread to leave on: stop the coordinator without waiting
+            // for it, as a halt (the shards wait for down detection).
+            let rest = slot.lock().ok().and_then(|mut s| s.take());
+            if let Some(mut rest) = rest {
+                rest.control.set(Command::Halt);
+                rest.shared.stopped.store(true, Ordering::Release);
+                rest.thread.take();
+            }
+        }
     }
 }
 
