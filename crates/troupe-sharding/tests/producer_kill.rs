@@ -10,6 +10,8 @@
 //! victim is SIGKILLed a third of the way in, the producer goes on; then
 //! every tally must hold exactly messages 1..=150, each once, in order.
 //! The producer's confirmation latency p50/p99 over the kill is printed.
+//! Then a delivery repeated by hand across a passivation (the tally
+//! recovers its table from the journal) stores its event once.
 //!
 //! Skips without nats-server (fails under `TROUPE_REQUIRE_NATS=1`).
 
@@ -26,7 +28,7 @@ use troupe_persistence::{
     Effect, JetStreamStore, PersistError, PersistenceId, Persistent, PersistentActor,
 };
 use troupe_remote::remote;
-use troupe_sharding::delivery::{Consumer, Deliveries, Delivery, Producer};
+use troupe_sharding::delivery::{Confirmation, Consumer, Deliver, Deliveries, Delivery, Producer};
 use troupe_sharding::{ClusterSharding, Sharding};
 use troupe_test_nats::NatsServer;
 
@@ -276,4 +278,31 @@ fn every_message_is_handled_exactly_once_across_a_sigkill() {
         st.failures
     );
     assert!(st.failures > 0 || st.resent > 0, "the kill cost no retry: the test shows nothing");
+
+    // Exactly-once effect over a recovery: a delivery repeated after its
+    // tally was passivated (the new activation rebuilds its table from
+    // the journal) stores nothing again.
+    let id = &ids[0];
+    let e = s1.entity(id);
+    let t = Duration::from_secs(10);
+    let d = || Deliver {
+        producer: "hand".to_string(),
+        epoch: 1,
+        first: 1,
+        msgs: vec![Item(N + 1)],
+    };
+    assert_eq!(e.ask(d(), t), Ok(Confirmation::Handled { upto: 1 }));
+    let passivated = survivors.iter().any(|(_, s)| s.passivate(id));
+    assert!(passivated, "{id} ran on no survivor");
+    assert_eq!(e.ask(d(), t), Ok(Confirmation::Handled { upto: 1 }));
+    let after = e.ask(Read, t).expect("asked").expect("read");
+    assert_eq!(
+        after,
+        Tally {
+            events: N + 1,
+            sum: want.sum + N + 1,
+            out_of_order: 0
+        },
+        "the repeated command stored its event twice"
+    );
 }
