@@ -93,7 +93,12 @@ impl Actor for Sink {
                             .map(|f| f.map(|(s, Item(n))| (s, *n)).collect())
                             .unwrap_or_default();
                         for (seq, n) in fresh {
-                            self.world.log.lock().entry(self.id.clone()).or_default().push(n);
+                            self.world
+                                .log
+                                .lock()
+                                .entry(self.id.clone())
+                                .or_default()
+                                .push(n);
                             self.consumer.record(d.producer(), d.epoch(), seq);
                         }
                         drop(d);
@@ -143,9 +148,11 @@ fn three(server: &NatsServer, prefix: &str, world: &World) -> Vec<(Arc<Cluster>,
         })
         .collect();
     assert!(
-        wait_until(Duration::from_secs(20), || nodes
-            .iter()
-            .all(|(c, s)| c.peers().len() == 2 && s.settled())),
+        wait_until(Duration::from_secs(20), || nodes.iter().all(|(c, s)| c
+            .peers()
+            .len()
+            == 2
+            && s.settled())),
         "the cluster did not settle"
     );
     std::thread::sleep(Duration::from_millis(300));
@@ -161,7 +168,12 @@ fn assert_exact(world: &World, ids: &[String], n: u64) {
     for id in ids {
         let got = world.of(id);
         let want: Vec<u64> = (1..=n).collect();
-        assert_eq!(got, want, "{id}: handled {} (want 1..={n} once each, in order)", got.len());
+        assert_eq!(
+            got,
+            want,
+            "{id}: handled {} (want 1..={n} once each, in order)",
+            got.len()
+        );
     }
 }
 
@@ -230,7 +242,10 @@ fn retries_of_delivered_messages_are_not_handled_twice() {
         (world, producer.stats().resent)
     };
     let (world, resent) = run(true, "pd");
-    assert!(resent > 0, "no retry repeated a message: the test shows nothing");
+    assert!(
+        resent > 0,
+        "no retry repeated a message: the test shows nothing"
+    );
     assert_exact(&world, &ids, N);
     eprintln!("with the table: {resent} messages resent, none handled twice");
 
@@ -241,7 +256,10 @@ fn retries_of_delivered_messages_are_not_handled_twice() {
         handled > (N as usize) * ids.len(),
         "without the table no message was handled twice ({handled}): the test cannot fail"
     );
-    eprintln!("without the table: {resent} resent, {handled} handled for {} sent", N as usize * ids.len());
+    eprintln!(
+        "without the table: {resent} resent, {handled} handled for {} sent",
+        N as usize * ids.len()
+    );
 }
 
 /// Duplicates injected by hand: a delivery repeated is confirmed and not
@@ -261,10 +279,22 @@ fn an_injected_duplicate_is_confirmed_not_handled() {
         first,
         msgs: msgs.into_iter().map(Item).collect(),
     };
-    assert_eq!(e.ask(d(7, 1, vec![1, 2, 3]), t), Ok(Confirmation::Handled { upto: 3 }));
-    assert_eq!(e.ask(d(7, 1, vec![1, 2, 3]), t), Ok(Confirmation::Handled { upto: 3 }));
-    assert_eq!(e.ask(d(7, 2, vec![2, 3, 4]), t), Ok(Confirmation::Handled { upto: 4 }));
-    assert_eq!(e.ask(d(6, 1, vec![9]), t), Ok(Confirmation::Stale { current: 7 }));
+    assert_eq!(
+        e.ask(d(7, 1, vec![1, 2, 3]), t),
+        Ok(Confirmation::Handled { upto: 3 })
+    );
+    assert_eq!(
+        e.ask(d(7, 1, vec![1, 2, 3]), t),
+        Ok(Confirmation::Handled { upto: 3 })
+    );
+    assert_eq!(
+        e.ask(d(7, 2, vec![2, 3, 4]), t),
+        Ok(Confirmation::Handled { upto: 4 })
+    );
+    assert_eq!(
+        e.ask(d(6, 1, vec![9]), t),
+        Ok(Confirmation::Stale { current: 7 })
+    );
     assert_eq!(e.ask(d(7, 1, vec![]), t), Ok(Confirmation::Failed));
     assert_eq!(world.of("dup-1"), vec![1, 2, 3, 4]);
 }
@@ -285,7 +315,9 @@ fn a_full_window_answers_full_and_send_waits() {
     );
     world.mode.store(HOLD, Ordering::Relaxed);
     for n in 1..=4 {
-        producer.try_send("w-1", Item(n)).expect("room in the window");
+        producer
+            .try_send("w-1", Item(n))
+            .expect("room in the window");
     }
     match producer.try_send("w-1", Item(5)) {
         Err(ProducerError::Full(Item(5))) => {}
@@ -312,7 +344,10 @@ fn a_full_window_answers_full_and_send_waits() {
         .flush_blocking(Duration::from_secs(20))
         .expect("confirmed");
     assert_eq!(world.of("w-1"), vec![1, 2, 3, 4, 5]);
-    assert!(producer.stats().failures > 0, "the held deliveries failed and were retried");
+    assert!(
+        producer.stats().failures > 0,
+        "the held deliveries failed and were retried"
+    );
 }
 
 /// A durable producer dropped with messages unconfirmed (some handled
@@ -343,7 +378,8 @@ fn a_restarted_durable_producer_resends_what_was_not_confirmed() {
                 p.send_blocking(id, Item(n)).expect("stored");
             }
         }
-        p.flush_blocking(Duration::from_secs(20)).expect("confirmed");
+        p.flush_blocking(Duration::from_secs(20))
+            .expect("confirmed");
         // 6..=8 handled, their answers lost; 9..=10 never handled.
         world.mode.store(LOSE_ANSWER, Ordering::Relaxed);
         for n in 6..=8 {
@@ -368,7 +404,8 @@ fn a_restarted_durable_producer_resends_what_was_not_confirmed() {
     let p = start();
     let st = p.stats();
     assert_eq!(st.restored, 15, "{st:?}");
-    p.flush_blocking(Duration::from_secs(20)).expect("resent and confirmed");
+    p.flush_blocking(Duration::from_secs(20))
+        .expect("resent and confirmed");
     assert_exact(&world, &ids, 10);
     // Nothing is left in the queue: a third start restores nothing.
     drop(p);
@@ -378,7 +415,8 @@ fn a_restarted_durable_producer_resends_what_was_not_confirmed() {
     for id in &ids {
         p.send_blocking(id, Item(11)).expect("stored");
     }
-    p.flush_blocking(Duration::from_secs(20)).expect("confirmed");
+    p.flush_blocking(Duration::from_secs(20))
+        .expect("confirmed");
     assert_exact(&world, &ids, 11);
 }
 
@@ -391,7 +429,9 @@ fn a_bad_producer_id_or_entity_is_refused() {
     let c = cluster(&server, "pb1");
     let s = sinks(&c, &world);
     assert!(Producer::<Item>::builder(&s, "a.b").start().is_err());
-    let p = Producer::<Item>::builder(&s, "ok").start().expect("producer");
+    let p = Producer::<Item>::builder(&s, "ok")
+        .start()
+        .expect("producer");
     match p.try_send("", Item(1)) {
         Err(ProducerError::BadEntity(Item(1))) => {}
         other => panic!("{other:?}"),

@@ -182,7 +182,13 @@ impl Drop for Victim {
 
 fn spawn_victim(url: &str, name: &str) -> Victim {
     let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["--exact", "child_node", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--exact",
+            "child_node",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(CHILD, format!("{url} {name}"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -277,7 +283,10 @@ fn every_message_is_handled_exactly_once_across_a_sigkill() {
         st.resent,
         st.failures
     );
-    assert!(st.failures > 0 || st.resent > 0, "the kill cost no retry: the test shows nothing");
+    assert!(
+        st.failures > 0 || st.resent > 0,
+        "the kill cost no retry: the test shows nothing"
+    );
 
     // Exactly-once effect over a recovery: a delivery repeated after its
     // tally was passivated (the new activation rebuilds its table from

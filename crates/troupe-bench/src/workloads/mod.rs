@@ -79,6 +79,7 @@ pub const ALL: &[&Workload] = &[
     &savina::nqueenk::WORKLOAD,
     // The distributed benchmarks (need nats-server; not in the quick suite).
     &cluster::entity_tell::WORKLOAD,
+    &cluster::entity_producer::WORKLOAD,
     &cluster::persist_events::WORKLOAD,
     &cluster::persist_recovery::WORKLOAD,
     &cluster::rebalance::WORKLOAD,

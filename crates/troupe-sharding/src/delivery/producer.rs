@@ -445,12 +445,23 @@ impl<M: RemoteMessage + Clone> Producer<M> {
     /// Waits until every message accepted before it is confirmed, at most
     /// `timeout`; `Err` says how many were still unconfirmed then.
     pub async fn flush(&self, timeout: Duration) -> Result<(), Unconfirmed> {
-        flush(self.window.clone(), self.capacity, self.stats.clone(), timeout).await
+        flush(
+            self.window.clone(),
+            self.capacity,
+            self.stats.clone(),
+            timeout,
+        )
+        .await
     }
 
     /// As [`flush`](Self::flush), from a plain thread.
     pub fn flush_blocking(&self, timeout: Duration) -> Result<(), Unconfirmed> {
-        let fut = flush(self.window.clone(), self.capacity, self.stats.clone(), timeout);
+        let fut = flush(
+            self.window.clone(),
+            self.capacity,
+            self.stats.clone(),
+            timeout,
+        );
         troupe_remote::runtime::block_on(&self.runtime, fut)
             .unwrap_or(Err(Unconfirmed(self.stats.snapshot().unconfirmed)))
     }
@@ -554,7 +565,10 @@ impl<A: Actor, M: RemoteMessage + Clone> Driver<A, M> {
             let q = queue.clone();
             async move {
                 match bytes {
-                    Ok(b) => q.store(entity, *epoch, *seq, b).await.map_err(|e| e.to_string()),
+                    Ok(b) => q
+                        .store(entity, *epoch, *seq, b)
+                        .await
+                        .map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 }
             }
@@ -572,7 +586,8 @@ impl<A: Actor, M: RemoteMessage + Clone> Driver<A, M> {
             };
             match r {
                 Ok(key) => {
-                    self.streams.push_reserved(&entity, seq, msg, now, Some(key));
+                    self.streams
+                        .push_reserved(&entity, seq, msg, now, Some(key));
                     if let Some(tx) = stored {
                         let _ = tx.send(Ok(()));
                     }
@@ -691,7 +706,12 @@ impl<A: Actor, M: RemoteMessage + Clone> Driver<A, M> {
 
     /// Rewrites the records of messages a `Stale` answer moved to a new
     /// epoch: stored under the new numbers, then the old ones deleted.
-    async fn restore_moved(&mut self, q: &Arc<Queue>, entity: &str, moved: Vec<(u64, u64, String)>) {
+    async fn restore_moved(
+        &mut self,
+        q: &Arc<Queue>,
+        entity: &str,
+        moved: Vec<(u64, u64, String)>,
+    ) {
         for (epoch, seq, old) in moved {
             let Some(Ok(bytes)) = self.streams.message(entity, seq).map(postcard::to_allocvec)
             else {

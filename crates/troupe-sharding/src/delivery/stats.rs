@@ -192,7 +192,20 @@ mod tests {
     #[test]
     fn buckets_cover_values_in_order_within_an_eighth() {
         let mut last = 0;
-        for us in [0u64, 1, 7, 8, 9, 15, 16, 100, 1000, 12_345, 1 << 40, u64::MAX] {
+        for us in [
+            0u64,
+            1,
+            7,
+            8,
+            9,
+            15,
+            16,
+            100,
+            1000,
+            12_345,
+            1 << 40,
+            u64::MAX,
+        ] {
             let b = bucket(us);
             assert!(b < BUCKETS, "{us}");
             assert!(b >= last, "{us}");

@@ -257,7 +257,11 @@ impl<M> Streams<M> {
 
     /// Hands out `entity`'s next delivery: (epoch, first, the messages,
     /// whether it is a retry). Marks the stream out.
-    pub(crate) fn take_batch(&mut self, entity: &str, batch: usize) -> Option<(u64, u64, Vec<M>, bool)>
+    pub(crate) fn take_batch(
+        &mut self,
+        entity: &str,
+        batch: usize,
+    ) -> Option<(u64, u64, Vec<M>, bool)>
     where
         M: Clone,
     {
@@ -266,7 +270,12 @@ impl<M> Streams<M> {
             return None;
         }
         let first = s.pending.front()?.seq;
-        let msgs: Vec<M> = s.pending.iter().take(batch.max(1)).map(|p| p.msg.clone()).collect();
+        let msgs: Vec<M> = s
+            .pending
+            .iter()
+            .take(batch.max(1))
+            .map(|p| p.msg.clone())
+            .collect();
         s.out = true;
         Some((s.epoch, first, msgs, s.failures > 0))
     }
