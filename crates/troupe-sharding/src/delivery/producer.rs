@@ -366,7 +366,7 @@ impl<M: RemoteMessage + Clone> Producer<M> {
 
     /// As [`send`](Self::send), but never waits for room: `Full` hands
     /// `msg` back when the window is full. (A durable producer still waits
-    /// for the store.)
+    /// for the store, blocking: not from a thread of the I/O runtime.)
     pub fn try_send(&self, entity: &str, msg: M) -> Result<(), ProducerError<M>> {
         if !check(entity.as_bytes(), 0) {
             return Err(ProducerError::BadEntity(msg));

@@ -216,10 +216,13 @@ pub(crate) fn producer_bench(n: u64, rounds: usize, json: bool) {
     for round in 0..rounds {
         let t = Instant::now();
         let mut outstanding = VecDeque::with_capacity(WINDOW);
+        // Receipts other than `Delivered` (a full buffer at the owner):
+        // counted, not sent again; the rate counts the delivered ones.
+        let mut undelivered = 0u64;
         for i in 0..n {
             if outstanding.len() == WINDOW {
                 let r: troupe_remote::Receipt = outstanding.pop_front().expect("one");
-                r.wait().expect("delivered");
+                undelivered += u64::from(r.wait().is_err());
             }
             let r = &refs[i as usize % refs.len()];
             let mut m = Bump(i);
@@ -237,9 +240,9 @@ pub(crate) fn producer_bench(n: u64, rounds: usize, json: bool) {
             }
         }
         for r in outstanding {
-            r.wait().expect("delivered");
+            undelivered += u64::from(r.wait().is_err());
         }
-        let confirmed = t.elapsed().as_secs_f64();
+        let confirmed = t.elapsed().as_secs_f64() * n as f64 / (n - undelivered).max(1) as f64;
         let asks = refs.clone();
         let t = Instant::now();
         troupe_remote::runtime::block_on(&rt, async move {
@@ -259,7 +262,7 @@ pub(crate) fn producer_bench(n: u64, rounds: usize, json: bool) {
         .expect("the runtime");
         let asked = t.elapsed().as_secs_f64();
         println!(
-            "round {round}, confirmed: tell_confirmed {:.0}/s, ask {:.0}/s ({WINDOW} outstanding), ratio {:.2}",
+            "round {round}, confirmed: tell_confirmed {:.0}/s ({undelivered} not delivered), ask {:.0}/s ({WINDOW} outstanding), ratio {:.2}",
             n as f64 / confirmed,
             n as f64 / asked,
             asked / confirmed
@@ -296,8 +299,9 @@ pub(crate) fn producer_bench(n: u64, rounds: usize, json: bool) {
             let receipt = e
                 .tell_confirmed(Bump(i), Duration::from_secs(10))
                 .expect("sent");
-            receipt.wait().expect("delivered");
-            confirmed.push(t.elapsed());
+            if receipt.wait().is_ok() {
+                confirmed.push(t.elapsed());
+            }
         }
         for i in 0..200u64 {
             let e = &refs[(i as usize + r) % refs.len()];
