@@ -149,12 +149,12 @@ mod tests {
         assert_eq!(select("ring").map(|v| v.len()), Some(1));
         // The cluster group: in ALL, not in the quick suite.
         let cluster = select("cluster").unwrap();
-        assert_eq!(cluster.len(), 4);
+        assert_eq!(cluster.len(), 5);
         assert!(cluster
             .iter()
             .all(|c| ALL.iter().any(|w| w.spec.name == c.spec.name)));
         let quick = quick_suite();
-        assert_eq!(quick.len(), ALL.len() - 4);
+        assert_eq!(quick.len(), ALL.len() - 5);
         assert!(!quick.iter().any(|w| cluster::is_member(w)));
         assert!(select("savina-nothing").is_none());
     }
