@@ -24,7 +24,7 @@ troupe-sharding's (its lib.rs, "Layers"):
   1 store         ownership/   (on the transport's key_value; no async-nats)
   2 region        shared.rs, region/
   3 coordinator   coordinator.rs
-  4 api           sharding.rs, metrics.rs
+  4 api           sharding.rs, metrics.rs, delivery/
 troupe-bench's (its run.rs):
   0 tools         stats.rs, plot.rs, compare.rs, programs.rs, contention.rs
   1 run           run.rs       (Workload, RunCfg and its measuring loop)
@@ -115,6 +115,7 @@ CRATES = {
             "coordinator": 3,
             "sharding": 4,
             "metrics": 4,
+            "delivery": 4,
         },
         {0: "wire", 1: "store", 2: "region", 3: "coordinator", 4: "api"},
     ),

@@ -114,12 +114,14 @@
 //! transport seam; no file names async-nats); 2 region: `shared.rs`, [`region`]; 3
 //! [`coordinator`]; 4 api: `sharding.rs` ([`ClusterSharding`],
 //! [`Sharding`], [`EntityRef`]), [`metrics`] (the counters to Prometheus
-//! and OpenTelemetry).
+//! and OpenTelemetry), [`delivery`] (the at-least-once producer and the
+//! entity's deduplication, on top of `sharding.rs`'s asks).
 
 #![warn(missing_docs)]
 
 mod config;
 pub mod coordinator;
+pub mod delivery;
 pub mod envelope;
 pub mod metrics;
 pub mod ownership;

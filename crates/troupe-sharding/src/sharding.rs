@@ -486,6 +486,11 @@ impl<A: Actor> Sharding<A> {
         shard_of(id, self.shared.config.shards)
     }
 
+    /// The cluster this sharding runs on (for the producers of `delivery`).
+    pub(crate) fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
+    }
+
     /// Hands every shard this node owns over (its entities stop, the
     /// records are released) and stops this node's part: what its region
     /// holds is forwarded to the new owners, and the call returns once
@@ -675,6 +680,18 @@ impl<A: Actor> fmt::Debug for EntityRef<A> {
 }
 
 impl<A: Actor> EntityRef<A> {
+    /// A reference to entity `id` of the same sharding (for the producers
+    /// of `delivery`, which keep one reference and address many ids).
+    pub(crate) fn sibling(&self, id: &str) -> EntityRef<A> {
+        EntityRef {
+            shared: self.shared.clone(),
+            region: self.region.clone(),
+            id: Id::new(id),
+            shard: shard_of(id, self.shared.config.shards),
+            _a: PhantomData,
+        }
+    }
+
     /// The entity's id.
     pub fn id(&self) -> &str {
         // Always a `str`'s bytes (`Sharding::entity`).

@@ -81,6 +81,7 @@ pub const ALL: &[&Workload] = &[
     &savina::nqueenk::WORKLOAD,
     // The distributed benchmarks (need nats-server; not in the quick suite).
     &cluster::entity_tell::WORKLOAD,
+    &cluster::entity_producer::WORKLOAD,
     &cluster::persist_events::WORKLOAD,
     &cluster::persist_recovery::WORKLOAD,
     &cluster::rebalance::WORKLOAD,
@@ -150,12 +151,12 @@ mod tests {
         assert_eq!(select("ring").map(|v| v.len()), Some(1));
         // The cluster group: in ALL, not in the quick suite.
         let cluster = select("cluster").unwrap();
-        assert_eq!(cluster.len(), 4);
+        assert_eq!(cluster.len(), 5);
         assert!(cluster
             .iter()
             .all(|c| ALL.iter().any(|w| w.spec.name == c.spec.name)));
         let quick = quick_suite();
-        assert_eq!(quick.len(), ALL.len() - 4);
+        assert_eq!(quick.len(), ALL.len() - 5);
         assert!(!quick.iter().any(|w| cluster::is_member(w)));
         assert!(select("savina-nothing").is_none());
     }

@@ -4,6 +4,9 @@
 //! - `entity_tell`: tells to sharded entities across 3 nodes, against plain
 //!   `troupe-remote` tells to actors on the same fixed node (1 and 64
 //!   actors), and asks both ways;
+//! - `entity_producer`: the at-least-once producer (window 100) against
+//!   plain entity tells, and `tell_confirmed` against asks of the same
+//!   size (rates, and p50/p99 one at a time);
 //! - `persist_events`: persisted events per second against raw async-nats
 //!   JetStream publishing with the same acknowledgement settings;
 //! - `persist_recovery`: recovery of one entity's events, a full replay
@@ -27,6 +30,7 @@
 //! default systems, and one worker for the persistent actors as for the raw
 //! publishers.
 
+pub mod entity_producer;
 pub mod entity_tell;
 pub mod persist_events;
 pub mod persist_recovery;
@@ -39,6 +43,7 @@ use crate::run::Workload;
 /// The group, in report order.
 pub const GROUP: &[&Workload] = &[
     &entity_tell::WORKLOAD,
+    &entity_producer::WORKLOAD,
     &persist_events::WORKLOAD,
     &persist_recovery::WORKLOAD,
     &rebalance::WORKLOAD,

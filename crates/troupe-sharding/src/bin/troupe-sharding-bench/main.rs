@@ -15,6 +15,10 @@
 //! account `delivered + refused == sent` (refused: the tells node 1's
 //! links report refused by the peer or lost).
 //!
+//! `troupe-sharding-bench producer [N] [ROUNDS]`: the at-least-once
+//! producer (window 100) against plain entity tells, and `tell_confirmed`
+//! against asks of the same size (see `producer.rs`).
+//!
 //! `troupe-sharding-bench rebalance [N] [RUNS]`: starts a JetStream
 //! nats-server and three nodes in this process, activates `N` entities
 //! (default 10,000) from node 1, then starts a fourth node and measures
@@ -49,12 +53,15 @@ use serde::{Deserialize, Serialize};
 use troupe::{Actor, ActorSystem, Context, ReplyTo};
 use troupe_cluster::Cluster;
 use troupe_remote::remote;
+use troupe_sharding::delivery::{Consumer, Deliveries, Delivery};
 use troupe_sharding::placement::desired_owner;
 use troupe_sharding::{ClusterSharding, Sharding};
 
+mod producer;
 mod rebalance;
 mod sample;
 
+use producer::producer_bench;
 use rebalance::rebalance;
 use sample::{sample_line, Window};
 
@@ -66,9 +73,16 @@ struct Bump(u64);
 #[derive(Serialize, Deserialize, Clone, Debug)]
 struct Read;
 
+/// An ask of a bump's size (the baseline of `tell_confirmed`).
+#[remote("sharding.bench.Peek", reply = u64)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
+struct Peek(u64);
+
 enum Msg {
     Bump(Bump),
     Read(ReplyTo<u64>),
+    /// A producer's bumps (`producer`).
+    Delivery(Delivery<Bump>),
 }
 impl From<Bump> for Msg {
     fn from(b: Bump) -> Self {
@@ -80,6 +94,7 @@ impl From<Bump> for Msg {
 struct Tally {
     n: u64,
     all: Arc<AtomicU64>,
+    consumer: Consumer,
 }
 impl Actor for Tally {
     type Msg = Msg;
@@ -91,6 +106,13 @@ impl Actor for Tally {
             }
             Msg::Read(r) => {
                 r.reply(self.n);
+            }
+            Msg::Delivery(d) => {
+                let (n, all) = (&mut self.n, &self.all);
+                d.handle(&mut self.consumer, |_| {
+                    *n += 1;
+                    all.fetch_add(1, Ordering::Relaxed);
+                });
             }
         }
     }
@@ -119,9 +141,12 @@ fn node(
         .sharding("tally", move |_| Tally {
             n: 0,
             all: all.clone(),
+            consumer: Consumer::new(),
         })
         .tell::<Bump>()
         .ask::<Read>(|_, r| Msg::Read(r))
+        .ask::<Peek>(|_, r| Msg::Read(r))
+        .deliveries::<Bump>(Msg::Delivery)
         .idle_timeout(None)
         .shards(SHARDS)
         .tick(TICK)
@@ -235,6 +260,7 @@ fn bench(n: u64, rounds: usize, json: bool) {
     let sink = system.spawn(Tally {
         n: 0,
         all: all.clone(),
+        consumer: Consumer::new(),
     });
     nodes[2]
         .0
@@ -250,6 +276,7 @@ fn bench(n: u64, rounds: usize, json: bool) {
             let a = system.spawn(Tally {
                 n: 0,
                 all: all.clone(),
+                consumer: Consumer::new(),
             });
             nodes[2]
                 .0
@@ -602,13 +629,18 @@ fn main() {
             count(args.get(3), 3, "RUNS") as usize,
             json,
         ),
+        Some("producer") => producer_bench(
+            count(args.get(2), 200_000, "N"),
+            count(args.get(3), 2, "ROUNDS") as usize,
+            json,
+        ),
         Some("bench") => bench(
             count(args.get(2), 200_000, "N"),
             count(args.get(3), 2, "ROUNDS") as usize,
             json,
         ),
         _ => {
-            eprintln!("usage: troupe-sharding-bench bench [N] [ROUNDS] [--json] | rebalance [N] [RUNS] [--json] | node <url> <name> <heartbeat-ms>");
+            eprintln!("usage: troupe-sharding-bench bench [N] [ROUNDS] [--json] | producer [N] [ROUNDS] [--json] | rebalance [N] [RUNS] [--json] | node <url> <name> <heartbeat-ms>");
             std::process::exit(2);
         }
     }
