@@ -53,8 +53,12 @@ impl Inner {
             let watch = self.kv.watch_all().await;
             match watch {
                 Ok(mut w) => {
+                    // A failed snapshot leaves the cache as it was, missing
+                    // what was written before this watch began: start over.
                     if let Err(e) = self.clone().sync_registry().await {
-                        tracing::warn!(node = %self.name, error = %e, "registry re-sync failed");
+                        tracing::warn!(node = %self.name, error = %e, "registry re-sync failed; retrying");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        continue;
                     }
                     loop {
                         tokio::select! {

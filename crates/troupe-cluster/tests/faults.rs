@@ -256,11 +256,14 @@ fn remote_stop_reason_links_registry_and_groups() {
     let w2 = system.spawn(Worker(jobs_tx.clone()));
     b.expose("w2", &w2).tell::<Job>().serve().unwrap();
     b.join_group::<Job>("pool", "w2").unwrap();
-    assert!(wait_until(Duration::from_secs(3), || b
-        .members("pool")
-        .len()
-        == 2
-        && b.find::<Job>("w1").is_some()));
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            b.members("pool").len() == 2 && b.find::<Job>("w1").is_some()
+        }),
+        "b's registry: members {:?}, {:?}",
+        b.members("pool"),
+        b.stats()
+    );
     assert!(
         b.find::<Echo>("w1").is_none(),
         "registered for Job, not Echo"
@@ -366,9 +369,12 @@ fn server_restart_reconnects_resyncs_and_reports_losses() {
     let (tx, downs) = mpsc::channel();
     let watcher = system.spawn(Watcher(tx));
     b.monitor(&watcher, "w@a", |d| d).unwrap();
-    assert!(wait_until(Duration::from_secs(3), || b
-        .find::<Job>("w")
-        .is_some()));
+    assert!(
+        wait_until(Duration::from_secs(10), || b.find::<Job>("w").is_some()),
+        "b never saw a's name: b {:?}, a {:?}",
+        b.stats(),
+        a.stats()
+    );
     let job = b.find::<Job>("w").unwrap();
     let echo = b.node().lookup::<Echo>("w@a").unwrap();
 

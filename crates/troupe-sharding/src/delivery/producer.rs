@@ -1,5 +1,5 @@
 //! The producer: [`Producer`] (the handle `send` is called on) and its
-//! driver task, which delivers each entity's stream ([`streams`](super::streams))
+//! driver task, which delivers each entity's stream (`streams.rs`)
 //! and retries until confirmed.
 //!
 //! Protocol of one message (the messages are in [`wire`](super::wire)):
@@ -8,13 +8,13 @@
 //!    back when its message is confirmed, so at most `window` messages are
 //!    unconfirmed at any time.
 //! 2. *Accept.* The driver numbers the message in its entity's stream; a
-//!    durable producer stores it first ([`queue`](super::queue)) and `send`
+//!    durable producer stores it first (`queue.rs`) and `send`
 //!    returns only then. `Ok` from `send` means: accepted; delivered, in
 //!    order, until confirmed, as long as this producer runs (a durable
 //!    one: or the next one with its id).
 //! 3. *Deliver.* A stream with no delivery out sends one: the oldest
 //!    unconfirmed messages, at most `batch`, as one ask of
-//!    [`Deliver`](super::wire::Deliver) with the retry deadline.
+//!    [`Deliver`] with the retry deadline.
 //! 4. *Confirm.* `Handled { upto }` drops the stream's messages up to
 //!    `upto`, gives their permits back (and deletes their records); the
 //!    stream sends what queued meanwhile. `Stale` confirms what the
