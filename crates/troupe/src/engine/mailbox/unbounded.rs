@@ -60,7 +60,9 @@
 //! * **Finding the block.** After its claim the sender loads `block_tail`
 //!   and walks `next` pointers to its block. A missing `next` is linked by
 //!   the walker (`Block::grow`): a block it allocates and loses the link race
-//!   with is appended further down the list, never thrown away. The very
+//!   with is appended further down the list, never thrown away (the append
+//!   follows set links with loads and CASes only a `next` it saw null, so
+//!   its RMWs do not grow with the distance it walks). The very
 //!   first block is allocated by the first send (an actor that never gets a
 //!   message allocates no block); the one that installs it also writes the
 //!   consumer's `head_block`.
@@ -139,10 +141,10 @@
 //! `released_at` and one CAS, both on the tail line.
 //!
 //! `tests/loom.rs` checks the claim across a block boundary (including the
-//! walk back), recycling, close against send, the idle-to-scheduled
-//! decision (with a release that fails against a claim, and against a stop
-//! request), each with a mutation (`Mutation`, under `cfg(loom)` only) that
-//! must fail.
+//! walk back), the append after a lost link race, recycling, close against
+//! send, the idle-to-scheduled decision (with a release that fails against
+//! a claim, and against a stop request), each with a mutation (`Mutation`,
+//! under `cfg(loom)` only) that must fail.
 
 use crate::engine::state_word::{CLOSED, SCHEDULED, STOPPED, STOP_ANY};
 use crate::engine::sync::{AtomicPtr, AtomicUsize, Backoff, Ordering, UnsafeCell};
