@@ -14,6 +14,7 @@
 //! mutation of that step (`Mutation`, compiled only under `cfg(loom)`) that
 //! the model must catch:
 //! * the claim across a block boundary: `NoWalkBack`;
+//! * a walker appending the block it lost a link race with: `AppendByStore`;
 //! * recycling a drained block: `RecycleEarly`;
 //! * close against send: `CloseIndexFromLoad`;
 //! * the idle-to-scheduled decision: `ScheduleWithoutRace` (against a
@@ -92,6 +93,57 @@ fn mailbox_two_producers_fifo_and_exact() {
 #[should_panic(expected = "passed its block")]
 fn mutation_a_sender_not_walking_back_to_its_block_is_caught() {
     two_producers_fifo_and_exact(Mutation::NoWalkBack);
+}
+
+/// A link race at two blocks at once: block 0 is full (slots 0 and 1),
+/// one producer claims a slot in block 1 and the other two slots, the
+/// second in block 2. Both may find block 0's `next` null and grow; the
+/// loser appends its block further down, walking with loads, while the
+/// winner (or the other producer) links block 2 on the same `next`. The
+/// appended block must not push out a block that holds a claimed slot:
+/// `AppendByStore` links with a store and loses a message.
+fn append_against_a_grow(mutation: Mutation) {
+    model(move || {
+        let q = Arc::new(Unbounded::with_mutation(mutation));
+        q.push((2, 0)).unwrap();
+        q.push((2, 1)).unwrap();
+        let producers: Vec<_> = [1usize, 2]
+            .into_iter()
+            .enumerate()
+            .map(|(p, n)| {
+                let q = q.clone();
+                thread::spawn(move || {
+                    for i in 0..n {
+                        q.push((p, i)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for p in producers {
+            p.join().unwrap();
+        }
+        let mut next = [0usize; 3];
+        let mut got = 0;
+        // SAFETY: this thread is the only consumer.
+        while let Some((p, i)) = unsafe { q.pop() } {
+            assert_eq!(next[p], i, "FIFO per producer");
+            next[p] += 1;
+            got += 1;
+        }
+        assert_eq!(got, 5, "lost or duplicated");
+        assert!(q.is_empty());
+    });
+}
+
+#[test]
+fn an_append_never_unlinks_a_block() {
+    append_against_a_grow(Mutation::None);
+}
+
+#[test]
+#[should_panic(expected = "lost or duplicated")]
+fn mutation_an_append_by_store_is_caught() {
+    append_against_a_grow(Mutation::AppendByStore);
 }
 
 /// Recycling: a producer claims slot 2 (the second block) and loads
