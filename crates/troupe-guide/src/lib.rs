@@ -41,6 +41,7 @@ chapters! {
     remote => "remote.md",
     cluster => "cluster.md",
     sharding => "sharding.md",
+    singletons => "singletons.md",
     persistence => "persistence.md",
     from_one_node_to_many => "from-one-node-to-many.md",
     performance => "performance.md",
