@@ -116,7 +116,8 @@
 //! [`Sharding`], [`EntityRef`]), [`metrics`] (the counters to Prometheus
 //! and OpenTelemetry), [`delivery`] (the at-least-once producer and the
 //! entity's deduplication, on top of `sharding.rs`'s asks); 5 [`singleton`]
-//! (one entity of a one-shard type, on top of `sharding.rs`).
+//! (one entity of a one-shard type, on top of `sharding.rs`), [`reminders`]
+//! (durable timers of entities, in the transport's key-value store).
 
 #![warn(missing_docs)]
 
@@ -129,6 +130,7 @@ pub mod ownership;
 pub mod placement;
 pub mod region;
 mod sharding;
+pub mod reminders;
 mod shared;
 pub mod singleton;
 mod stats;
