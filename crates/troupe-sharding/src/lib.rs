@@ -129,15 +129,15 @@ pub mod metrics;
 pub mod ownership;
 pub mod placement;
 pub mod region;
-mod sharding;
 pub mod reminders;
+mod sharding;
 mod shared;
 pub mod singleton;
 mod stats;
 
 pub use config::Config;
-pub use singleton::{ClusterSingleton, Singleton, SingletonBuilder, SingletonRef};
 pub use sharding::{ClusterSharding, EntityRef, Sharding, ShardingBuilder, ShardingError};
+pub use singleton::{ClusterSingleton, Singleton, SingletonBuilder, SingletonRef};
 pub use stats::ShardingStats;
 
 /// `use troupe_sharding::prelude::*;` for the extension trait and the handles.

@@ -60,8 +60,10 @@ impl From<Reminder> for Msg {
 static DUPLICATES: AtomicU64 = AtomicU64::new(0);
 /// Per `(kind, entity, reminder)`: each firing's due time and when it was
 /// handled (ms since the epoch), in this process.
-static FIRED: LazyLock<Mutex<HashMap<(String, String, String), Vec<(u64, u64)>>>> =
-    LazyLock::new(Default::default);
+/// `(kind, entity, reminder)`.
+type Key = (String, String, String);
+type Fired = Mutex<HashMap<Key, Vec<(u64, u64)>>>;
+static FIRED: LazyLock<Fired> = LazyLock::new(Default::default);
 /// Activations per `(kind, entity)` in this process.
 static ACTIVATIONS: LazyLock<Mutex<HashMap<(String, String), u64>>> =
     LazyLock::new(Default::default);
@@ -200,37 +202,71 @@ fn a_reminder_wakes_a_passivated_entity_repeats_and_is_cancelled_by_name() {
         .sharding
         .local_entities()
         .is_empty()));
-    r.remind("sleeper", "wake", Schedule::after(Duration::from_millis(300)))
-        .unwrap();
-    r.remind("sleeper", "never", Schedule::after(Duration::from_millis(800)))
-        .unwrap();
-    r.remind("ticker", "tick", Schedule::every(Duration::from_millis(150)))
-        .unwrap();
+    r.remind(
+        "sleeper",
+        "wake",
+        Schedule::after(Duration::from_millis(300)),
+    )
+    .unwrap();
+    r.remind(
+        "sleeper",
+        "never",
+        Schedule::after(Duration::from_millis(800)),
+    )
+    .unwrap();
+    r.remind(
+        "ticker",
+        "tick",
+        Schedule::every(Duration::from_millis(150)),
+    )
+    .unwrap();
     assert_eq!(r.cancel("sleeper", "never"), Ok(true));
     assert_eq!(r.cancel("sleeper", "never"), Ok(false));
     // A marker due after the cancelled one: once it fired, the cancelled
     // one would have too.
-    r.remind("sleeper", "marker", Schedule::after(Duration::from_millis(1500)))
-        .unwrap();
+    r.remind(
+        "sleeper",
+        "marker",
+        Schedule::after(Duration::from_millis(1500)),
+    )
+    .unwrap();
     assert!(
-        wait_until(Duration::from_secs(30), || !fired(kind, "sleeper", "marker").is_empty()),
+        wait_until(Duration::from_secs(30), || !fired(
+            kind, "sleeper", "marker"
+        )
+        .is_empty()),
         "the marker did not fire: {:?}",
         r.stats()
     );
-    assert!(wait_until(Duration::from_secs(30), || fired(kind, "ticker", "tick").len() >= 4));
+    assert!(wait_until(Duration::from_secs(30), || fired(
+        kind, "ticker", "tick"
+    )
+    .len()
+        >= 4));
     assert_eq!(r.cancel("ticker", "tick"), Ok(true));
     let ticks = fired(kind, "ticker", "tick");
     let mut dues: Vec<u64> = ticks.iter().map(|(d, _)| *d).collect();
     dues.dedup();
-    assert_eq!(dues.len(), ticks.len(), "one firing per due time: {ticks:?}");
+    assert_eq!(
+        dues.len(),
+        ticks.len(),
+        "one firing per due time: {ticks:?}"
+    );
     assert_eq!(fired(kind, "sleeper", "wake").len(), 1);
-    assert!(fired(kind, "sleeper", "never").is_empty(), "cancelled, yet fired");
+    assert!(
+        fired(kind, "sleeper", "never").is_empty(),
+        "cancelled, yet fired"
+    );
     assert_eq!(
         ACTIVATIONS.lock()[&(kind.to_string(), "sleeper".to_string())],
         2,
         "the reminder activated the passivated entity"
     );
-    assert_eq!(r.due("sleeper", "wake"), Ok(None), "a one-shot is gone once fired");
+    assert_eq!(
+        r.due("sleeper", "wake"),
+        Ok(None),
+        "a one-shot is gone once fired"
+    );
     assert_eq!(DUPLICATES.load(Ordering::Relaxed), 0);
     n.leave();
 }
@@ -248,7 +284,10 @@ fn reminders_survive_a_restart_of_every_node() {
     let due = SystemTime::now() + Duration::from_millis(1500);
     let ids: Vec<String> = (0..8).map(|i| format!("d{i}")).collect();
     for id in &ids {
-        nodes[0].reminders.remind(id, "later", Schedule::At(due)).unwrap();
+        nodes[0]
+            .reminders
+            .remind(id, "later", Schedule::At(due))
+            .unwrap();
     }
     for n in nodes {
         n.leave();
@@ -261,9 +300,11 @@ fn reminders_survive_a_restart_of_every_node() {
         Node::start(&url, "rs4", kind, 8),
     ];
     assert!(
-        wait_until(Duration::from_secs(30), || ids
-            .iter()
-            .all(|id| fired(kind, id, "later").len() == 1)),
+        wait_until(Duration::from_secs(30), || ids.iter().all(|id| fired(
+            kind, id, "later"
+        )
+        .len()
+            == 1)),
         "not every stored reminder fired after the restart"
     );
     std::thread::sleep(Duration::from_millis(500));
@@ -331,7 +372,10 @@ fn spawn_child(url: &str, name: &str, kind: &str) -> (Child, std::thread::JoinHa
 /// SIGKILLed at `T`. Returns the lateness of each firing the survivors
 /// handled for a due time at or before the kill, and the child's lines.
 fn kill_at_the_due_time(url: &str, kind: &str, n: usize) -> (Vec<Duration>, Vec<String>) {
-    let mut names: Vec<String> = ["a", "b", "c"].iter().map(|s| format!("{kind}{s}")).collect();
+    let mut names: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .map(|s| format!("{kind}{s}"))
+        .collect();
     names.sort();
     let child_name = desired_owner(&names, 0).unwrap().to_string();
     let (mut child, reader) = spawn_child(url, &child_name, kind);
@@ -341,18 +385,27 @@ fn kill_at_the_due_time(url: &str, kind: &str, n: usize) -> (Vec<Duration>, Vec<
         .map(|n| Node::start(url, n, kind, 1))
         .collect();
     assert!(
-        wait_until(Duration::from_secs(30), || nodes
-            .iter()
-            .all(|n| n.cluster.peers().len() == 2 && n.sharding.settled())),
+        wait_until(Duration::from_secs(30), || nodes.iter().all(|n| n
+            .cluster
+            .peers()
+            .len()
+            == 2
+            && n.sharding.settled())),
         "no settle"
     );
     assert_eq!(nodes[0].sharding.entity("k0").ask(Count, ASK), Ok(0));
-    assert!(nodes.iter().all(|n| n.sharding.local_entities().is_empty()), "k0 on the child");
+    assert!(
+        nodes.iter().all(|n| n.sharding.local_entities().is_empty()),
+        "k0 on the child"
+    );
     let due = SystemTime::now() + Duration::from_millis(1500);
     let due_ms = due.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
     let ids: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
     for id in &ids {
-        nodes[0].reminders.remind(id, "once", Schedule::At(due)).unwrap();
+        nodes[0]
+            .reminders
+            .remind(id, "once", Schedule::At(due))
+            .unwrap();
     }
     nodes[0]
         .reminders
@@ -406,8 +459,14 @@ fn sigkill_at_the_due_time_never_fires_one_due_time_twice() {
         return;
     };
     let (late, child_lines) = kill_at_the_due_time(&server.url(), "alarmk", 20);
-    let child_dups = child_lines.iter().filter(|l| l.starts_with("DUPLICATE")).count();
-    let child_fired = child_lines.iter().filter(|l| l.starts_with("FIRED")).count();
+    let child_dups = child_lines
+        .iter()
+        .filter(|l| l.starts_with("DUPLICATE"))
+        .count();
+    let child_fired = child_lines
+        .iter()
+        .filter(|l| l.starts_with("FIRED"))
+        .count();
     eprintln!(
         "sigkill at the due time: {child_fired} firings on the child, {} one-shots on the \
          survivors, lateness {late:?}",
@@ -437,7 +496,12 @@ fn reminders_after_sigkill_lateness() {
         let (mut late, lines) = kill_at_the_due_time(&server.url(), &format!("lat{run}"), 20);
         late.sort();
         on_child += lines.iter().filter(|l| l.contains(" once ")).count();
-        eprintln!("run {run}: {} on survivors, {:?} .. {:?}", late.len(), late.first(), late.last());
+        eprintln!(
+            "run {run}: {} on survivors, {:?} .. {:?}",
+            late.len(),
+            late.first(),
+            late.last()
+        );
         if let Some(f) = late.first() {
             firsts.push(*f);
         }

@@ -276,13 +276,19 @@ impl Trio {
             .map(|n| nats_node(url, n, name))
             .collect();
         assert!(
-            wait_until(Duration::from_secs(30), || nodes
-                .iter()
-                .all(|(c, s)| c.peers().len() == 2 && s.settled())),
+            wait_until(Duration::from_secs(30), || nodes.iter().all(|(c, s)| c
+                .peers()
+                .len()
+                == 2
+                && s.settled())),
             "the cluster did not settle"
         );
         // The instance runs on the child (eagerly: no message yet).
-        let (on, _) = nodes[0].1.proxy().ask(Who, ASK).expect("the singleton answers");
+        let (on, _) = nodes[0]
+            .1
+            .proxy()
+            .ask(Who, ASK)
+            .expect("the singleton answers");
         assert_eq!(on, child_name, "the singleton runs where placement puts it");
         Trio {
             child,
@@ -312,7 +318,9 @@ fn the_proxy_buffers_while_no_node_may_run_it_and_refuses_beyond_the_bound() {
     // longer than the test: this node may not take the singleton, so the
     // proxy buffers.
     let kind = kind_of("buffered");
-    let token = store.claim(&kind, 0, "ghost", 0).expect("claim for the ghost");
+    let token = store
+        .claim(&kind, 0, "ghost", 0)
+        .expect("claim for the ghost");
     let s = start(&c, "buffered", false, |b| {
         b.store(store.clone())
             .buffer(5)
@@ -405,7 +413,10 @@ fn sigkill_of_the_singletons_node_moves_it_and_never_runs_two() {
             }
         }
     }
-    eprintln!("killed: answered from {answered:?} after {:?}", killed.elapsed());
+    eprintln!(
+        "killed: answered from {answered:?} after {:?}",
+        killed.elapsed()
+    );
     let takeovers: u64 = trio.nodes.iter().map(|(_, s)| s.stats().takeovers).sum();
     let here: usize = trio.nodes.iter().filter(|(_, s)| s.is_here()).count();
     let child_name = trio.child_name.clone();
@@ -493,7 +504,10 @@ fn singleton_handover_after_sigkill() {
         signal(trio.child.id(), "-KILL");
         let end = killed + Duration::from_secs(30);
         let answer = loop {
-            assert!(Instant::now() < end, "run {run}: the singleton did not move");
+            assert!(
+                Instant::now() < end,
+                "run {run}: the singleton did not move"
+            );
             if let Ok((on, _)) = proxy.ask(Who, Duration::from_millis(100)) {
                 if on != trio.child_name {
                     break killed.elapsed();

@@ -185,15 +185,16 @@ where
                 return;
             }
             let shard = shard_of(&rec.id, sh.config.shards);
-            let owned = *mine.entry(shard).or_insert_with(|| {
-                match sh.store.owner(&sh.kind, shard) {
-                    Ok(o) => o.node.as_deref() == Some(sh.node.as_str()),
-                    Err(_) => {
-                        Counters::add(&self.reminders.stats.store_errors);
-                        false
-                    }
-                }
-            });
+            let owned =
+                *mine
+                    .entry(shard)
+                    .or_insert_with(|| match sh.store.owner(&sh.kind, shard) {
+                        Ok(o) => o.node.as_deref() == Some(sh.node.as_str()),
+                        Err(_) => {
+                            Counters::add(&self.reminders.stats.store_errors);
+                            false
+                        }
+                    });
             if owned {
                 self.claim_and_fire(key, rec, rev, now);
             }
