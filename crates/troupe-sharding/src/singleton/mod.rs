@@ -60,6 +60,9 @@
 //!   timers until its coordinator's next tick kills it (at most one tick
 //!   plus the record's read). Work that must never overlap writes
 //!   through a revision-checked store, as the tests' fencing counter does.
+//! - What the old instance already had in its mailbox when its process
+//!   was paused is handled when it resumes (the lease is checked when the
+//!   region hands a message over, not in the mailbox).
 //! - Exactly one instance *running* at every instant is not promised
 //!   across a crash: there is a gap (no instance) during the takeover.
 //! - A singleton that stops itself is not restarted until a message for
