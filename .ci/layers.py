@@ -25,6 +25,7 @@ troupe-sharding's (its lib.rs, "Layers"):
   2 region        shared.rs, region/
   3 coordinator   coordinator.rs
   4 api           sharding.rs, metrics.rs, delivery/
+  5 building blocks singleton/, reminders/ (on sharding.rs)
 troupe-bench's (its run.rs):
   0 tools         stats.rs, plot.rs, compare.rs, programs.rs, contention.rs
   1 run           run.rs       (Workload, RunCfg and its measuring loop)
@@ -116,8 +117,10 @@ CRATES = {
             "sharding": 4,
             "metrics": 4,
             "delivery": 4,
+            "singleton": 5,
+            "reminders": 5,
         },
-        {0: "wire", 1: "store", 2: "region", 3: "coordinator", 4: "api"},
+        {0: "wire", 1: "store", 2: "region", 3: "coordinator", 4: "api", 5: "building blocks"},
     ),
     "crates/troupe-bench/src": (
         {

@@ -41,6 +41,8 @@ chapters! {
     remote => "remote.md",
     cluster => "cluster.md",
     sharding => "sharding.md",
+    singletons => "singletons.md",
+    reminders => "reminders.md",
     persistence => "persistence.md",
     from_one_node_to_many => "from-one-node-to-many.md",
     performance => "performance.md",

@@ -115,7 +115,9 @@
 //! [`coordinator`]; 4 api: `sharding.rs` ([`ClusterSharding`],
 //! [`Sharding`], [`EntityRef`]), [`metrics`] (the counters to Prometheus
 //! and OpenTelemetry), [`delivery`] (the at-least-once producer and the
-//! entity's deduplication, on top of `sharding.rs`'s asks).
+//! entity's deduplication, on top of `sharding.rs`'s asks); 5 [`singleton`]
+//! (one entity of a one-shard type, on top of `sharding.rs`), [`reminders`]
+//! (durable timers of entities, in the transport's key-value store).
 
 #![warn(missing_docs)]
 
@@ -127,15 +129,18 @@ pub mod metrics;
 pub mod ownership;
 pub mod placement;
 pub mod region;
+pub mod reminders;
 mod sharding;
 mod shared;
+pub mod singleton;
 mod stats;
 
 pub use config::Config;
 pub use sharding::{ClusterSharding, EntityRef, Sharding, ShardingBuilder, ShardingError};
+pub use singleton::{ClusterSingleton, Singleton, SingletonBuilder, SingletonRef};
 pub use stats::ShardingStats;
 
 /// `use troupe_sharding::prelude::*;` for the extension trait and the handles.
 pub mod prelude {
-    pub use crate::{ClusterSharding, EntityRef, Sharding};
+    pub use crate::{ClusterSharding, ClusterSingleton, EntityRef, Sharding, SingletonRef};
 }

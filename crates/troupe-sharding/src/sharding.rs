@@ -486,6 +486,11 @@ impl<A: Actor> Sharding<A> {
         shard_of(id, self.shared.config.shards)
     }
 
+    /// This node's state of the sharding (for the reminders' firer).
+    pub(crate) fn shared(&self) -> &Arc<Shared<A>> {
+        &self.shared
+    }
+
     /// The cluster this sharding runs on (for the producers of `delivery`).
     pub(crate) fn cluster(&self) -> &Arc<Cluster> {
         &self.cluster
