@@ -44,13 +44,14 @@ pub mod error;
 pub mod event_sourced;
 pub mod id;
 pub mod journal;
+mod pipeline;
 pub mod stats;
 
 pub use codec::{Codec, Encoding};
 pub use durable::{spawn_durable, Change, Durable, DurableActor, DurableRef};
 pub use error::PersistError;
 pub use event_sourced::{
-    spawn_persistent, spawn_persistent_with, Effect, PersistenceConfig, Persistent,
+    spawn_persistent, spawn_persistent_with, Effect, PersistenceConfig, DEFAULT_PIPELINE, Persistent,
     PersistentActor, PersistentRef,
 };
 pub use id::PersistenceId;
