@@ -108,8 +108,9 @@ fn commands_in_flight_are_grouped_and_replied_only_once_stored() {
     let mut expected: Vec<u64> = (1..=10u64).map(|n| n * (n + 1) / 2).collect();
     expected.push(55);
     assert_eq!(totals, expected);
-    // The first append alone (taken at once), the other nine as one.
-    assert_eq!(store.appends(), 2);
+    // The held append took what was queued when the writer woke (the
+    // first command, or more), the one after it all the rest.
+    assert!(store.appends() <= 2, "{} appends", store.appends());
     let seqs: Vec<u64> = store.events(&id).iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=10).collect::<Vec<_>>());
     system.shutdown();
