@@ -31,7 +31,24 @@
 //!    effect asks, the state is saved as a snapshot (after the reply; a
 //!    failed snapshot is logged and costs only replay time later).
 //!
-//! Invariants: the state only ever holds events the journal stored;
+//! With [`PersistenceConfig::pipeline`] above 1 (the default), steps 3
+//! to 5 overlap across commands (the `pipeline` module): the events are
+//! applied at once, so the next command is decided on a state that holds
+//! them, while one writer task per actor stores them in order, several
+//! commands' events in one append; each reply's value is read right after
+//! its command's events and sent once they are stored. A failed append
+//! fails its commands and every later one in flight, and the actor
+//! reloads. A command with an [`Effect::then`] callback or a snapshot
+//! waits until nothing else is in flight.
+//!
+//! Lifetime: after each snapshot all but the newest
+//! [`PersistenceConfig::keep_snapshots`] are dropped, and with
+//! [`PersistenceConfig::delete_events`] the events the oldest kept one
+//! includes are deleted (whole appends, never the last one).
+//!
+//! Invariants: nothing leaves the actor (a reply, a callback, a snapshot)
+//! that holds events the journal has not stored; the state the handler
+//! decides on holds only stored events and those of commands in flight;
 //! nothing is acknowledged that is not stored; sequence numbers have no
 //! gaps. Recovery (in `started`, before the first command) loads the latest
 //! snapshot whose shape matches the state type or that the actor's
@@ -520,11 +537,8 @@ impl<A: PersistentActor> Persistent<A> {
             return;
         }
         if self.config.pipeline > 1 && self.pipeline.is_none() {
-            self.pipeline = Pipeline::start(
-                self.journal.clone(),
-                self.id.clone(),
-                self.config.pipeline,
-            );
+            self.pipeline =
+                Pipeline::start(self.journal.clone(), self.id.clone(), self.config.pipeline);
         }
         if self.pipeline.is_some() {
             return self.pipelined(cmd).await;
@@ -621,9 +635,8 @@ impl<A: PersistentActor> Persistent<A> {
         self.seq += records.len() as u64;
         self.since_snapshot += records.len() as u64;
         // Step 5: a `then` callback or a snapshot waits for the store.
-        let barrier = snapshot
-            || self.snapshot_due()
-            || after.iter().any(|f| matches!(f, After::Then(_)));
+        let barrier =
+            snapshot || self.snapshot_due() || after.iter().any(|f| matches!(f, After::Then(_)));
         let unanswered = after.is_empty();
         let mut replies = Vec::new();
         let mut held = Vec::new();

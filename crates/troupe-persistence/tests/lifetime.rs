@@ -133,7 +133,10 @@ fn defaults_and_the_last_append<S: Journal + SnapshotStore>(store: Arc<S>) {
     let system = ActorSystem::new();
     let a = system.spawn(Async::new(Persistent::new(account("last"), store.clone())));
     let refused = a.ask(Cmd::Get, T);
-    assert!(refused.is_err() || refused.as_ref().unwrap().is_err(), "{refused:?}");
+    assert!(
+        refused.is_err() || refused.as_ref().unwrap().is_err(),
+        "{refused:?}"
+    );
     system.shutdown();
 }
 

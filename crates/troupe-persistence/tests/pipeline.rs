@@ -98,7 +98,10 @@ fn commands_in_flight_are_grouped_and_replied_only_once_stored() {
     });
     assert!(store.events(&id).is_empty());
     for r in &mut replies {
-        assert!(r.now_or_never().is_none(), "a reply left before its events were stored");
+        assert!(
+            r.now_or_never().is_none(),
+            "a reply left before its events were stored"
+        );
     }
     drop(hold);
     let totals: Vec<u64> = replies
@@ -143,7 +146,11 @@ fn a_failed_append_fails_every_later_command_in_flight() {
             "{failed:?}"
         );
     }
-    assert_eq!(store.events(&id).len(), 1, "none of the failed commands stored");
+    assert_eq!(
+        store.events(&id).len(),
+        1,
+        "none of the failed commands stored"
+    );
     assert_eq!(a.ask(|r| (10, r), T), Ok(Ok(11)));
     let seqs: Vec<u64> = store.events(&id).iter().map(|e| e.seq).collect();
     assert_eq!(seqs, vec![1, 2], "no gap");

@@ -502,9 +502,11 @@ impl Journal for JetStreamStore {
         seq: u64,
     ) -> BoxFuture<'a, Result<u64, PersistError>> {
         let (shared, owned) = (self.shared.clone(), id.clone());
-        Box::pin(self.run(id, true, async move {
-            shared.delete_through(&owned, seq).await
-        }))
+        Box::pin(self.run(
+            id,
+            true,
+            async move { shared.delete_through(&owned, seq).await },
+        ))
     }
 }
 
@@ -579,13 +581,11 @@ impl SnapshotStore for JetStreamStore {
             if latest.is_none() {
                 return Ok(Vec::new());
             }
-            let mut history = tokio::time::timeout(
-                shared.timeout,
-                shared.snapshots.history(owned.to_string()),
-            )
-            .await
-            .map_err(|e| fail(&e))?
-            .map_err(|e| fail(&e))?;
+            let mut history =
+                tokio::time::timeout(shared.timeout, shared.snapshots.history(owned.to_string()))
+                    .await
+                    .map_err(|e| fail(&e))?
+                    .map_err(|e| fail(&e))?;
             let mut kept = Vec::new();
             loop {
                 let next = tokio::time::timeout(shared.timeout, history.next())

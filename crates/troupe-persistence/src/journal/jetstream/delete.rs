@@ -34,8 +34,7 @@ impl Shared {
         seq: u64,
     ) -> Result<u64, PersistError> {
         let subject = self.cached_subject(id);
-        let (first_of_last, last_seq, last_stream_seq) =
-            self.last_message(id, &subject).await?;
+        let (first_of_last, last_seq, last_stream_seq) = self.last_message(id, &subject).await?;
         self.remember(id, (last_seq, last_stream_seq), &subject);
         if last_stream_seq == 0 {
             return Ok(0);
@@ -44,7 +43,8 @@ impl Shared {
         let (bound, deleted) = if seq >= through {
             (last_stream_seq, through)
         } else {
-            self.scan_through(id, &subject, seq, last_stream_seq).await?
+            self.scan_through(id, &subject, seq, last_stream_seq)
+                .await?
         };
         if deleted == 0 {
             return Ok(0);
