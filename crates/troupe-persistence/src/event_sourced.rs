@@ -150,11 +150,14 @@ pub trait PersistentActor: Sized + Send + 'static {
     fn rejected(&mut self, _cmd: Self::Command, _error: PersistError) {}
 }
 
+/// An [`Effect::then`] callback.
+type ThenFn<S> = Box<dyn FnOnce(Result<&S, &PersistError>) + Send>;
+
 /// A callback of an [`Effect`].
 enum After<S> {
     /// [`Effect::then`]: runs with the state once the events are stored
     /// (with a pipeline, once nothing else is in flight).
-    Then(Box<dyn FnOnce(Result<&S, &PersistError>) + Send>),
+    Then(ThenFn<S>),
     /// [`Effect::reply`]: its value read off the state as the command
     /// leaves it, sent once the events are stored.
     Reply(Box<dyn Deferred<S>>),

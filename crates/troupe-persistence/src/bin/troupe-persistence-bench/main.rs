@@ -159,6 +159,7 @@ impl PersistentActor for Counter {
 
 /// Seconds to persist `events` over `entities` fresh entities, on the
 /// system's workers or on `dispatcher`.
+#[allow(clippy::too_many_arguments)]
 fn persisted(
     system: &ActorSystem,
     store: &Arc<JetStreamStore>,
