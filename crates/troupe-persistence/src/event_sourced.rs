@@ -31,7 +31,24 @@
 //!    effect asks, the state is saved as a snapshot (after the reply; a
 //!    failed snapshot is logged and costs only replay time later).
 //!
-//! Invariants: the state only ever holds events the journal stored;
+//! With [`PersistenceConfig::pipeline`] above 1 (the default), steps 3
+//! to 5 overlap across commands (the `pipeline` module): the events are
+//! applied at once, so the next command is decided on a state that holds
+//! them, while one writer task per actor stores them in order, several
+//! commands' events in one append; each reply's value is read right after
+//! its command's events and sent once they are stored. A failed append
+//! fails its commands and every later one in flight, and the actor
+//! reloads. A command with an [`Effect::then`] callback or a snapshot
+//! waits until nothing else is in flight.
+//!
+//! Lifetime: after each snapshot all but the newest
+//! [`PersistenceConfig::keep_snapshots`] are dropped, and with
+//! [`PersistenceConfig::delete_events`] the events the oldest kept one
+//! includes are deleted (whole appends, never the last one).
+//!
+//! Invariants: nothing leaves the actor (a reply, a callback, a snapshot)
+//! that holds events the journal has not stored; the state the handler
+//! decides on holds only stored events and those of commands in flight;
 //! nothing is acknowledged that is not stored; sequence numbers have no
 //! gaps. Recovery (in `started`, before the first command) loads the latest
 //! snapshot whose shape matches the state type or that the actor's
@@ -48,6 +65,7 @@ use crate::codec::Codec;
 use crate::error::PersistError;
 use crate::id::PersistenceId;
 use crate::journal::{Journal, SnapshotStore};
+use crate::pipeline::{Deferred, Pending, Pipeline};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
@@ -132,7 +150,68 @@ pub trait PersistentActor: Sized + Send + 'static {
     fn rejected(&mut self, _cmd: Self::Command, _error: PersistError) {}
 }
 
-type After<S> = Box<dyn FnOnce(Result<&S, &PersistError>) + Send>;
+/// An [`Effect::then`] callback.
+type ThenFn<S> = Box<dyn FnOnce(Result<&S, &PersistError>) + Send>;
+
+/// A callback of an [`Effect`].
+enum After<S> {
+    /// [`Effect::then`]: runs with the state once the events are stored
+    /// (with a pipeline, once nothing else is in flight).
+    Then(ThenFn<S>),
+    /// [`Effect::reply`]: its value read off the state as the command
+    /// leaves it, sent once the events are stored.
+    Reply(Box<dyn Deferred<S>>),
+}
+
+impl<S> After<S> {
+    /// Runs the callback now, with the state after its command (`Ok`) or
+    /// the error.
+    fn run(self, outcome: Result<&S, &PersistError>) {
+        match self {
+            After::Then(f) => f(outcome),
+            After::Reply(mut r) => match outcome {
+                Ok(state) => {
+                    r.read(state);
+                    r.finish(Ok(()));
+                }
+                Err(e) => r.finish(Err(e)),
+            },
+        }
+    }
+}
+
+/// The reply of [`Effect::reply`]: `f`, then the value it read.
+struct ReplyWith<R: Send + 'static, F> {
+    to: ReplyTo<Result<R, PersistError>>,
+    f: Option<F>,
+    value: Option<R>,
+}
+
+impl<S, R, F> Deferred<S> for ReplyWith<R, F>
+where
+    R: Send + 'static,
+    F: FnOnce(&S) -> R + Send + 'static,
+{
+    fn read(&mut self, state: &S) {
+        if let Some(f) = self.f.take() {
+            self.value = Some(f(state));
+        }
+    }
+
+    fn finish(self: Box<Self>, outcome: Result<(), &PersistError>) {
+        let ReplyWith { to, value, .. } = *self;
+        match (outcome, value) {
+            (Ok(()), Some(v)) => {
+                to.reply(Ok(v));
+            }
+            (Err(e), _) => {
+                to.reply(Err(e.clone()));
+            }
+            // Never: a reply is read before it is finished with `Ok`.
+            (Ok(()), None) => {}
+        }
+    }
+}
 
 /// What a command does: events to persist, then callbacks (replies).
 pub struct Effect<A: PersistentActor> {
@@ -170,20 +249,25 @@ impl<A: PersistentActor> Effect<A> {
         mut self,
         f: impl FnOnce(Result<&A::State, &PersistError>) + Send + 'static,
     ) -> Self {
-        self.after.push(Box::new(f));
+        self.after.push(After::Then(Box::new(f)));
         self
     }
 
     /// Replies `Ok(f(&state))` once the events are stored and applied, or
-    /// the error if they were not.
+    /// the error if they were not. `f` reads the state right after this
+    /// command's events (with a pipeline, before later commands' events
+    /// are applied); the reply leaves once they are stored.
     pub fn reply<R: Send + 'static>(
-        self,
+        mut self,
         to: ReplyTo<Result<R, PersistError>>,
         f: impl FnOnce(&A::State) -> R + Send + 'static,
     ) -> Self {
-        self.then(move |outcome| {
-            to.reply(outcome.map(f).map_err(Clone::clone));
-        })
+        self.after.push(After::Reply(Box::new(ReplyWith {
+            to,
+            f: Some(f),
+            value: None,
+        })));
+        self
     }
 
     /// Saves a snapshot once the events are stored.
@@ -203,13 +287,34 @@ pub struct PersistenceConfig {
     /// [`PersistError::Unavailable`] (a server restarting, a cluster
     /// electing a new leader) before it gives up; default 30 s.
     pub recovery_timeout: Duration,
+    /// How many snapshots to keep, the newest (default 1; at least 1). A
+    /// recovery whose latest snapshot does not decode tries the older
+    /// ones. JetStream keeps at most
+    /// [`SNAPSHOT_HISTORY`](crate::journal::jetstream::SNAPSHOT_HISTORY).
+    pub keep_snapshots: usize,
+    /// After each snapshot, delete the events that the oldest kept
+    /// snapshot includes (default `false`: events are kept for ever).
+    /// Recovery then needs a kept snapshot: the events before it are gone.
+    pub delete_events: bool,
+    /// How many commands may be in flight at once: decided, their events
+    /// on the way to the journal, their replies not sent yet (the
+    /// `pipeline` module; default [`DEFAULT_PIPELINE`]). 1: each command
+    /// is stored before the next is decided.
+    pub pipeline: usize,
 }
+
+/// The default [`PersistenceConfig::pipeline`], chosen by measurement
+/// (bench/results/2026-12-02-journal).
+pub const DEFAULT_PIPELINE: usize = 32;
 
 impl Default for PersistenceConfig {
     fn default() -> Self {
         PersistenceConfig {
             snapshot_every: None,
             recovery_timeout: Duration::from_secs(30),
+            keep_snapshots: 1,
+            delete_events: false,
+            pipeline: DEFAULT_PIPELINE,
         }
     }
 }
@@ -230,6 +335,9 @@ pub struct Persistent<A: PersistentActor> {
     journal: Arc<dyn Journal>,
     snapshots: Arc<dyn SnapshotStore>,
     config: PersistenceConfig,
+    /// The writer of pipelined appends, started at the first command when
+    /// `config.pipeline > 1` (and a tokio runtime is there).
+    pipeline: Option<Pipeline<A::State>>,
 }
 
 /// A reference to a spawned persistent actor: it takes `A::Command`.
@@ -299,6 +407,7 @@ impl<A: PersistentActor> Persistent<A> {
             journal,
             snapshots,
             config: PersistenceConfig::default(),
+            pipeline: None,
         }
     }
 
@@ -326,18 +435,22 @@ impl<A: PersistentActor> Persistent<A> {
     async fn recover_once(&mut self) -> Result<(), PersistError> {
         let mut state = A::State::default();
         let mut seq = 0;
-        if let Some(snapshot) = self.snapshots.load(&self.id).await? {
-            match self.codec.decode_snapshot(&self.id, &snapshot) {
-                Ok(s) => {
-                    state = s;
-                    seq = snapshot.seq;
-                }
-                Err(e) => {
-                    tracing::warn!(id = %self.id, error = %e, "snapshot skipped; replaying the whole journal")
-                }
-            }
+        if let Some((s, at)) = self.usable_snapshot().await? {
+            state = s;
+            seq = at;
         }
-        for record in self.journal.read(&self.id, seq + 1).await? {
+        let records = self.journal.read(&self.id, seq + 1).await?;
+        if let Some(first) = records.first().filter(|r| r.seq != seq + 1) {
+            return Err(PersistError::Corrupt {
+                id: self.id.to_string(),
+                reason: format!(
+                    "the journal starts at event #{} (the events before it are deleted) and no kept snapshot after #{} could be read",
+                    first.seq,
+                    first.seq - 1
+                ),
+            });
+        }
+        for record in records {
             let event = self.codec.decode_event(&self.id, &record)?;
             A::apply(&mut state, &event);
             seq = record.seq;
@@ -349,14 +462,74 @@ impl<A: PersistentActor> Persistent<A> {
         Ok(())
     }
 
+    /// The latest snapshot that decodes, and its event number: the latest
+    /// one, else the older kept ones, newest first (each one skipped with
+    /// a warning).
+    async fn usable_snapshot(&mut self) -> Result<Option<(A::State, u64)>, PersistError> {
+        let Some(latest) = self.snapshots.load(&self.id).await? else {
+            return Ok(None);
+        };
+        fn skipped(id: &PersistenceId, e: &PersistError, seq: u64) {
+            tracing::warn!(%id, snapshot = seq, error = %e, "snapshot skipped");
+        }
+        match self.codec.decode_snapshot(&self.id, &latest) {
+            Ok(s) => return Ok(Some((s, latest.seq))),
+            Err(e) => skipped(&self.id, &e, latest.seq),
+        }
+        for older in self.snapshots.history(&self.id).await? {
+            if older.seq >= latest.seq {
+                continue;
+            }
+            match self.codec.decode_snapshot(&self.id, &older) {
+                Ok(s) => return Ok(Some((s, older.seq))),
+                Err(e) => skipped(&self.id, &e, older.seq),
+            }
+        }
+        tracing::warn!(id = %self.id, "no snapshot could be read; replaying the whole journal");
+        Ok(None)
+    }
+
     async fn save_snapshot(&mut self) {
         let result = match self.codec.encode_snapshot(&self.id, self.seq, &self.state) {
             Ok(snapshot) => self.snapshots.save(&self.id, snapshot).await,
             Err(e) => Err(e),
         };
         match result {
-            Ok(()) => self.since_snapshot = 0,
+            Ok(()) => {
+                self.since_snapshot = 0;
+                self.trim().await;
+            }
             Err(e) => tracing::warn!(id = %self.id, error = %e, "snapshot not saved"),
+        }
+    }
+
+    /// After a snapshot: drops the snapshots past the newest
+    /// `keep_snapshots`, then (with `delete_events`) the events the oldest
+    /// kept one includes. A failure is logged: it costs only space.
+    async fn trim(&mut self) {
+        let keep = self.config.keep_snapshots.max(1);
+        if let Err(e) = self.snapshots.retain(&self.id, keep).await {
+            tracing::warn!(id = %self.id, error = %e, "old snapshots not dropped");
+            return;
+        }
+        if !self.config.delete_events {
+            return;
+        }
+        let oldest = if keep == 1 {
+            Some(self.seq)
+        } else {
+            match self.snapshots.history(&self.id).await {
+                Ok(kept) => kept.last().map(|s| s.seq),
+                Err(e) => {
+                    tracing::warn!(id = %self.id, error = %e, "events not deleted");
+                    return;
+                }
+            }
+        };
+        if let Some(through) = oldest {
+            if let Err(e) = self.journal.delete_through(&self.id, through).await {
+                tracing::warn!(id = %self.id, error = %e, "events not deleted");
+            }
         }
     }
 
@@ -365,6 +538,13 @@ impl<A: PersistentActor> Persistent<A> {
             let e = e.clone();
             self.actor.rejected(cmd, e);
             return;
+        }
+        if self.config.pipeline > 1 && self.pipeline.is_none() {
+            self.pipeline =
+                Pipeline::start(self.journal.clone(), self.id.clone(), self.config.pipeline);
+        }
+        if self.pipeline.is_some() {
+            return self.pipelined(cmd).await;
         }
         if self.stale {
             if let Err(e) = self.recover().await {
@@ -384,20 +564,136 @@ impl<A: PersistentActor> Persistent<A> {
                 self.stale = true;
                 crate::stats::write_failed(&self.id, &e, after.is_empty());
                 for f in after {
-                    f(Err(&e));
+                    f.run(Err(&e));
                 }
                 return;
             }
         }
         for f in after {
-            f(Ok(&self.state));
+            f.run(Ok(&self.state));
         }
+        if snapshot || self.snapshot_due() {
+            self.save_snapshot().await;
+        }
+    }
+
+    fn snapshot_due(&self) -> bool {
         let due = self
             .config
             .snapshot_every
             .is_some_and(|n| n > 0 && self.since_snapshot >= n);
-        if (snapshot || due) && self.seq > 0 {
-            self.save_snapshot().await;
+        due && self.seq > 0
+    }
+
+    /// One command with the pipeline (the `pipeline` module's protocol).
+    async fn pipelined(&mut self, cmd: A::Command) {
+        let pipe = self.pipeline.as_mut().expect("started");
+        if pipe.failure().is_some() {
+            // Step 4: every queued command is failed; then reload.
+            pipe.wait_until(0).await;
+            pipe.clear_failure();
+            self.stale = true;
+        }
+        if self.stale {
+            if let Err(e) = self.recover().await {
+                let e = PersistError::recovery(&self.id, &e);
+                self.actor.rejected(cmd, e);
+                return;
+            }
+        }
+        let Effect {
+            events,
+            after,
+            snapshot,
+        } = self.actor.handle_command(&self.state, cmd);
+        let pipe = self.pipeline.as_mut().expect("started");
+        if events.is_empty() && pipe.in_flight() == 0 {
+            // Nothing in flight: the state is all stored.
+            for f in after {
+                f.run(Ok(&self.state));
+            }
+            if snapshot {
+                self.save_snapshot().await;
+            }
+            return;
+        }
+        let mut records = Vec::with_capacity(events.len());
+        for (i, e) in (1u64..).zip(&events) {
+            match self.codec.encode_event(&self.id, self.seq + i, e) {
+                Ok(r) => records.push(r),
+                Err(e) => {
+                    // Nothing of it is queued: the state is unchanged.
+                    crate::stats::write_failed(&self.id, &e, after.is_empty());
+                    for f in after {
+                        f.run(Err(&e));
+                    }
+                    return;
+                }
+            }
+        }
+        let expected = self.seq;
+        for e in &events {
+            A::apply(&mut self.state, e);
+        }
+        self.seq += records.len() as u64;
+        self.since_snapshot += records.len() as u64;
+        // Step 5: a `then` callback or a snapshot waits for the store.
+        let barrier =
+            snapshot || self.snapshot_due() || after.iter().any(|f| matches!(f, After::Then(_)));
+        let unanswered = after.is_empty();
+        let mut replies = Vec::new();
+        let mut held = Vec::new();
+        for f in after {
+            match f {
+                After::Reply(mut r) if !barrier => {
+                    r.read(&self.state);
+                    replies.push(r);
+                }
+                f => held.push(f),
+            }
+        }
+        let pending = Pending {
+            expected,
+            records,
+            replies,
+            writes: !events.is_empty(),
+            unanswered,
+        };
+        let pipe = self.pipeline.as_mut().expect("started");
+        if let Err(pending) = pipe.send(pending) {
+            let e = PersistError::Unavailable {
+                id: self.id.to_string(),
+                reason: "the journal's writer task is gone (its runtime stopped)".into(),
+            };
+            for r in pending.replies {
+                r.finish(Err(&e));
+            }
+            for f in held {
+                f.run(Err(&e));
+            }
+            self.stale = true;
+            return;
+        }
+        if !barrier {
+            let depth = self.config.pipeline as u64;
+            pipe.wait_until(depth - 1).await;
+            return;
+        }
+        pipe.wait_until(0).await;
+        match pipe.failure() {
+            Some(e) => {
+                for f in held {
+                    f.run(Err(&e));
+                }
+            }
+            None => {
+                for f in held {
+                    f.run(Ok(&self.state));
+                }
+                if snapshot || self.snapshot_due() {
+                    self.save_snapshot().await;
+                }
+            }
         }
     }
 
@@ -433,5 +729,13 @@ impl<A: PersistentActor> AsyncActor for Persistent<A> {
 
     async fn handle(&mut self, cmd: A::Command, _ctx: &mut AsyncContext<Self>) {
         self.command(cmd).await;
+    }
+
+    /// A graceful stop waits for the commands in flight: the actor is
+    /// gone only once their events are stored (or failed).
+    async fn stopped(&mut self, _ctx: &mut AsyncContext<Self>) {
+        if let Some(pipe) = self.pipeline.as_mut() {
+            pipe.wait_until(0).await;
+        }
     }
 }

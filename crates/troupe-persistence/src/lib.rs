@@ -24,7 +24,8 @@
 //! type).
 //!
 //! Invariants every part keeps: nothing is acknowledged to a caller that
-//! the store has not confirmed; an actor's state holds only what is stored;
+//! the store has not confirmed; an actor's state holds only what is stored
+//! and what its commands in flight wrote (`pipeline`);
 //! two writers cannot both append event N of one journal (the second gets
 //! [`PersistError::Conflict`]); a stored record whose schema differs from
 //! the local type's is read through an upcaster the actor gave for it, or
@@ -44,6 +45,7 @@ pub mod error;
 pub mod event_sourced;
 pub mod id;
 pub mod journal;
+mod pipeline;
 pub mod stats;
 
 pub use codec::{Codec, Encoding};
@@ -51,7 +53,7 @@ pub use durable::{spawn_durable, Change, Durable, DurableActor, DurableRef};
 pub use error::PersistError;
 pub use event_sourced::{
     spawn_persistent, spawn_persistent_with, Effect, PersistenceConfig, Persistent,
-    PersistentActor, PersistentRef,
+    PersistentActor, PersistentRef, DEFAULT_PIPELINE,
 };
 pub use id::PersistenceId;
 pub use journal::jetstream::{JetStreamBuilder, JetStreamStore};

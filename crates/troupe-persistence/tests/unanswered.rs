@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use troupe::{ActorSystem, ReplyTo};
 use troupe_persistence::{
-    spawn_durable, spawn_persistent, stats, Change, DurableActor, Effect, MemoryStore,
-    PersistError, PersistenceId, PersistentActor, StateStore,
+    spawn_durable, stats, Change, DurableActor, Effect, MemoryStore, PersistError, PersistenceId,
+    PersistentActor, StateStore,
 };
 
 const T: Duration = Duration::from_secs(10);
@@ -79,11 +79,20 @@ fn a_told_command_whose_write_fails_is_counted() {
     let system = ActorSystem::new();
     let before = stats();
 
-    let sum = spawn_persistent(
-        &system,
-        Sum(PersistenceId::new("sum", "1").unwrap()),
-        store.clone(),
-    );
+    // One command stored before the next is decided, so each failed
+    // append fails one told command (with a pipeline, the commands in
+    // flight behind a failed one fail with it: tests/pipeline.rs).
+    let config = troupe_persistence::PersistenceConfig {
+        pipeline: 1,
+        ..Default::default()
+    };
+    let sum = system.spawn(troupe::Async::new(
+        troupe_persistence::Persistent::new(
+            Sum(PersistenceId::new("sum", "1").unwrap()),
+            store.clone(),
+        )
+        .config(config),
+    ));
     assert_eq!(sum.ask(Cmd::Get, T), Ok(Ok(0)));
     store.fail_appends(2);
     sum.tell(Cmd::Add(5)).unwrap();

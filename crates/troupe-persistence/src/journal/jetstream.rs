@@ -6,7 +6,11 @@
 //!   `troupe.<ns>.journal.<kind>.<id>`. One append is one message (a
 //!   postcard `Batch` of the command's events, `batch.rs`), so the events of one
 //!   command are stored all or none.
-//! * snapshots: KV bucket `troupe-<ns>-snapshots`, key `<kind>.<id>`.
+//! * snapshots: KV bucket `troupe-<ns>-snapshots`, key `<kind>.<id>`, one
+//!   revision per snapshot, up to [`SNAPSHOT_HISTORY`] kept by the bucket
+//!   (a bucket made with fewer, by an older version, is raised to it at
+//!   connect); [`SnapshotStore::retain`] purges all but the newest N
+//!   revisions of the key.
 //! * durable states: KV bucket `troupe-<ns>-state`, key `<kind>.<id>`,
 //!   updated with the KV's revision check.
 //!
@@ -44,6 +48,11 @@
 //! (a Troupe async actor is polled inside its system's runtime, which has
 //! timers), else run on the store's runtime; replays always run there.
 //!
+//! Deletion (`delete.rs`): [`Journal::delete_through`] purges the
+//! entity's subject below the first message that holds a later event, and
+//! never its last message, whose stream sequence the next append is
+//! checked against.
+//!
 //! Acknowledgement: an append returns `Ok` only once the server's publish
 //! acknowledgement arrived, that is once the stream stored the message
 //! with its replicas (`num_replicas`, see [`JetStreamBuilder::replicas`]).
@@ -68,7 +77,12 @@ use std::time::Duration;
 
 mod batch;
 mod cache;
+mod delete;
 mod replay;
+
+/// How many revisions of each key the snapshot bucket keeps at most (the
+/// KV maximum): the ceiling of [`SnapshotStore::retain`]'s `keep`.
+pub const SNAPSHOT_HISTORY: i64 = 64;
 
 /// A snapshot as stored in KV, with the stream sequence of its last event
 /// (0 when not known), where a replay after it may start.
@@ -227,12 +241,12 @@ async fn open(
             format!("cannot open the journal stream (is JetStream on, `nats-server -js`?): {e}")
         })?;
     let mut buckets = Vec::new();
-    for name in ["snapshots", "state"] {
+    for (name, history) in [("snapshots", SNAPSHOT_HISTORY), ("state", 1)] {
         let bucket = format!("troupe-{ns}-{name}");
         let kv = match js
             .create_key_value(kv::Config {
                 bucket: bucket.clone(),
-                history: 1,
+                history,
                 storage: stream::StorageType::File,
                 num_replicas: replicas,
                 ..Default::default()
@@ -245,6 +259,19 @@ async fn open(
                 .await
                 .map_err(|e| format!("cannot open the KV bucket {bucket}: {e}"))?,
         };
+        // A bucket an older version made keeps fewer revisions: raised.
+        let mut config = kv
+            .stream
+            .get_info()
+            .await
+            .map_err(|e| format!("cannot read the KV bucket {bucket}: {e}"))?
+            .config;
+        if config.max_messages_per_subject < history {
+            config.max_messages_per_subject = history;
+            js.update_stream(config)
+                .await
+                .map_err(|e| format!("cannot raise the history of {bucket}: {e}"))?;
+        }
         buckets.push(kv);
     }
     let states = buckets.pop().expect("two buckets");
@@ -352,14 +379,26 @@ impl Shared {
     /// The entity's last message: (last event number, stream sequence),
     /// (0, 0) when it has none.
     async fn last(&self, id: &PersistenceId, subject: &str) -> Result<(u64, u64), PersistError> {
+        let (_, last, stream_seq) = self.last_message(id, subject).await?;
+        Ok((last, stream_seq))
+    }
+
+    /// The entity's last message: (its first and last event numbers, its
+    /// stream sequence), (0, 0, 0) when it has none.
+    async fn last_message(
+        &self,
+        id: &PersistenceId,
+        subject: &str,
+    ) -> Result<(u64, u64, u64), PersistError> {
         use async_nats::jetstream::stream::LastRawMessageErrorKind;
         match self.stream.get_last_raw_message_by_subject(subject).await {
             Ok(msg) => {
                 let batch: Batch = from_bytes(id, &msg.payload)?;
+                let first = batch.events.first().map_or(0, |e| e.seq);
                 let last = batch.events.last().map_or(0, |e| e.seq);
-                Ok((last, msg.sequence))
+                Ok((first, last, msg.sequence))
             }
-            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok((0, 0)),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok((0, 0, 0)),
             Err(e) => Err(Self::unavailable(
                 id,
                 "cannot read the journal's last message",
@@ -456,6 +495,19 @@ impl Journal for JetStreamStore {
         let (shared, owned) = (self.shared.clone(), id.clone());
         Box::pin(self.run(id, true, async move { shared.read(&owned, from).await }))
     }
+
+    fn delete_through<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        seq: u64,
+    ) -> BoxFuture<'a, Result<u64, PersistError>> {
+        let (shared, owned) = (self.shared.clone(), id.clone());
+        Box::pin(self.run(
+            id,
+            true,
+            async move { shared.delete_through(&owned, seq).await },
+        ))
+    }
 }
 
 impl SnapshotStore for JetStreamStore {
@@ -507,6 +559,79 @@ impl SnapshotStore for JetStreamStore {
                 (stored.snapshot.seq, stored.stream_seq),
             );
             Ok(Some(stored.snapshot))
+        }))
+    }
+
+    fn history<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+    ) -> BoxFuture<'a, Result<Vec<Snapshot>, PersistError>> {
+        let (shared, owned) = (self.shared.clone(), id.clone());
+        Box::pin(self.run(id, true, async move {
+            use futures::StreamExt;
+            let fail = |e: &dyn std::fmt::Display| {
+                Shared::unavailable(&owned, "cannot read the snapshots", e)
+            };
+            // A key without revisions would keep the history waiting.
+            let latest = shared
+                .snapshots
+                .entry(owned.to_string())
+                .await
+                .map_err(|e| fail(&e))?;
+            if latest.is_none() {
+                return Ok(Vec::new());
+            }
+            let mut history =
+                tokio::time::timeout(shared.timeout, shared.snapshots.history(owned.to_string()))
+                    .await
+                    .map_err(|e| fail(&e))?
+                    .map_err(|e| fail(&e))?;
+            let mut kept = Vec::new();
+            loop {
+                let next = tokio::time::timeout(shared.timeout, history.next())
+                    .await
+                    .map_err(|e| fail(&e))?;
+                let Some(entry) = next else { break };
+                let entry = entry.map_err(|e| fail(&e))?;
+                if entry.operation != kv::Operation::Put {
+                    kept.clear();
+                    continue;
+                }
+                let stored: StoredSnapshot = from_bytes(&owned, &entry.value)?;
+                kept.push(stored);
+            }
+            // The oldest hint last: a replay after any of them may use
+            // it (a mismatch only replays from the subject's start).
+            let mut out = Vec::with_capacity(kept.len());
+            for stored in kept.into_iter().rev() {
+                cache(
+                    &shared.hints,
+                    &owned,
+                    (stored.snapshot.seq, stored.stream_seq),
+                );
+                out.push(stored.snapshot);
+            }
+            Ok(out)
+        }))
+    }
+
+    fn retain<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        keep: usize,
+    ) -> BoxFuture<'a, Result<(), PersistError>> {
+        let (shared, owned) = (self.shared.clone(), id.clone());
+        Box::pin(self.run(id, false, async move {
+            let subject = format!("{}{}", shared.snapshots.prefix, owned);
+            shared
+                .snapshots
+                .stream
+                .purge()
+                .filter(subject)
+                .keep(keep.max(1) as u64)
+                .await
+                .map_err(|e| Shared::unavailable(&owned, "cannot drop old snapshots", e))?;
+            Ok(())
         }))
     }
 }

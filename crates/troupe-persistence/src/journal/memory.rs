@@ -11,6 +11,10 @@
 //! [`Hold`] is dropped (to observe that no reply leaves before the store
 //! has the events).
 //!
+//! Snapshots are kept oldest first, all of them until
+//! [`SnapshotStore::retain`] drops the oldest; deletion
+//! ([`Journal::delete_through`]) takes whole appends and never the last.
+//!
 //! Invariant: every operation takes the one lock once, so an append is
 //! atomic: checked and stored, or refused, as a whole.
 
@@ -48,9 +52,24 @@ pub struct MemoryStore {
 
 #[derive(Default)]
 struct Inner {
-    journals: HashMap<PersistenceId, Vec<EventRecord>>,
-    snapshots: HashMap<PersistenceId, Snapshot>,
+    journals: HashMap<PersistenceId, Journaled>,
+    /// Oldest first.
+    snapshots: HashMap<PersistenceId, Vec<Snapshot>>,
     states: HashMap<PersistenceId, Revisioned>,
+}
+
+/// One id's journal: its stored events and where they stand.
+#[derive(Default)]
+struct Journaled {
+    /// The events not deleted, in order.
+    events: Vec<EventRecord>,
+    /// Each append's last event number, for the appends not deleted
+    /// (deletion takes whole appends only).
+    appends: Vec<u64>,
+    /// The last event number appended, deleted or not.
+    last: u64,
+    /// Events through this one are deleted.
+    deleted: u64,
 }
 
 /// While alive, appends to its [`MemoryStore`] wait; dropping it lets them
@@ -94,13 +113,24 @@ impl MemoryStore {
             .lock()
             .journals
             .get(id)
-            .cloned()
+            .map(|j| j.events.clone())
             .unwrap_or_default()
     }
 
     /// The latest snapshot of `id`.
     pub fn snapshot(&self, id: &PersistenceId) -> Option<Snapshot> {
-        self.inner.lock().snapshots.get(id).cloned()
+        self.inner
+            .lock()
+            .snapshots
+            .get(id)
+            .and_then(|s| s.last().cloned())
+    }
+
+    /// The kept snapshots of `id`, the latest first.
+    pub fn snapshots(&self, id: &PersistenceId) -> Vec<Snapshot> {
+        let inner = self.inner.lock();
+        let kept = inner.snapshots.get(id).map_or(&[][..], |s| &s[..]);
+        kept.iter().rev().cloned().collect()
     }
 }
 
@@ -134,7 +164,7 @@ impl Journal for MemoryStore {
             }
             let mut inner = self.inner.lock();
             let journal = inner.journals.entry(id.clone()).or_default();
-            let found = journal.last().map_or(0, |e| e.seq);
+            let found = journal.last;
             if found != expected {
                 return Err(PersistError::Conflict {
                     id: id.to_string(),
@@ -143,7 +173,11 @@ impl Journal for MemoryStore {
                 });
             }
             let last = check_numbering(id, expected, &events)?;
-            journal.extend(events);
+            if !events.is_empty() {
+                journal.events.extend(events);
+                journal.appends.push(last);
+                journal.last = last;
+            }
             self.appended.fetch_add(1, Ordering::SeqCst);
             Ok(last)
         })
@@ -159,8 +193,30 @@ impl Journal for MemoryStore {
             Ok(inner
                 .journals
                 .get(id)
-                .map(|j| j.iter().filter(|e| e.seq >= from).cloned().collect())
+                .map(|j| j.events.iter().filter(|e| e.seq >= from).cloned().collect())
                 .unwrap_or_default())
+        })
+    }
+
+    fn delete_through<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        seq: u64,
+    ) -> BoxFuture<'a, Result<u64, PersistError>> {
+        Box::pin(async move {
+            let mut inner = self.inner.lock();
+            let Some(j) = inner.journals.get_mut(id) else {
+                return Ok(0);
+            };
+            // Whole appends, never the last one.
+            let whole = j.appends.partition_point(|&last| last <= seq);
+            let n = whole.min(j.appends.len().saturating_sub(1));
+            if let Some(&through) = n.checked_sub(1).and_then(|i| j.appends.get(i)) {
+                j.appends.drain(..n);
+                j.events.retain(|e| e.seq > through);
+                j.deleted = through;
+            }
+            Ok(j.deleted)
         })
     }
 }
@@ -172,7 +228,12 @@ impl SnapshotStore for MemoryStore {
         snapshot: Snapshot,
     ) -> BoxFuture<'a, Result<(), PersistError>> {
         Box::pin(async move {
-            self.inner.lock().snapshots.insert(id.clone(), snapshot);
+            let mut inner = self.inner.lock();
+            inner
+                .snapshots
+                .entry(id.clone())
+                .or_default()
+                .push(snapshot);
             Ok(())
         })
     }
@@ -181,7 +242,28 @@ impl SnapshotStore for MemoryStore {
         &'a self,
         id: &'a PersistenceId,
     ) -> BoxFuture<'a, Result<Option<Snapshot>, PersistError>> {
-        Box::pin(async move { Ok(self.inner.lock().snapshots.get(id).cloned()) })
+        Box::pin(async move { Ok(self.snapshot(id)) })
+    }
+
+    fn history<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+    ) -> BoxFuture<'a, Result<Vec<Snapshot>, PersistError>> {
+        Box::pin(async move { Ok(self.snapshots(id)) })
+    }
+
+    fn retain<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        keep: usize,
+    ) -> BoxFuture<'a, Result<(), PersistError>> {
+        Box::pin(async move {
+            if let Some(kept) = self.inner.lock().snapshots.get_mut(id) {
+                let drop = kept.len().saturating_sub(keep.max(1));
+                kept.drain(..drop);
+            }
+            Ok(())
+        })
     }
 }
 

@@ -7,8 +7,11 @@
 //!   [`PersistError::Conflict`] if the journal's last is another: two
 //!   writers can never both append event N (optimistic concurrency). The
 //!   events of one append are stored all or none.
-//! * [`SnapshotStore`]: the latest snapshot of a state, with the sequence
-//!   number of the last event it includes.
+//!   [`Journal::delete_through`] deletes the oldest events, whole appends
+//!   only, and never the last one (it carries the journal's position).
+//! * [`SnapshotStore`]: the snapshots of a state, newest first, each with
+//!   the sequence number of the last event it includes;
+//!   [`SnapshotStore::retain`] keeps the newest N.
 //! * [`StateStore`]: a whole state per persistence id, with a revision
 //!   that every update must name (0: none yet), so a stale writer fails.
 //!
@@ -80,17 +83,31 @@ pub trait Journal: Send + Sync + 'static {
         events: Vec<EventRecord>,
     ) -> BoxFuture<'a, Result<u64, PersistError>>;
 
-    /// The events with sequence numbers `from` and up, in order.
+    /// The events with sequence numbers `from` and up, in order (those
+    /// not deleted: after [`delete_through`](Self::delete_through) the
+    /// first may be later than `from`).
     fn read<'a>(
         &'a self,
         id: &'a PersistenceId,
         from: u64,
     ) -> BoxFuture<'a, Result<Vec<EventRecord>, PersistError>>;
+
+    /// Deletes the events numbered `seq` and below, as far as whole
+    /// appends allow: an append that holds an event after `seq` is kept
+    /// whole, and so is the journal's last append (where the next one is
+    /// checked against). Returns the number of the newest event no longer
+    /// stored (0: none is deleted). Appends go on numbered as before.
+    fn delete_through<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        seq: u64,
+    ) -> BoxFuture<'a, Result<u64, PersistError>>;
 }
 
-/// The latest snapshot per persistence id.
+/// The snapshots of each persistence id, the latest first.
 pub trait SnapshotStore: Send + Sync + 'static {
-    /// Stores `snapshot` as the latest one.
+    /// Stores `snapshot` as the latest one (older ones stay until
+    /// [`retain`](Self::retain) drops them).
     fn save<'a>(
         &'a self,
         id: &'a PersistenceId,
@@ -102,6 +119,19 @@ pub trait SnapshotStore: Send + Sync + 'static {
         &'a self,
         id: &'a PersistenceId,
     ) -> BoxFuture<'a, Result<Option<Snapshot>, PersistError>>;
+
+    /// Every kept snapshot, the latest first.
+    fn history<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+    ) -> BoxFuture<'a, Result<Vec<Snapshot>, PersistError>>;
+
+    /// Deletes all but the newest `keep` snapshots (at least one is kept).
+    fn retain<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        keep: usize,
+    ) -> BoxFuture<'a, Result<(), PersistError>>;
 }
 
 /// A whole state per persistence id, updated with a revision check.

@@ -576,6 +576,14 @@ impl<S: Journal> Journal for Recorder<S> {
         self.reads.lock().push(from);
         self.inner.read(id, from)
     }
+
+    fn delete_through<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        seq: u64,
+    ) -> BoxFuture<'a, Result<u64, PersistError>> {
+        self.inner.delete_through(id, seq)
+    }
 }
 
 impl<S: SnapshotStore> SnapshotStore for Recorder<S> {
@@ -592,6 +600,21 @@ impl<S: SnapshotStore> SnapshotStore for Recorder<S> {
         id: &'a PersistenceId,
     ) -> BoxFuture<'a, Result<Option<Snapshot>, PersistError>> {
         self.inner.load(id)
+    }
+
+    fn history<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+    ) -> BoxFuture<'a, Result<Vec<Snapshot>, PersistError>> {
+        self.inner.history(id)
+    }
+
+    fn retain<'a>(
+        &'a self,
+        id: &'a PersistenceId,
+        keep: usize,
+    ) -> BoxFuture<'a, Result<(), PersistError>> {
+        self.inner.retain(id, keep)
     }
 }
 

@@ -77,8 +77,8 @@ use std::time::{Duration, Instant};
 use troupe::dispatcher::Dispatcher;
 use troupe::{ActorSystem, ReplyTo, SpawnOptions};
 use troupe_persistence::{
-    spawn_persistent, spawn_persistent_with, Effect, JetStreamStore, PersistError, PersistenceId,
-    PersistentActor,
+    spawn_persistent, Effect, JetStreamStore, PersistError, PersistenceConfig, PersistenceId,
+    Persistent, PersistentActor, DEFAULT_PIPELINE,
 };
 
 mod measure;
@@ -122,6 +122,11 @@ struct Args {
     /// Write one sample line per figure and round to FILE (`-`: stdout).
     #[arg(long)]
     json_rounds: Option<String>,
+    /// The persistent actors' pipeline depth (`PersistenceConfig::pipeline`;
+    /// 1: one command stored before the next is decided); also the window
+    /// of the `raw, W in flight` side.
+    #[arg(long, default_value_t = DEFAULT_PIPELINE as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pipeline: u64,
 }
 
 #[troupe_remote::remote("bench.Added")]
@@ -154,6 +159,7 @@ impl PersistentActor for Counter {
 
 /// Seconds to persist `events` over `entities` fresh entities, on the
 /// system's workers or on `dispatcher`.
+#[allow(clippy::too_many_arguments)]
 fn persisted(
     system: &ActorSystem,
     store: &Arc<JetStreamStore>,
@@ -162,6 +168,7 @@ fn persisted(
     events: u64,
     wait_each: bool,
     dispatcher: Option<&Dispatcher>,
+    pipeline: usize,
 ) -> f64 {
     let actors: Vec<_> = (0..entities)
         .map(|e| {
@@ -170,7 +177,12 @@ fn persisted(
                 Some(d) => SpawnOptions::new().dispatcher(d),
                 None => SpawnOptions::new(),
             };
-            spawn_persistent_with(system, Counter { id }, store.clone(), options)
+            let config = PersistenceConfig {
+                pipeline,
+                ..Default::default()
+            };
+            let actor = Persistent::new(Counter { id }, store.clone()).config(config);
+            system.spawn_with(troupe::Async::new(actor), options)
         })
         .collect();
     let per = events / entities;
@@ -239,6 +251,53 @@ fn raw(
                         .await
                         .expect("acknowledged");
                     last = ack.sequence;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.expect("publisher");
+        }
+        t0.elapsed().as_secs_f64()
+    })
+}
+
+/// Seconds to publish `events` raw over `entities` subjects with up to
+/// `window` publishes in flight per subject (no expected-sequence header:
+/// a publish's predecessor's stream sequence is known only at its
+/// acknowledgement), each acknowledgement awaited: JetStream's ceiling
+/// for one-event messages at that many in flight.
+fn raw_window(
+    rt: &tokio::runtime::Runtime,
+    js: &jetstream::Context,
+    run: &str,
+    entities: u64,
+    events: u64,
+    window: u64,
+) -> f64 {
+    let per = events / entities;
+    let payload = bytes::Bytes::from(vec![7u8; 36]);
+    rt.block_on(async {
+        let t0 = Instant::now();
+        let mut tasks = Vec::new();
+        for e in 0..entities {
+            let (js, payload) = (js.clone(), payload.clone());
+            let subject = format!("troupe.bench.journal.raw.w{run}-{e}");
+            tasks.push(tokio::spawn(async move {
+                let mut acks = std::collections::VecDeque::new();
+                for _ in 0..per {
+                    if acks.len() as u64 >= window {
+                        let ack: jetstream::context::PublishAckFuture =
+                            acks.pop_front().expect("in flight");
+                        ack.await.expect("acknowledged");
+                    }
+                    let ack = js
+                        .send_publish(subject.clone(), Publish::build().payload(payload.clone()))
+                        .await
+                        .expect("publish");
+                    acks.push_back(ack);
+                }
+                for ack in acks {
+                    ack.await.expect("acknowledged");
                 }
             }));
         }
@@ -319,6 +378,7 @@ fn main() {
         let entities = entities.clamp(1, events);
         let (mut r, mut h, mut p, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut o, mut io_own_ratios) = (Vec::new(), Vec::new());
+        let (mut w, mut w_ratios, mut w_io_ratios) = (Vec::new(), Vec::new(), Vec::new());
         let (mut ratios, mut hop_ratios) = (Vec::new(), Vec::new());
         let (mut io_ratios, mut io_hop_ratios) = (Vec::new(), Vec::new());
         // Per side: process CPU µs per event, context switches per event.
@@ -345,12 +405,63 @@ fn main() {
             // dispatcher (each on fresh entities).
             let persisted_on = |run: &str, on| {
                 measured(events, || {
-                    persisted(&system, &store, run, entities, events, args.wait_each, on)
+                    persisted(
+                        &system,
+                        &store,
+                        run,
+                        entities,
+                        events,
+                        args.wait_each,
+                        on,
+                        args.pipeline as usize,
+                    )
                 })
             };
             let pm = persisted_on(&run, None);
             let dm = persisted_on(&format!("{run}-io"), Some(&journal));
+            let wm = measured(events, || {
+                raw_window(
+                    &rt,
+                    &js,
+                    &format!("{run}-w"),
+                    entities,
+                    events,
+                    args.pipeline,
+                )
+            });
             let (rs, hs, ps, ds, os) = (rm.0, hm.0, pm.0, dm.0, om.0);
+            let ws = wm.0;
+            eprintln!(
+                "{entities:>2} entities, round {round}: raw, {} in flight {:>7.0} ev/s; \
+                 persisted/raw-window {:.2}, I/O dispatcher/raw-window {:.2}",
+                args.pipeline,
+                events as f64 / ws,
+                ws / ps,
+                ws / ds
+            );
+            rounds_out.push(sample_line(
+                (
+                    "nats-raw",
+                    "persist_events",
+                    &format!(
+                        "raw JetStream, {} in flight, {entities} entities",
+                        args.pipeline
+                    ),
+                ),
+                &format!(
+                    "{{\"events\":{events},\"entities\":{entities},\"op\":\"persist {entities}\"}}"
+                ),
+                round,
+                ws,
+                events,
+                format!(
+                    ",\"cpu_us_per_event\":{:.2},\"switches_per_event\":{:.3}{}",
+                    wm.1, wm.2, wm.3
+                ),
+            ));
+            w.push(ws);
+            w_ratios.push(ws / ps);
+            w_io_ratios.push(ws / ds);
             let (rm, hm, pm, dm, om) = (&rm, &hm, &pm, &dm, &om);
             eprintln!(
                 "{entities:>2} entities, round {round}: raw {:>7.0}, raw across threads {:>7.0}, \
@@ -512,6 +623,23 @@ fn main() {
                  \"ratio_raw_on_io_runtime\":{io_own_ratio:.3}{dcost}"
             ),
         ));
+        let (ws, w_ratio, w_io_ratio) = (median(w), median(w_ratios), median(w_io_ratios));
+        out.push(line(
+            "nats-raw",
+            "persist_events",
+            &format!("{entities} entities, {} in flight", args.pipeline),
+            format!(
+                "{{\"events\":{events},\"entities\":{entities},\"rounds\":{rounds},\"window\":{}}}",
+                args.pipeline
+            ),
+            (ws, events as f64 / ws, "events/s"),
+            format!(",\"ratio_persisted\":{w_ratio:.3},\"ratio_io_dispatcher\":{w_io_ratio:.3}"),
+        ));
+        eprintln!(
+            "{entities:>2} entities, pipeline {}: median ratios persisted/raw-window {w_ratio:.2}, \
+             I/O dispatcher/raw-window {w_io_ratio:.2}",
+            args.pipeline
+        );
         eprintln!(
             "{entities:>2} entities: median ratios persisted/raw {ratio:.2}, persisted/across threads {hop_ratio:.2}; \
              I/O dispatcher/raw {io_ratio:.2}, I/O dispatcher/across threads {io_hop_ratio:.2}, \

@@ -5,7 +5,8 @@
 //! Invariants: [`encode_batch`] writes the bytes a `Batch` of the same
 //! events encodes to, into one buffer of exactly that size; a [`Replay`]
 //! takes events in order from the one it expects, skips those before it
-//! and refuses a gap.
+//! and refuses a gap, except before the first message it reads (the
+//! events before it deleted: the caller sees where the journal starts).
 
 use crate::error::PersistError;
 use crate::id::PersistenceId;
@@ -47,12 +48,20 @@ pub(super) struct Replay<'a> {
     pub(super) id: &'a PersistenceId,
     pub(super) next: u64,
     pub(super) out: Vec<EventRecord>,
+    /// A message was taken (a gap after it is damage, not deletion).
+    pub(super) seen: bool,
 }
 
 impl Replay<'_> {
     /// Takes one journal message's events from `next` on, refusing gaps.
     pub(super) fn take(&mut self, payload: &[u8]) -> Result<(), PersistError> {
         let batch: Batch = from_bytes(self.id, payload)?;
+        if !std::mem::replace(&mut self.seen, true) {
+            // The subject's first message: earlier events are deleted.
+            if let Some(first) = batch.events.first() {
+                self.next = self.next.max(first.seq);
+            }
+        }
         for e in batch.events {
             if e.seq < self.next {
                 continue;

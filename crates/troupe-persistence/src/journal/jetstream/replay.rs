@@ -126,6 +126,7 @@ impl Shared {
             id,
             next: from,
             out: Vec::new(),
+            seen: false,
         };
         let Some(at) = self
             .read_consumer(&mut replay, &subject, start, end)
