@@ -31,6 +31,7 @@ pub(crate) enum Inlet {
     Control,
     ControlReply,
     RegistryValue,
+    DownedNotice,
 }
 
 impl fmt::Display for Inlet {
@@ -42,6 +43,7 @@ impl fmt::Display for Inlet {
             Inlet::Control => "control request",
             Inlet::ControlReply => "control reply",
             Inlet::RegistryValue => "registry value",
+            Inlet::DownedNotice => "downed notice",
         })
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -241,11 +241,7 @@ impl ClusterBuilder {
             async move { permissions::open_bucket(&*transport, &config, &violations).await }
         })
         .unwrap_or_else(|| Err(stopped()))?;
-        let incarnation = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
-            ^ u64::from(std::process::id()) << 48;
+        let incarnation = crate::core::fresh_incarnation();
         // One live process per name, also for two that start at once
         // (name_lock.rs).
         let name_rev = block_on(&handle, {
@@ -261,7 +257,10 @@ impl ClusterBuilder {
         let inner = Arc::new(Inner {
             ns: self.namespace,
             name: self.name,
-            incarnation,
+            incarnation: AtomicU64::new(incarnation),
+            past: Mutex::new(Default::default()),
+            downed: Mutex::new(Default::default()),
+            self_down_hooks: Mutex::new(Vec::new()),
             interval: self.heartbeat,
             down_after: self.down_after,
             reconnect_grace: self.reconnect_grace,
@@ -298,11 +297,13 @@ impl ClusterBuilder {
                     t.subscribe(&format!("troupe.{ns}.bye.*")).await?,
                     t.subscribe(&format!("troupe.{ns}.down.*")).await?,
                     t.subscribe(&wire::ctl_subject(ns, &i.name)).await?,
+                    t.subscribe(&wire::downed_subject(ns, &i.name)).await?,
                 ))
             }
         })
         .unwrap_or_else(|| Err(troupe_remote::transport::TransportError::Disconnected));
-        let (hb, bye, down, ctl) = subscribed.map_err(|e| ClusterError::Nats(e.to_string()))?;
+        let (hb, bye, down, ctl, downed) =
+            subscribed.map_err(|e| ClusterError::Nats(e.to_string()))?;
         block_on(&handle, {
             let (inner, violations) = (inner.clone(), violations.clone());
             async move { permissions::guarded(&violations, 0, inner.sync_registry()).await }
@@ -315,6 +316,7 @@ impl ClusterBuilder {
             handle.spawn(inner.clone().on_byes(bye)),
             handle.spawn(inner.clone().on_stop_events(down)),
             handle.spawn(inner.clone().on_ctl(ctl)),
+            handle.spawn(inner.clone().on_downed_notices(downed)),
             handle.spawn(inner.clone().check()),
             handle.spawn(inner.clone().mirror()),
             handle.spawn(inner.clone().refresh()),

@@ -146,6 +146,30 @@ impl Cluster {
         self.inner.interval.mul_f64(self.inner.down_after)
     }
 
+    /// This process's current incarnation: fresh at start, and new again
+    /// each time it learns it was declared down and rejoins (see
+    /// [`on_self_down`](Self::on_self_down)). Owner records of the
+    /// sharding layer name it beside the node's name.
+    pub fn incarnation(&self) -> u64 {
+        self.inner.incarnation()
+    }
+
+    /// The peers this node holds alive, with their incarnations, sorted
+    /// by name.
+    pub fn peer_incarnations(&self) -> Vec<(String, u64)> {
+        self.inner.peers.lock().incarnations()
+    }
+
+    /// Calls `f(old, new)` when this node learns that a peer declared its
+    /// incarnation `old` down and it rejoins as `new` (on the cluster's
+    /// I/O thread: keep it short). A node declared down stays down in
+    /// that incarnation: peers ignore its heartbeats until it has a new
+    /// one (see the [`liveness`](crate::liveness) module, "Down stays
+    /// down"). To stop instead of rejoining, exit the process here.
+    pub fn on_self_down(&self, f: impl Fn(u64, u64) + Send + Sync + 'static) {
+        self.inner.self_down_hooks.lock().push(Box::new(f));
+    }
+
     /// The peers this node holds alive, sorted.
     pub fn peers(&self) -> Vec<String> {
         self.inner.peers.lock().names()
@@ -168,6 +192,9 @@ impl Cluster {
             peers_refused: c.peers_refused.load(Ordering::Relaxed),
             unauthenticated: c.unauthenticated.load(Ordering::Relaxed),
             verdicts_spared: c.verdicts_spared.load(Ordering::Relaxed),
+            downed_heartbeats: c.downed_heartbeats.load(Ordering::Relaxed),
+            rejoins: c.rejoins.load(Ordering::Relaxed),
+            bad_downed_notices: c.bad_downed_notices.load(Ordering::Relaxed),
         }
     }
 

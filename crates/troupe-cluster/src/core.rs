@@ -12,7 +12,7 @@
 //!   ([`troupe_remote::runtime`]), reached through `handle`; `block` must
 //!   not be called on that runtime's own thread (it would wait on itself).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +26,7 @@ use troupe_remote::transport::kv::Bucket;
 use troupe_remote::transport::Transport;
 
 use crate::bad_input::{Inlet, RateLog};
-use crate::liveness::{Intake, Peers};
+use crate::liveness::{Downed, Intake, Peers};
 use crate::monitor::StandIns;
 use crate::registry::Cache;
 use crate::wire::{CtlReply, Heartbeat, WireReason};
@@ -47,6 +47,9 @@ pub(crate) struct Counters {
     pub(crate) peers_refused: AtomicU64,
     pub(crate) unauthenticated: AtomicU64,
     pub(crate) verdicts_spared: AtomicU64,
+    pub(crate) downed_heartbeats: AtomicU64,
+    pub(crate) rejoins: AtomicU64,
+    pub(crate) bad_downed_notices: AtomicU64,
 }
 
 impl Counters {
@@ -58,6 +61,7 @@ impl Counters {
             Inlet::Control => &self.bad_control,
             Inlet::ControlReply => &self.bad_control_replies,
             Inlet::RegistryValue => &self.bad_registry_values,
+            Inlet::DownedNotice => &self.bad_downed_notices,
         }
     }
 }
@@ -100,6 +104,16 @@ pub struct ClusterStats {
     /// heard once this node's own heartbeat intake caught up, or answering
     /// a ping (see the [`liveness`](crate::liveness) module).
     pub verdicts_spared: u64,
+    /// Heartbeats and goodbyes of an incarnation this node declared down,
+    /// ignored: down stays down (see the [`liveness`](crate::liveness)
+    /// module); each answered with a notice at a limited rate.
+    pub downed_heartbeats: u64,
+    /// Times this node learned that it was declared down and rejoined as
+    /// a new incarnation ([`Cluster::on_self_down`](crate::Cluster::on_self_down)).
+    pub rejoins: u64,
+    /// "You are down" notices that did not decode, named another node
+    /// than their subject, or an incarnation this node never had.
+    pub bad_downed_notices: u64,
 }
 
 pub(crate) struct ExposedActor {
@@ -108,12 +122,34 @@ pub(crate) struct ExposedActor {
 }
 
 pub(crate) type DownHook = Box<dyn Fn(&str) + Send + Sync>;
+/// Told `(old, new)` incarnation when this node rejoins.
+pub(crate) type SelfDownHook = Box<dyn Fn(u64, u64) + Send + Sync>;
+
+/// The most earlier incarnations of its own a node remembers (their
+/// heartbeats may still be on their way).
+const PAST_CAP: usize = 16;
+
+/// A fresh incarnation number: the clock's nanoseconds and the process id.
+pub(crate) fn fresh_incarnation() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+        ^ u64::from(std::process::id()) << 48
+}
 
 /// One process's membership in the cluster, shared by its tasks.
 pub(crate) struct Inner {
     pub(crate) ns: String,
     pub(crate) name: String,
-    pub(crate) incarnation: u64,
+    /// This process's current incarnation: fresh at start, and again
+    /// whenever it learns it was declared down (`rejoin`).
+    pub(crate) incarnation: AtomicU64,
+    /// Its earlier incarnations, newest last (at most `PAST_CAP`).
+    pub(crate) past: Mutex<VecDeque<u64>>,
+    /// The incarnations of peers this node declared down.
+    pub(crate) downed: Mutex<Downed>,
+    pub(crate) self_down_hooks: Mutex<Vec<SelfDownHook>>,
     pub(crate) interval: Duration,
     pub(crate) down_after: f64,
     pub(crate) reconnect_grace: Duration,
@@ -156,11 +192,61 @@ pub(crate) fn encode<T: serde::Serialize>(v: &T) -> Bytes {
 }
 
 impl Inner {
+    /// This process's current incarnation.
+    pub(crate) fn incarnation(&self) -> u64 {
+        self.incarnation.load(Ordering::Acquire)
+    }
+
+    /// Whether `inc` is one of this process's earlier incarnations.
+    pub(crate) fn was_me(&self, inc: u64) -> bool {
+        self.past.lock().contains(&inc)
+    }
+
+    /// This node learned that its incarnation `old` was declared down:
+    /// it becomes a new incarnation (see "Down stays down" in
+    /// `liveness.rs`): heartbeats, registry entries and the name's key
+    /// carry the new number from now on, and the self-down hooks are
+    /// told. Nothing if `old` is no longer current.
+    pub(crate) fn rejoin(&self, old: u64) {
+        let new = fresh_incarnation().max(1);
+        if self
+            .incarnation
+            .compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        {
+            let mut past = self.past.lock();
+            if past.len() >= PAST_CAP {
+                past.pop_front();
+            }
+            past.push_back(old);
+        }
+        self.counters.rejoins.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(node = %self.name, old, new, "this node was declared down by a peer: it rejoins as a new incarnation (its shards are claimed anew)");
+        // Its registry entries, under the new incarnation; re-put at once.
+        {
+            let mut own = self.own.lock();
+            for (k, v) in own.iter_mut() {
+                if let Some(mut e) = crate::wire::decode::<crate::wire::RegEntry>(self.own_value(v))
+                {
+                    e.incarnation = new;
+                    *v = self.seal(&crate::wire::kv_seal_subject(k), encode(&e));
+                }
+            }
+        }
+        self.resync.notify_one();
+        for hook in self.self_down_hooks.lock().iter() {
+            hook(old, new);
+        }
+    }
+
     /// This node's heartbeat (and goodbye).
     pub(crate) fn heartbeat(&self) -> Heartbeat {
         Heartbeat {
             node: self.name.clone(),
-            incarnation: self.incarnation,
+            incarnation: self.incarnation(),
             interval_ms: self.interval.as_millis().min(u32::MAX as u128) as u32,
         }
     }

@@ -55,7 +55,7 @@ impl Cluster {
             node: self.inner.name.clone(),
             actor: actor.to_string(),
             type_id: M::TYPE_ID,
-            incarnation: self.inner.incarnation,
+            incarnation: self.inner.incarnation(),
         }
     }
 

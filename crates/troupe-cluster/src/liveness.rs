@@ -54,7 +54,32 @@
 //! that far behind; NATS permissions (the README's "Permissions") keep
 //! clients that are not nodes off the cluster's subjects.
 //!
+//! # Down stays down
+//!
+//! A verdict is about one incarnation, and it is final. Every node keeps
+//! the incarnations it declared down ([`Downed`], bounded): a heartbeat
+//! or goodbye of one of them is ignored (counted in
+//! `ClusterStats::downed_heartbeats`), never a "peer up", so a node cut
+//! off, paused or falsely declared down under load does not flap back in
+//! and move shards back and forth. Instead the survivor answers it with a
+//! notice on `troupe.<ns>.downed.<node>` naming that incarnation (sealed
+//! like every message; at most one per entry per heartbeat interval). The
+//! downed node, on a notice naming its current incarnation, **rejoins as
+//! a new incarnation** (`Inner::rejoin`): a fresh number in its
+//! heartbeats, its registry entries and its name's key, and the
+//! `on_self_down` hooks told, so the sharding layer drops every shard the
+//! old incarnation held and claims anew under the new one. Why rejoin,
+//! not stop: a node declared down while it runs was cut off or paused,
+//! not broken; to every peer its return is then a join, the case every
+//! layer handles already (a restart), and nothing of the old incarnation
+//! is trusted. A user who prefers a stop calls `process::exit` from an
+//! `on_self_down` hook. The node's own heartbeats of an earlier
+//! incarnation, still on their way, are its own, not bad input.
+//!
 //! Invariants:
+//! - a peer declared down in one incarnation never comes back in it: only
+//!   a heartbeat of another incarnation enters the table (while the
+//!   incarnation is held in [`Downed`], `DOWNED_CAP` the most recent);
 //! - a node never declares a peer down on its clock alone: only after its
 //!   own heartbeat, published after the peer fell overdue, has come back
 //!   (or the wait above ran out), only if the peer was silent for
@@ -73,7 +98,7 @@
 //!   while the table is full is refused (`Heard::Full`, counted by the
 //!   caller) rather than evicting a live peer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -128,6 +153,61 @@ impl Intake {
     pub fn resync(&self) {
         self.heard
             .fetch_max(self.sent.load(Ordering::Acquire), Ordering::AcqRel);
+    }
+}
+
+/// The most incarnations a node remembers as declared down; the oldest
+/// is forgotten first.
+pub const DOWNED_CAP: usize = 4096;
+
+/// The incarnations this node declared down (see "Down stays down" in
+/// the module docs), each with when this node last sent it a notice.
+#[derive(Default)]
+pub(crate) struct Downed {
+    map: HashMap<(String, u64), Option<Instant>>,
+    order: VecDeque<(String, u64)>,
+}
+
+impl Downed {
+    /// Remembers `node`'s `incarnation` as down.
+    pub fn insert(&mut self, node: &str, incarnation: u64) {
+        let key = (node.to_string(), incarnation);
+        if self.map.contains_key(&key) {
+            return;
+        }
+        if self.order.len() >= DOWNED_CAP {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+        self.map.insert(key.clone(), None);
+        self.order.push_back(key);
+    }
+
+    /// Whether `node`'s `incarnation` was declared down here.
+    pub fn contains(&self, node: &str, incarnation: u64) -> bool {
+        self.map.contains_key(&(node.to_string(), incarnation))
+    }
+
+    /// Whether a notice to this downed incarnation is due at `now` (none
+    /// sent within `every`); records it as sent.
+    pub fn notice_due(
+        &mut self,
+        node: &str,
+        incarnation: u64,
+        now: Instant,
+        every: Duration,
+    ) -> bool {
+        match self.map.get_mut(&(node.to_string(), incarnation)) {
+            None => false,
+            Some(last) => {
+                if last.is_some_and(|t| now.saturating_duration_since(t) < every) {
+                    return false;
+                }
+                *last = Some(now);
+                true
+            }
+        }
     }
 }
 
@@ -267,6 +347,17 @@ impl Peers {
         }
     }
 
+    /// Every peer held alive, with its incarnation, sorted by name.
+    pub fn incarnations(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = self
+            .map
+            .iter()
+            .map(|(n, p)| (n.clone(), p.incarnation))
+            .collect();
+        v.sort();
+        v
+    }
+
     pub fn names(&self) -> Vec<String> {
         let mut v: Vec<String> = self.map.keys().cloned().collect();
         v.sort();
@@ -369,6 +460,24 @@ mod tests {
         assert!(!now(next));
         intake.heard();
         assert!(now(next));
+    }
+
+    #[test]
+    fn a_downed_incarnation_is_remembered_and_noticed_at_a_limited_rate() {
+        let t0 = Instant::now();
+        let mut d = Downed::default();
+        d.insert("a", 1);
+        assert!(d.contains("a", 1) && !d.contains("a", 2) && !d.contains("b", 1));
+        let every = Duration::from_millis(100);
+        assert!(d.notice_due("a", 1, t0, every));
+        assert!(!d.notice_due("a", 1, t0 + Duration::from_millis(50), every));
+        assert!(d.notice_due("a", 1, t0 + Duration::from_millis(100), every));
+        assert!(!d.notice_due("a", 2, t0, every), "not down: no notice");
+        for i in 0..DOWNED_CAP as u64 {
+            d.insert("m", i);
+        }
+        assert!(!d.contains("a", 1), "the oldest goes first");
+        assert!(d.contains("m", 0) && d.contains("m", DOWNED_CAP as u64 - 1));
     }
 
     #[test]

@@ -126,6 +126,27 @@ pub const CLUSTER_STATS: &[Family<ClusterStats>] = &[
         unit: "{node}",
         value: |s| s.verdicts_spared,
     },
+    Family {
+        name: "downed_heartbeats",
+        help: "Heartbeats and goodbyes of incarnations this node declared down, ignored.",
+        kind: Kind::Counter,
+        unit: "{message}",
+        value: |s| s.downed_heartbeats,
+    },
+    Family {
+        name: "rejoins",
+        help: "Times this node learned it was declared down and rejoined as a new incarnation.",
+        kind: Kind::Counter,
+        unit: "{event}",
+        value: |s| s.rejoins,
+    },
+    Family {
+        name: "bad_downed_notices",
+        help: "Downed notices that did not decode or named an incarnation this node never had.",
+        kind: Kind::Counter,
+        unit: "{message}",
+        value: |s| s.bad_downed_notices,
+    },
 ];
 
 /// An export of [`CLUSTER_STATS`] with no source yet.
@@ -187,6 +208,9 @@ mod tests {
         s.peers_refused = 11;
         s.unauthenticated = 12;
         s.verdicts_spared = 13;
+        s.downed_heartbeats = 14;
+        s.rejoins = 15;
+        s.bad_downed_notices = 16;
         for (field, v) in debug_fields(&format!("{s:?}")) {
             let fam = CLUSTER_STATS
                 .iter()

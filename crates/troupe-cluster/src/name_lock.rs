@@ -20,6 +20,10 @@
 //! 4. A graceful stop (the `Cluster` dropped) deletes the key, expecting
 //!    the last revision, so a restart under the name waits for nothing.
 //!
+//! The value is the holder's current incarnation: a process that rejoins
+//! under a new incarnation (`liveness.rs`, "Down stays down") writes the
+//! new one at its next rewrite.
+//!
 //! The registry's mirror skips these keys ([`wire::is_lock_key`]). The
 //! bucket's `max_age` (the registry ttl) removes a key nobody rewrites.
 //! Every process under one name must use the same heartbeat settings, so
@@ -86,11 +90,12 @@ impl Inner {
     /// Rewrites the name's key every heartbeat interval (step 3).
     pub(crate) async fn hold_name(self: Arc<Self>) {
         let key = wire::lock_key(&self.name);
-        let value = Bytes::copy_from_slice(&self.incarnation.to_be_bytes());
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            // The current incarnation: a rejoin (liveness.rs) renews it.
+            let value = Bytes::copy_from_slice(&self.incarnation().to_be_bytes());
             let rev = self.name_rev.load(Ordering::Acquire);
             match self.kv.update(&key, value.clone(), rev).await {
                 Ok(r) => self.name_rev.store(r, Ordering::Release),
@@ -120,9 +125,9 @@ impl Inner {
         if self.kv.delete(&key, Some(rev)).await != Err(KvError::WrongRevision) {
             return;
         }
-        let ours = self.incarnation.to_be_bytes();
         if let Ok(Some(now)) = self.kv.get_leader(&key).await {
-            if now.value.as_ref() == ours {
+            let held = <[u8; 8]>::try_from(now.value.as_ref()).map(u64::from_be_bytes);
+            if held.is_ok_and(|inc| inc == self.incarnation() || self.was_me(inc)) {
                 let _ = self.kv.delete(&key, Some(now.revision)).await;
             }
         }

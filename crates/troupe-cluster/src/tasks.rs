@@ -26,11 +26,17 @@ use crate::wire::{self, decode, Ctl, CtlReply, Heartbeat, StopEvent};
 impl Inner {
     pub(crate) async fn beat(self: Arc<Self>) {
         let subject = wire::heartbeat_subject(&self.ns, &self.name);
-        let payload = self.seal(&subject, encode(&self.heartbeat()));
+        let mut inc = self.incarnation();
+        let mut payload = self.seal(&subject, encode(&self.heartbeat()));
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            if inc != self.incarnation() {
+                // Rejoined (liveness.rs, "Down stays down").
+                inc = self.incarnation();
+                payload = self.seal(&subject, encode(&self.heartbeat()));
+            }
             self.intake.sent();
             let _ = self.transport.publish(&subject, payload.clone()).await;
         }
@@ -90,15 +96,21 @@ impl Inner {
                 continue;
             };
             if hb.node == self.name {
-                if hb.incarnation != self.incarnation {
+                if hb.incarnation == self.incarnation() || self.was_me(hb.incarnation) {
+                    // An earlier incarnation's heartbeat, published before
+                    // a rejoin, is this process's own too (and was
+                    // counted as sent).
+                    self.intake.heard();
+                } else {
                     self.bad(
                         Inlet::Heartbeat,
                         &msg.subject,
                         &"another node with this node's name heartbeats in the cluster",
                     );
-                } else {
-                    self.intake.heard();
                 }
+                continue;
+            }
+            if self.ignore_downed(&hb) {
                 continue;
             }
             let heard = self.peers.lock().heard(&hb, Instant::now());
@@ -121,7 +133,7 @@ impl Inner {
             let Some(hb) = self.membership(Inlet::Bye, &msg) else {
                 continue;
             };
-            if hb.node == self.name {
+            if hb.node == self.name || self.ignore_downed(&hb) {
                 continue;
             }
             let removed = self
@@ -151,6 +163,57 @@ impl Inner {
             };
             self.standins
                 .stop(&format!("{}@{node}", ev.actor), ev.reason.into());
+        }
+    }
+
+    /// Whether `hb` (a heartbeat or goodbye) comes from an incarnation
+    /// this node declared down: then it is ignored (down stays down) and
+    /// answered, at most once per interval, by a notice on the node's
+    /// `downed` subject, so that it rejoins as a new incarnation.
+    fn ignore_downed(&self, hb: &Heartbeat) -> bool {
+        let due = {
+            let mut downed = self.downed.lock();
+            if !downed.contains(&hb.node, hb.incarnation) {
+                return false;
+            }
+            downed.notice_due(&hb.node, hb.incarnation, Instant::now(), self.interval)
+        };
+        self.counters
+            .downed_heartbeats
+            .fetch_add(1, Ordering::Relaxed);
+        if due {
+            let subject = wire::downed_subject(&self.ns, &hb.node);
+            let notice = Heartbeat {
+                node: hb.node.clone(),
+                incarnation: hb.incarnation,
+                interval_ms: self.heartbeat().interval_ms,
+            };
+            let payload = self.seal(&subject, encode(&notice));
+            let transport = self.transport.clone();
+            self.handle.spawn(async move {
+                let _ = transport.publish(&subject, payload).await;
+            });
+        }
+        true
+    }
+
+    /// Notices that this node was declared down (`troupe.<ns>.downed.<me>`):
+    /// one naming the current incarnation makes it rejoin as a new one;
+    /// one naming an earlier incarnation is late and ignored.
+    pub(crate) async fn on_downed_notices(self: Arc<Self>, mut sub: Subscription) {
+        while let Some(msg) = sub.next().await {
+            let Some(n) = self.membership(Inlet::DownedNotice, &msg) else {
+                continue;
+            };
+            if n.incarnation == self.incarnation() {
+                self.rejoin(n.incarnation);
+            } else if !self.was_me(n.incarnation) {
+                self.bad(
+                    Inlet::DownedNotice,
+                    &msg.subject,
+                    &"names an incarnation this node never had",
+                );
+            }
         }
     }
 
@@ -278,6 +341,7 @@ impl Inner {
             tracing::warn!(node = %self.name, peer = %node, why, left_out, "peer down");
         }
         self.counters.nodes_down.fetch_add(1, Ordering::Relaxed);
+        self.downed.lock().insert(node, incarnation);
         self.standins.stop_node(node);
         let gone = self.cache.maps.write().drop_node(node, incarnation);
         if !gone.is_empty() {

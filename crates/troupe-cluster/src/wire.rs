@@ -6,6 +6,8 @@
 //! troupe.<cluster>.bye.<node>    a node leaving on purpose (dropped Cluster)     Heartbeat
 //! troupe.<cluster>.down.<node>   an exposed actor of <node> stopped              StopEvent
 //! troupe.<cluster>.ctl.<node>    request/reply: watch or kill an exposed actor   Ctl -> CtlReply
+//! troupe.<cluster>.downed.<node> to <node>: "your incarnation was declared
+//!                                down here" (answers its heartbeats)    Heartbeat
 //! KV bucket troupe-<cluster>-registry (JetStream, history 1, max_age = registry_ttl)
 //!   n.<name>                      a registered name           -> RegEntry
 //!   g.<group>.<node>.<actor>      one member of a group       -> RegEntry
@@ -62,6 +64,11 @@ pub fn bye_subject(cluster: &str, node: &str) -> String {
 /// Subject of a node's stop events.
 pub fn down_subject(cluster: &str, node: &str) -> String {
     format!("troupe.{cluster}.down.{node}")
+}
+/// Subject of the notices to `node` that an incarnation of it was
+/// declared down ([`crate::liveness`], "Down stays down").
+pub fn downed_subject(cluster: &str, node: &str) -> String {
+    format!("troupe.{cluster}.downed.{node}")
 }
 /// Subject of a node's control requests.
 pub fn ctl_subject(cluster: &str, node: &str) -> String {

@@ -27,8 +27,15 @@
 //!      just read; the new revision is the shard's fencing token, handed to
 //!      the region with `Owned` (at once for a released or never claimed
 //!      shard, after the wait below for one taken over);
-//!    - owned here by the record but not known to this coordinator (a
-//!      restart under the same name): adopted with the record's revision,
+//!    - a record names a node *and its incarnation* (`node/incarnation`,
+//!      [`crate::ownership`]): one of an earlier incarnation of a live
+//!      node, this node's own included (a restart, or a rejoin after a
+//!      false down), names a process that is gone: free, and claimed
+//!      anew (no grace for this node's own), with the wait below. The
+//!      earlier process, if it still runs cut off, then reads a record
+//!      that is not its own and loses the shard;
+//!    - owned here by the record (this name and incarnation) but not
+//!      known to this coordinator: adopted with the record's revision,
 //!      after the same wait;
 //!    - known to this coordinator but owned by another in the record:
 //!      the region is told `Lost` and kills the shard's entities.
@@ -143,6 +150,11 @@ pub(crate) struct Coordinator<A: Actor> {
     /// then (see the module docs, "Taking over").
     pub deferred: HashMap<u32, Instant>,
     pub started: Instant,
+    /// This process's incarnation at the last tick
+    /// ([`Cluster::incarnation`]; a rejoin renews it).
+    pub incarnation: u64,
+    /// The peers held alive at the last tick, with their incarnations.
+    pub alive_inc: HashMap<String, u64>,
     /// Set once this node has handed its shards over: ticks only refresh
     /// the routing table.
     pub leaving: bool,
@@ -233,7 +245,11 @@ impl<A: Actor> Coordinator<A> {
         // shard owned by one of them is not free, whatever it hosts.
         // `live`: those of them that host this type, among which
         // placement chooses.
-        let mut alive = self.cluster.peers();
+        // Incarnations too: a record names one process (`ownership`).
+        let incarnations = self.cluster.peer_incarnations();
+        self.incarnation = self.cluster.incarnation();
+        self.alive_inc = incarnations.iter().cloned().collect();
+        let mut alive: Vec<String> = incarnations.into_iter().map(|(n, _)| n).collect();
         alive.push(self.me().to_string());
         alive.sort();
         alive.dedup();
@@ -262,7 +278,7 @@ impl<A: Actor> Coordinator<A> {
         let mut routes = Vec::with_capacity(n as usize);
         for r in &records {
             let route = match r.node.as_deref() {
-                Some(o) if o != self.me() && alive.iter().any(|l| l == o) => {
+                Some(o) if o != self.me() && self.holder_alive(r) => {
                     self.remote(o).unwrap_or(Route::Local)
                 }
                 _ => Route::Local,
@@ -278,7 +294,7 @@ impl<A: Actor> Coordinator<A> {
         for (s, r) in records.iter().enumerate() {
             let s = s as u32;
             let desired = desired_owner(&live, s);
-            if !self.step(s, r, desired, &alive) {
+            if !self.step(s, r, desired) {
                 settled = false;
             }
         }
@@ -296,11 +312,28 @@ impl<A: Actor> Coordinator<A> {
 
     /// Moves shard `s` one step toward `desired`; `true` if it was
     /// already where it should be.
-    fn step(&mut self, s: u32, r: &ShardOwner, desired: Option<&str>, alive: &[String]) -> bool {
+    /// Whether the process `r` names runs, as far as this node knows:
+    /// this process itself, or a peer held alive in that incarnation (a
+    /// record of incarnation 0, written before incarnations were stored,
+    /// matches any). A record of an earlier incarnation of a live node,
+    /// this one's included, names a process that is gone.
+    fn holder_alive(&self, r: &ShardOwner) -> bool {
+        match r.node.as_deref() {
+            None => false,
+            Some(o) if o == self.me() => r.incarnation == self.incarnation,
+            Some(o) => self
+                .alive_inc
+                .get(o)
+                .is_some_and(|&i| r.incarnation == 0 || r.incarnation == i),
+        }
+    }
+
+    fn step(&mut self, s: u32, r: &ShardOwner, desired: Option<&str>) -> bool {
         let me = self.me().to_string();
         let sh = self.shared.clone();
         match r.node.as_deref() {
-            Some(o) if o == me => {
+            // This process's record: name and incarnation.
+            Some(o) if o == me && r.incarnation == self.incarnation => {
                 if self.owned.get(&s) != Some(&r.revision) {
                     // Adopted: a record under this node's name that this
                     // coordinator did not write (an earlier incarnation's,
@@ -327,12 +360,15 @@ impl<A: Actor> Coordinator<A> {
                 // A node that is not live is taken over only if this node
                 // saw it alive before, or has run longer than the grace: a
                 // node just started has not heard its peers yet.
+                // An earlier incarnation of this node is gone (this
+                // process holds the name): no grace for it.
                 let grace_over = self.started.elapsed() >= sh.config.takeover_grace;
                 let free = owner.is_none_or(|o| {
-                    !alive.iter().any(|l| l == o) && (grace_over || self.seen.contains(o))
+                    !self.holder_alive(r) && (grace_over || o == me || self.seen.contains(o))
                 });
                 if free {
-                    match sh.store.claim(&sh.kind, s, &me, r.revision) {
+                    let id = crate::ownership::owner_id(&me, self.incarnation);
+                    match sh.store.claim(&sh.kind, s, &id, r.revision) {
                         Ok(token) => {
                             Counters::add(&sh.stats.claims);
                             self.owned.insert(s, token);

@@ -404,6 +404,8 @@ impl<A: Actor> ShardingBuilder<A> {
             last_live: Vec::new(),
             deferred: HashMap::new(),
             started: std::time::Instant::now(),
+            incarnation: self.cluster.incarnation(),
+            alive_inc: HashMap::new(),
             leaving: false,
         };
         let thread = std::thread::Builder::new()

@@ -6,7 +6,8 @@
 //! One bucket per cluster, `troupe-shards-<cluster>`, values kept for
 //! ever, on as many JetStream replicas as the node that created it asked
 //! for ([`BucketOwnership::open_with_replicas`]; 3 on a 3-server cluster
-//! keeps every record through one server's death). Owner records are `<kind>.owner.<shard>`, written only by a
+//! keeps every record through one server's death). Owner records are `<kind>.owner.<shard>`,
+//! holding `node/incarnation`, written only by a
 //! conditional write: `create` when the claimer expects no record
 //! (revision 0), `update(key, value, expected)` otherwise; the bucket
 //! refuses either unless the key is as expected, which is the
@@ -106,13 +107,7 @@ fn block<T: Send + 'static>(
 fn record(e: Option<KvEntry>) -> ShardOwner {
     match e {
         None => ShardOwner::NONE,
-        Some(e) => ShardOwner {
-            node: std::str::from_utf8(&e.value)
-                .ok()
-                .filter(|n| !n.is_empty())
-                .map(str::to_string),
-            revision: e.revision,
-        },
+        Some(e) => ShardOwner::parse(&e.value, e.revision),
     }
 }
 

@@ -64,10 +64,7 @@ impl MemoryOwnership {
 fn record(v: Option<(Vec<u8>, u64)>) -> ShardOwner {
     match v {
         None => ShardOwner::NONE,
-        Some((name, revision)) => ShardOwner {
-            node: String::from_utf8(name).ok().filter(|n| !n.is_empty()),
-            revision,
-        },
+        Some((value, revision)) => ShardOwner::parse(&value, revision),
     }
 }
 
@@ -148,9 +145,16 @@ mod tests {
             st.owner("cart", 1).unwrap(),
             ShardOwner {
                 node: Some("n1".into()),
+                incarnation: 0,
                 revision: t1
             }
         );
+        // An owner id names the incarnation too.
+        let t = st
+            .claim("cart", 2, &super::super::owner_id("n1", 7), 0)
+            .unwrap();
+        let r = st.owner("cart", 2).unwrap();
+        assert!(r.is("n1", 7) && !r.is("n1", 8) && r.revision == t);
         // A stale release loses; the owner's works.
         assert_eq!(st.release("cart", 1, t1 + 1), Err(StoreError::Conflict));
         let r = st.release("cart", 1, t1).unwrap();

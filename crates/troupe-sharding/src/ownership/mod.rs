@@ -4,8 +4,13 @@
 //! NATS, a map on the memory transport).
 //!
 //! The record of shard `s` of sharding type `kind` is one key whose value
-//! is the owner's node name (empty: released) and whose revision is the
-//! **fencing token**. Invariants the stores keep:
+//! is the owner's identity, `node/incarnation` ([`owner_id`]; empty:
+//! released; a bare node name, written before incarnations were stored,
+//! reads as incarnation 0) and whose revision is the **fencing token**.
+//! A record names one process, not a name: a later process under the same
+//! name (a restart, or a rejoin after a false down) is not its owner and
+//! claims it anew, so the earlier one, if it still runs, sees the record
+//! change and loses the shard. Invariants the stores keep:
 //! - every write is revision-checked: [`claim`](OwnershipStore::claim)
 //!   creates the key (expected revision 0) or updates it from the revision
 //!   the claimer read; [`release`](OwnershipStore::release) updates it
@@ -35,6 +40,9 @@ use std::fmt;
 pub struct ShardOwner {
     /// The owning node; `None` if released or never claimed.
     pub node: Option<String>,
+    /// The owning node's incarnation ([`Cluster::incarnation`](troupe_cluster::Cluster::incarnation));
+    /// 0 if released, or written by a version that stored only the name.
+    pub incarnation: u64,
     /// The record's revision (the fencing token); 0 if never written.
     pub revision: u64,
 }
@@ -43,8 +51,40 @@ impl ShardOwner {
     /// A shard never claimed.
     pub const NONE: ShardOwner = ShardOwner {
         node: None,
+        incarnation: 0,
         revision: 0,
     };
+
+    /// The record whose value is `value` at `revision`.
+    pub fn parse(value: &[u8], revision: u64) -> ShardOwner {
+        let text = std::str::from_utf8(value).ok().filter(|t| !t.is_empty());
+        let (node, incarnation) = match text {
+            None => (None, 0),
+            Some(t) => match t.split_once('/') {
+                Some((n, i)) => match i.parse::<u64>() {
+                    Ok(i) => (Some(n.to_string()), i),
+                    Err(_) => (Some(t.to_string()), 0),
+                },
+                None => (Some(t.to_string()), 0),
+            },
+        };
+        ShardOwner {
+            node,
+            incarnation,
+            revision,
+        }
+    }
+
+    /// Whether this record names `node` in `incarnation` (one process).
+    pub fn is(&self, node: &str, incarnation: u64) -> bool {
+        self.node.as_deref() == Some(node) && self.incarnation == incarnation
+    }
+}
+
+/// The value a claim writes: `node/incarnation` (node names are tokens,
+/// with no `/`).
+pub fn owner_id(node: &str, incarnation: u64) -> String {
+    format!("{node}/{incarnation}")
 }
 
 /// Why a store operation failed.
@@ -75,8 +115,9 @@ pub trait OwnershipStore: Send + Sync + 'static {
     fn owners(&self, kind: &str, shards: u32) -> Result<Vec<ShardOwner>, StoreError>;
     /// The record of one shard.
     fn owner(&self, kind: &str, shard: u32) -> Result<ShardOwner, StoreError>;
-    /// Makes `node` the owner of `shard` if the record is still at
-    /// `expected` (0: absent); returns the new revision, the token.
+    /// Makes `node` (an [`owner_id`], `node/incarnation`, or a bare name)
+    /// the owner of `shard` if the record is still at `expected` (0:
+    /// absent); returns the new revision, the token.
     fn claim(&self, kind: &str, shard: u32, node: &str, expected: u64) -> Result<u64, StoreError>;
     /// Releases `shard` if the record is still at `token`; returns the
     /// new revision.
