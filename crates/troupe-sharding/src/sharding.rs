@@ -156,26 +156,31 @@ impl<A: Actor> ShardingBuilder<A> {
         make: impl Fn(Q, ReplyTo<Q::Reply>) -> A::Msg + Send + Sync + 'static,
     ) -> Self {
         let make = Arc::new(make);
-        let f: AskFn<A> = Box::new(
-            move |b, actor: &ActorRef<A>, reply: ReplyTo<ShardReply>, rt| {
-                let Ok(q) = postcard::from_bytes::<Q>(b) else {
-                    reply.reply(ShardReply::Refused(Refusal::Undecodable));
-                    return false;
-                };
-                let make = make.clone();
-                let fut = actor.ask_async(move |r| make(q, r));
-                rt.spawn(async move {
-                    reply.reply(match fut.await {
+        // The entity's reply is encoded and handed to the region's reply
+        // handle on the entity's thread, as it is made (`ask_then`): no
+        // task of the I/O runtime per ask. (A task per ask cost the node's
+        // one I/O thread a wake-up and a poll, and its reply could not come
+        // while that thread spun for it, `ask_spin`.)
+        let f: AskFn<A> = Box::new(move |b, actor: &ActorRef<A>, reply: ReplyTo<ShardReply>| {
+            let Ok(q) = postcard::from_bytes::<Q>(b) else {
+                reply.reply(ShardReply::Refused(Refusal::Undecodable));
+                return false;
+            };
+            let make = make.clone();
+            actor.ask_then(
+                move |r| make(q, r),
+                move |answer| {
+                    reply.reply(match answer {
                         Ok(v) => match postcard::to_allocvec(&v) {
                             Ok(b) => ShardReply::Ok(b),
                             Err(_) => ShardReply::Refused(Refusal::NoReply),
                         },
                         Err(e) => ShardReply::Refused(Refusal::from_ask_error(e)),
                     });
-                });
-                true
-            },
-        );
+                },
+            );
+            true
+        });
         if let Err(c) = self.asks.register(Q::TYPE_ID, Q::NAME, 0, f) {
             self.clash.get_or_insert(c);
         }

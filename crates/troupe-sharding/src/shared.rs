@@ -32,9 +32,10 @@ use crate::stats::Counters;
 /// call): how it hands it over ([`Hand`]) and what became of it.
 pub(crate) type TellFn<A> = Box<dyn Fn(&[u8], &ActorRef<A>, Hand) -> Handed + Send + Sync>;
 /// Decodes an ask's payload, asks the entity and answers `reply` (on the
-/// I/O runtime); `false` if the payload did not decode (answered too).
+/// entity's thread, as it replies); `false` if the payload did not
+/// decode (answered too).
 pub(crate) type AskFn<A> =
-    Box<dyn Fn(&[u8], &ActorRef<A>, ReplyTo<ShardReply>, &Handle) -> bool + Send + Sync>;
+    Box<dyn Fn(&[u8], &ActorRef<A>, ReplyTo<ShardReply>) -> bool + Send + Sync>;
 /// Builds an entity from its id.
 pub(crate) type Factory<A> = Box<dyn Fn(&str) -> A + Send + Sync>;
 

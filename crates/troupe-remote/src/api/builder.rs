@@ -152,7 +152,9 @@ impl NodeBuilder {
     /// the I/O thread sleeping and being woken, which on an idle VM costs
     /// tens of µs; measured on 2 cores, it takes the serving side's share of
     /// a remote ask's p50 from ~20 µs to a few. The price: up to this much
-    /// CPU per served ask while the actor has not replied.
+    /// CPU per served ask while the actor has not replied. Only an ask
+    /// served while no other waits for its reply spins: under concurrent
+    /// asks the I/O thread has their frames and replies to handle.
     pub fn ask_spin(mut self, t: Duration) -> Self {
         self.ask_spin = t;
         self

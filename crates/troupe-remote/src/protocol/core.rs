@@ -15,7 +15,7 @@
 //!   ack to every sender, then closes the transport, within its grace.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -116,6 +116,8 @@ pub(crate) struct Core {
     pub(super) queue_bytes: usize,
     pub(super) serve_timeout: Duration,
     pub(super) ask_spin: Duration,
+    /// Asks served whose reply is not sent yet (`serve.rs`).
+    pub(super) serving: AtomicUsize,
     /// The last schema mismatch seen (see [`schema`](crate::schema)).
     pub(super) last_mismatch: Mutex<Option<SchemaMismatch>>,
     /// Receipts wait to be sent: wakes the link task (see `links.rs`).
@@ -204,6 +206,7 @@ impl Core {
             queue_bytes: c.queue_bytes,
             serve_timeout: c.serve_timeout,
             ask_spin: c.ask_spin,
+            serving: AtomicUsize::new(0),
             last_mismatch: Mutex::new(None),
             receipts_due: Arc::new(tokio::sync::Notify::new()),
         });

@@ -10,9 +10,12 @@
 //!   node without a key, its seal); anything else is `BadFrame`.
 //! - The reply is awaited off the inbox loop, in a task, except for a
 //!   short spin (`ask_spin`) that sends a fast actor's reply without the
-//!   I/O thread sleeping and being woken.
+//!   I/O thread sleeping and being woken. Only an ask served alone spins
+//!   (`serving` was 0): while others wait, their frames and replies need
+//!   the thread.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -159,8 +162,19 @@ impl Core {
                 bump(&self.counters.asks_served);
                 let limit = self.serve_timeout;
                 let me = self.clone();
-                let ready = spin_poll(&mut fut, self.ask_spin);
+                // Spin only for an ask served alone: with others waiting,
+                // the thread has their frames and replies to see to, and
+                // each spin held all of them up (up to `ask_spin` per ask,
+                // most of the I/O thread under 100 asks outstanding).
+                let serving = Serving::start(self);
+                let spin = if serving.alone {
+                    self.ask_spin
+                } else {
+                    Duration::ZERO
+                };
+                let ready = spin_poll(&mut fut, spin);
                 self.handle.spawn(async move {
+                    let _serving = serving;
                     let bytes = match ready {
                         Some(bytes) => bytes,
                         None => match tokio::time::timeout(limit, fut).await {
@@ -198,6 +212,30 @@ impl Core {
         self.handle.spawn(async move {
             let _ = me.transport.publish(&reply, bytes.into()).await;
         });
+    }
+}
+
+/// One served ask whose reply is not sent yet, counted in the node's
+/// `serving` while it lives.
+struct Serving {
+    core: Arc<Core>,
+    /// No other ask was being served when this one started.
+    alone: bool,
+}
+
+impl Serving {
+    fn start(core: &Arc<Core>) -> Serving {
+        let before = core.serving.fetch_add(1, Ordering::Relaxed);
+        Serving {
+            core: core.clone(),
+            alone: before == 0,
+        }
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.core.serving.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

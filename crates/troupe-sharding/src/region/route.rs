@@ -312,7 +312,7 @@ fn send<A: Actor>(shared: &Shared<A>, actor: &ActorRef<A>, msg: Pending) -> Opti
                 reply.reply(ShardReply::Refused(Refusal::UnknownType));
             }
             Some(f) => {
-                if f(&a.payload, actor, reply, &shared.handle) {
+                if f(&a.payload, actor, reply) {
                     Counters::add(&shared.stats.delivered);
                 } else {
                     Counters::add(&shared.stats.undecodable);

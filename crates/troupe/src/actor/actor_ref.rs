@@ -1,7 +1,7 @@
 //! [`ActorRef`], the handle everyone uses to reach an actor, and
 //! [`WeakActorRef`], one that does not keep it alive.
 
-use super::ask::{request_not_sent, wait_reply, AskFuture, ReplyTo};
+use super::ask::{request_not_sent, wait_reply, AskFuture, ReplyTo, Then};
 use super::ask_cycle::{Label, Waiting};
 use super::behaviour::Actor;
 use super::cell::ActorCell;
@@ -128,6 +128,48 @@ impl<A: Actor> ActorRef<A> {
         match self.send_request(make(reply)) {
             Ok(()) => AskFuture::waiting(rx),
             Err(e) => AskFuture::failed(e),
+        }
+    }
+
+    /// Sends a request; `then` gets its reply, or the error that ends it,
+    /// exactly once: on the thread that replies (or drops the request), or
+    /// here if the send fails. No future, no task and no thread sits
+    /// between the reply and `then`, so a reply can be handed on (to
+    /// another request's [`ReplyTo`], say) as it is made. Give `then`
+    /// little to do: it runs inside the replier's handler.
+    ///
+    /// ```
+    /// use troupe::{Actor, ActorSystem, Context, ReplyTo};
+    /// use std::sync::mpsc;
+    ///
+    /// struct Doubler;
+    /// enum Msg { Double(u64, ReplyTo<u64>) }
+    /// impl Actor for Doubler {
+    ///     type Msg = Msg;
+    ///     fn handle(&mut self, msg: Msg, _ctx: &mut Context<'_, Self>) {
+    ///         let Msg::Double(x, reply) = msg;
+    ///         reply.reply(2 * x);
+    ///     }
+    /// }
+    ///
+    /// let system = ActorSystem::new();
+    /// let doubler = system.spawn(Doubler);
+    /// let (tx, rx) = mpsc::channel();
+    /// doubler.ask_then(|r| Msg::Double(21, r), move |answer| tx.send(answer).unwrap());
+    /// assert_eq!(rx.recv().unwrap(), Ok(42));
+    /// ```
+    pub fn ask_then<R: Send + 'static>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> A::Msg,
+        then: impl FnOnce(Result<R, AskError>) + Send + 'static,
+    ) {
+        let sink = Arc::new(Then::new(then));
+        // Kept here too: a request that is not sent is dropped silently
+        // (its reply handle says nothing), and `then` hears the error
+        // from this clone instead.
+        let reply = ReplyTo::to_sink(sink.clone());
+        if let Err(e) = self.send_request(make(reply)) {
+            sink.call(Err(e));
         }
     }
 

@@ -69,6 +69,42 @@ pub(crate) trait ReplySink<R>: Send + Sync {
     fn deliver(self: Arc<Self>, reply: Result<R, AskError>);
 }
 
+/// A reply handed to a callback on the thread that makes it
+/// ([`ActorRef::ask_then`](crate::ActorRef::ask_then)): called at most
+/// once, by whichever of the reply and a failed send comes.
+pub(crate) struct Then<F>(std::sync::Mutex<Option<F>>);
+
+impl<F> Then<F> {
+    pub(crate) fn new(f: F) -> Self {
+        Then(std::sync::Mutex::new(Some(f)))
+    }
+
+    pub(crate) fn call<R>(&self, reply: Result<R, AskError>)
+    where
+        F: FnOnce(Result<R, AskError>),
+    {
+        // Never contended: one reply, or one failed send, calls it. A
+        // poisoned lock (a `then` that panicked) still holds `None`.
+        let f = match self.0.lock() {
+            Ok(mut g) => g.take(),
+            Err(p) => p.into_inner().take(),
+        };
+        if let Some(f) = f {
+            f(reply);
+        }
+    }
+}
+
+impl<R, F> ReplySink<R> for Then<F>
+where
+    R: Send + 'static,
+    F: FnOnce(Result<R, AskError>) + Send + 'static,
+{
+    fn deliver(self: Arc<Self>, reply: Result<R, AskError>) {
+        self.call(reply);
+    }
+}
+
 enum Target<R> {
     Oneshot(oneshot::Sender<Result<R, AskError>>),
     Actor(Arc<dyn ReplySink<R>>),
