@@ -229,17 +229,30 @@ impl<A: Actor> Coordinator<A> {
                 return;
             }
         };
+        // The operators' controls (`controls.rs`): a node drained or down
+        // is not among placement's nodes, a node down is not alive, and a
+        // pause keeps owned shards where they are.
+        let controls = match crate::controls::read(&*sh.store, &sh.kind) {
+            Ok(c) => c,
+            Err(e) => {
+                self.store_error(&e);
+                self.control.settled.store(false, Ordering::Relaxed);
+                let _ = self.region.tell(RegionMsg::Tick);
+                return;
+            }
+        };
         // `alive`: the nodes the cluster holds alive (and this one): a
         // shard owned by one of them is not free, whatever it hosts.
         // `live`: those of them that host this type, among which
         // placement chooses.
         let mut alive = self.cluster.peers();
+        alive.retain(|p| !controls.is_down(p));
         alive.push(self.me().to_string());
         alive.sort();
         alive.dedup();
         let live: Vec<String> = alive
             .iter()
-            .filter(|p| *p == self.me() || members.contains(p))
+            .filter(|p| (*p == self.me() || members.contains(p)) && controls.serves(p))
             .cloned()
             .collect();
         self.refs.retain(|k, _| alive.contains(k));
@@ -277,7 +290,10 @@ impl<A: Actor> Coordinator<A> {
         let mut settled = true;
         for (s, r) in records.iter().enumerate() {
             let s = s as u32;
-            let desired = desired_owner(&live, s);
+            let desired = match r.node.as_deref() {
+                Some(o) if controls.paused && live.iter().any(|l| l == o) => Some(o),
+                _ => desired_owner(&live, s),
+            };
             if !self.step(s, r, desired, &alive) {
                 settled = false;
             }
