@@ -204,7 +204,8 @@ function chart(canvas, field) {
   for (let i = 0; i <= 4; i++) {
     const y = pad / 2 + (h - pad) * i / 4;
     ctx.beginPath(); ctx.moveTo(pad, y); ctx.lineTo(w - 4, y); ctx.stroke();
-    ctx.fillText(String(Math.round(max * (4 - i) / 4)), 2, y + 4);
+    const v = max * (4 - i) / 4;
+    ctx.fillText(max < 10 ? v.toFixed(1) : String(Math.round(v)), 2, y + 4);
   }
   let c = 0;
   for (const s of state.history.values()) {
@@ -258,15 +259,19 @@ function drawCounters(stats) {
   const dt = (now - state.lastAt) / 1000;
   const tb = $("counters").tBodies[0];
   tb.replaceChildren();
+  const all = $("all-counters").checked;
+  let hidden = 0;
   for (const [layer, k, v] of rows) {
     const key = layer + "/" + k;
     const prev = last && last.get(key);
+    if (!all && v === 0 && !prev) { hidden++; continue; }
     const rate = prev !== undefined && dt > 0 ? ((v - prev) / dt).toFixed(1) : "";
     const tr = el("tr");
     tr.dataset.counter = key;
     tr.append(el("td", layer), el("td", k), el("td", v, "num"), el("td", rate, "num"));
     tb.append(tr);
   }
+  $("counters-hidden").textContent = hidden ? hidden + " counters at zero not shown" : "";
   state.lastCounters = new Map(rows.map(([l, k, v]) => [l + "/" + k, v]));
   state.lastAt = now;
 }
@@ -317,6 +322,7 @@ document.addEventListener("DOMContentLoaded", () => {
     sessionStorage.setItem("troupe-token", state.token);
     start();
   });
+  $("all-counters").addEventListener("change", poll);
   $("pause").addEventListener("click", () => act("/api/v1/actions/rebalancing/pause", {}));
   $("resume").addEventListener("click", () => act("/api/v1/actions/rebalancing/resume", {}));
   if (state.token) start();

@@ -13,7 +13,9 @@
 //! entities `e{first}`..`e{first+N}` of the sharded kind `thing`),
 //! `--first K`, `--load` (a local ping-pong pair that tells as fast as it
 //! can; the node prints `rate <unix_ms> <messages in the last second>`
-//! each second), `--rate R` (the API's requests a second; default 50).
+//! each second), `--rate R` (the API's requests a second; default 50), `--stall` (an
+//! actor whose handler runs 900 ms every 4 s, past the 500 ms stall
+//! threshold).
 //!
 //! It prints `ready http://<addr>` once it serves. SIGTERM, SIGINT or
 //! `POST /api/v1/actions/leave` make it leave gracefully: the API stops,
@@ -45,6 +47,17 @@ impl Actor for Thing {
     type Msg = Hit;
     fn handle(&mut self, _: Hit, _: &mut Context<'_, Self>) {
         self.hits += 1;
+    }
+}
+
+/// A handler that now and then runs longer than the stall threshold
+/// (`--stall`): the dashboard's stall warnings have something to show.
+struct Sluggish;
+
+impl Actor for Sluggish {
+    type Msg = Duration;
+    fn handle(&mut self, d: Duration, _: &mut Context<'_, Self>) {
+        std::thread::sleep(d);
     }
 }
 
@@ -92,6 +105,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let first = arg_after(&args, "--first").unwrap_or(0);
     let rate = arg_after(&args, "--rate").unwrap_or(50) as f64;
     let load = args.iter().any(|a| a == "--load");
+    let stall = args.iter().any(|a| a == "--stall");
 
     let system = ActorSystem::builder()
         .name(name)
@@ -182,6 +196,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("rate {ms} {}", now - last);
                 last = now;
             }
+        });
+    }
+
+    if stall {
+        let slow = system.spawn_with(Sluggish, SpawnOptions::new().name("sluggish"));
+        std::thread::spawn(move || loop {
+            // 900 ms in the handler, threshold 500 ms: one stall in 4 s.
+            if slow.tell(Duration::from_millis(900)).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_secs(4));
         });
     }
 
