@@ -43,6 +43,7 @@ chapters! {
     sharding => "sharding.md",
     persistence => "persistence.md",
     from_one_node_to_many => "from-one-node-to-many.md",
+    production => "production.md",
     performance => "performance.md",
     coming_from => "coming-from.md",
 }
