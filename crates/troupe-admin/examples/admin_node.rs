@@ -11,7 +11,8 @@
 //!
 //! Options after the three positional arguments: `--entities N` (start
 //! entities `e{first}`..`e{first+N}` of the sharded kind `thing`),
-//! `--first K`, `--load` (a local ping-pong pair that tells as fast as it
+//! `--first K`, `--peers P` (start them once this node sees P peers and
+//! its shards are settled), `--load` (a local ping-pong pair that tells as fast as it
 //! can; the node prints `rate <unix_ms> <messages in the last second>`
 //! each second), `--rate R` (the API's requests a second; default 50), `--stall` (an
 //! actor whose handler runs 900 ms every 4 s, past the 500 ms stall
@@ -95,7 +96,9 @@ fn arg_after(args: &[String], flag: &str) -> Option<u64> {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
-        eprintln!("usage: admin_node NATS_URL NODE PORT [--entities N] [--first K] [--load] [--rate R]");
+        eprintln!(
+            "usage: admin_node NATS_URL NODE PORT [--entities N] [--first K] [--peers P] [--load] [--rate R] [--stall]"
+        );
         std::process::exit(2);
     }
     let (url, name, port) = (&args[0], &args[1], &args[2]);
@@ -106,6 +109,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rate = arg_after(&args, "--rate").unwrap_or(50) as f64;
     let load = args.iter().any(|a| a == "--load");
     let stall = args.iter().any(|a| a == "--stall");
+    let peers = arg_after(&args, "--peers").unwrap_or(0);
 
     let system = ActorSystem::builder()
         .name(name)
@@ -158,6 +162,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("ready http://{}", admin.addr());
 
+    // Entities are started once the cluster has formed: a hand-over stops
+    // an entity, which starts again only on its next message.
+    let end = Instant::now() + Duration::from_secs(60);
+    while entities > 0
+        && Instant::now() < end
+        && !(cluster.peers().len() as u64 >= peers && sharding.settled())
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     for i in first..first + entities {
         let _ = sharding.entity(&format!("e{i}")).tell(Hit);
     }

@@ -262,7 +262,9 @@ async fn controls_view(State(app): AppState) -> Reply {
 async fn down(State(app): AppState, body: Body) -> Reply {
     let b: act::NodeBody = json_body(body)?;
     let a = app.clone();
-    Ok(Json(read::blocking(move || act::down(&a.target, &b)).await??))
+    Ok(Json(
+        read::blocking(move || act::down(&a.target, &b)).await??,
+    ))
 }
 
 async fn drain(State(app): AppState, body: Body) -> Reply {

@@ -129,7 +129,10 @@ fn drain_undrain_down_pause_resume_over_http() {
 
     // Undrain: h2 owns shards again.
     post("/api/v1/actions/undrain", r#"{"node": "h2"}"#);
-    assert!(wait_until(LIMIT, || owned(addr, "h2") > 0), "h2 got none back");
+    assert!(
+        wait_until(LIMIT, || owned(addr, "h2") > 0),
+        "h2 got none back"
+    );
 
     // Mark h3 down while it runs: the others take its shards over.
     post("/api/v1/actions/down", r#"{"node": "h3", "kind": "thing"}"#);
@@ -141,7 +144,10 @@ fn drain_undrain_down_pause_resume_over_http() {
         owned(addr, "h3")
     );
     post("/api/v1/actions/undrain", r#"{"node": "h3"}"#);
-    assert!(controls()["kinds"][0]["down"].as_array().unwrap().is_empty());
+    assert!(controls()["kinds"][0]["down"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 
     // Pause, then drain h1 (this node): a drained node's shards still
     // move under a pause, and readiness says it is drained.
@@ -158,6 +164,9 @@ fn drain_undrain_down_pause_resume_over_http() {
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(owned(addr, "h1"), 0, "a shard moved while paused");
     post("/api/v1/actions/rebalancing/resume", "");
-    assert!(wait_until(LIMIT, || owned(addr, "h1") > 0), "no shard after resume");
+    assert!(
+        wait_until(LIMIT, || owned(addr, "h1") > 0),
+        "no shard after resume"
+    );
     assert_eq!(request(addr, "GET", "/health/ready", &[], b"").status, 200);
 }

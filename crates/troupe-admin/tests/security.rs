@@ -259,19 +259,41 @@ fn the_dashboard_is_served_with_a_strict_csp_and_no_data() {
         assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"));
         assert_eq!(a.header("x-content-type-options"), Some("nosniff"));
         assert_eq!(a.header("x-frame-options"), Some("DENY"));
-        assert!(a.headers.iter().all(|(k, _)| !k.starts_with("access-control-")));
+        assert!(a
+            .headers
+            .iter()
+            .all(|(k, _)| !k.starts_with("access-control-")));
     }
     // The page's reads still need the token.
-    assert_eq!(request(s.addr(), "GET", "/api/v1/shards", &[], b"").status, 401);
+    assert_eq!(
+        request(s.addr(), "GET", "/api/v1/shards", &[], b"").status,
+        401
+    );
     // A write from the dashboard's own origin with the token and CSRF
     // token passes the guards; from another origin it does not.
     let c = csrf(&s);
     let own = format!("http://{}", s.addr());
     let body = b"{}";
     let ok = [BEARER, (CSRF_HEADER, c.as_str()), ("Origin", own.as_str())];
-    let a = request(s.addr(), "POST", "/api/v1/actions/rebalancing/pause", &ok, body);
+    let a = request(
+        s.addr(),
+        "POST",
+        "/api/v1/actions/rebalancing/pause",
+        &ok,
+        body,
+    );
     assert_eq!(a.status, 404, "guards passed, no kind: {}", a.body);
-    let evil = [BEARER, (CSRF_HEADER, c.as_str()), ("Origin", "http://localhost.evil")];
-    let a = request(s.addr(), "POST", "/api/v1/actions/rebalancing/pause", &evil, body);
+    let evil = [
+        BEARER,
+        (CSRF_HEADER, c.as_str()),
+        ("Origin", "http://localhost.evil"),
+    ];
+    let a = request(
+        s.addr(),
+        "POST",
+        "/api/v1/actions/rebalancing/pause",
+        &evil,
+        body,
+    );
     assert_eq!(a.status, 403, "{}", a.body);
 }

@@ -6,7 +6,11 @@
 //! down). Each tick:
 //! 1. takes the live nodes: this node and those of `cluster.peers()` that
 //!    host the sharding type (the type's member list in the store, which
-//!    each node joins at start and leaves on a graceful leave);
+//!    each node joins at start and leaves on a graceful leave), less the
+//!    operators' controls ([`controls`](crate::controls): a node drained
+//!    or marked down is not among them, a node marked down is not alive;
+//!    while rebalancing is paused a shard whose owner is among them
+//!    stays with it);
 //! 2. reads every shard's owner record;
 //! 3. rewrites the routing table: a shard owned by another live node routes
 //!    to that node's region, any other to this node's region (which owns it
