@@ -21,7 +21,7 @@ troupe-cluster's (its lib.rs, "Layers"):
                   remote_watch.rs, metrics.rs
 troupe-sharding's (its lib.rs, "Layers"):
   0 wire          placement.rs, envelope.rs, config.rs, stats.rs
-  1 store         ownership/   (on the transport's key_value; no async-nats)
+  1 store         ownership/, controls.rs (on the transport's key_value; no async-nats)
   2 region        shared.rs, region/
   3 coordinator   coordinator.rs
   4 api           sharding.rs, metrics.rs, delivery/
@@ -32,7 +32,7 @@ troupe-bench's (its run.rs):
   2 workloads     workloads/   (one file each; the registry in its mod.rs)
   3 report        peers.rs     (the peers beside Troupe)
 troupe-admin's (its lib.rs, "Layers"):
-  0 guards        error.rs, security.rs, target.rs
+  0 guards        error.rs, security.rs, target.rs, dashboard.rs
   1 reads, acts   read/, health.rs, act.rs, openapi.rs
   2 server        router.rs, server.rs
 A file may use `crate::` paths of its own layer or below, never above. The
@@ -111,6 +111,7 @@ CRATES = {
             "config": 0,
             "stats": 0,
             "ownership": 1,
+            "controls": 1,
             "shared": 2,
             "region": 2,
             "coordinator": 3,
@@ -140,6 +141,7 @@ CRATES = {
             "error": 0,
             "security": 0,
             "target": 0,
+            "dashboard": 0,
             "read": 1,
             "health": 1,
             "act": 1,

@@ -1,5 +1,5 @@
-//! The actions (`POST /api/v1/actions/...`), each as far as the layers'
-//! public APIs allow:
+//! The actions (`POST /api/v1/actions/...`), each through the layers'
+//! public APIs:
 //!
 //! - `leave`: runs the application's leave hook once
 //!   ([`AdminBuilder::on_leave`](crate::AdminBuilder::on_leave)); a graceful
@@ -7,16 +7,31 @@
 //!   and `Cluster` (its drop says goodbye), which this crate does not own.
 //! - `passivate`: `Sharding::passivate` on this node (404 if the kind is
 //!   unknown or the entity does not run here).
-//! - `down`, `drain`, `rebalancing/pause`, `rebalancing/resume`: no
-//!   public API exists in troupe-cluster or
-//!   troupe-sharding yet; each answers 501 naming what is missing, after
-//!   checking its input (bad input is still a 400).
+//! - `drain`, `undrain`, `down`, `rebalancing/pause`,
+//!   `rebalancing/resume`: troupe-sharding's operator controls
+//!   ([`troupe_sharding::controls`]), written to the ownership store that
+//!   every node's coordinator reads at each tick, for every sharded kind
+//!   the server reports (or the one named by `kind`). So an action on any
+//!   node acts on the whole cluster: a node drained hands its shards over;
+//!   a node marked down is taken over by the others while it may still
+//!   run (after the lease wait that keeps one owner at a time); `undrain`
+//!   lifts both; a pause keeps owned shards where they are. Marking down
+//!   is the sharding layer's: troupe-cluster's own view of its peers comes
+//!   from heartbeats only, and no remote call can overrule it.
+//!
+//! Every action is behind the bearer token, the Origin check and the
+//! CSRF token (`security.rs`); bad input is a 400 before anything is
+//! written.
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use axum::http::StatusCode;
+use troupe_sharding::controls;
+use troupe_sharding::ownership::StoreError;
+
 use crate::error::ApiError;
-use crate::target::Target;
+use crate::target::{Kind, Target};
 
 /// The body of an action that names a node.
 #[derive(Deserialize)]
@@ -24,6 +39,18 @@ use crate::target::Target;
 pub struct NodeBody {
     /// The node's name.
     pub node: String,
+    /// The sharded kind to act on (default: every kind served).
+    #[serde(default)]
+    pub kind: Option<String>,
+}
+
+/// The body of `rebalancing/{pause,resume}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KindBody {
+    /// The sharded kind to act on (default: every kind served).
+    #[serde(default)]
+    pub kind: Option<String>,
 }
 
 /// The body of `passivate`.
@@ -49,7 +76,7 @@ pub fn leave(t: &Target) -> Result<Value, ApiError> {
             Ok(json!({ "leaving": true }))
         }
         None => Err(ApiError::new(
-            axum::http::StatusCode::CONFLICT,
+            StatusCode::CONFLICT,
             "no leave hook was given, or the node is leaving already",
         )),
     }
@@ -66,27 +93,67 @@ fn node_name(b: &NodeBody) -> Result<(), ApiError> {
     }
 }
 
-/// Marking a node down: troupe-cluster has no public call for it.
-pub fn down(b: &NodeBody) -> Result<Value, ApiError> {
-    node_name(b)?;
-    Err(ApiError::not_implemented(
-        "marking a node down has no public API in troupe-cluster yet",
-    ))
+/// The kinds an action applies to: the one named, or every kind served.
+fn kinds<'a>(t: &'a Target, kind: &Option<String>) -> Result<Vec<&'a Kind>, ApiError> {
+    let chosen: Vec<&Kind> = match kind {
+        Some(k) => t.kinds.iter().filter(|x| &x.name == k).collect(),
+        None => t.kinds.iter().collect(),
+    };
+    if chosen.is_empty() {
+        return Err(match kind {
+            Some(k) => ApiError::not_found(format!("no sharded kind {k:?}")),
+            None => ApiError::not_found("this server reports no sharded kind"),
+        });
+    }
+    Ok(chosen)
 }
 
-/// Draining a node's shards: troupe-sharding has no public call for it.
-pub fn drain(b: &NodeBody) -> Result<Value, ApiError> {
-    node_name(b)?;
-    Err(ApiError::not_implemented(
-        "draining a node's shards has no public API in troupe-sharding yet (a node drains its own by leaving)",
-    ))
+fn store_failed(kind: &str, e: StoreError) -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("kind {kind:?}: the ownership store refused the write: {e}"),
+    )
 }
 
-/// Pausing or resuming rebalancing: no public call for it.
-pub fn rebalancing(_: &Empty) -> Result<Value, ApiError> {
-    Err(ApiError::not_implemented(
-        "pausing and resuming rebalancing have no public API in troupe-sharding yet",
-    ))
+/// Applies `f` to each kind; the names of those done.
+fn each(
+    t: &Target,
+    kind: &Option<String>,
+    f: impl Fn(&Kind) -> Result<(), StoreError>,
+) -> Result<Vec<String>, ApiError> {
+    let mut done = Vec::new();
+    for k in kinds(t, kind)? {
+        f(k).map_err(|e| store_failed(&k.name, e))?;
+        done.push(k.name.clone());
+    }
+    Ok(done)
+}
+
+/// Marks a node down in every kind (blocking: writes the store).
+pub fn down(t: &Target, b: &NodeBody) -> Result<Value, ApiError> {
+    node_name(b)?;
+    let done = each(t, &b.kind, |k| {
+        controls::mark_down(&*k.store, &k.name, &b.node)
+    })?;
+    tracing::warn!(node = %b.node, kinds = ?done, "management API: node marked down");
+    Ok(json!({ "down": b.node, "kinds": done }))
+}
+
+/// Drains (`on`) or undrains a node's shards (blocking: writes the store).
+pub fn drain(t: &Target, b: &NodeBody, on: bool) -> Result<Value, ApiError> {
+    node_name(b)?;
+    let done = each(t, &b.kind, |k| {
+        controls::set_drained(&*k.store, &k.name, &b.node, on)
+    })?;
+    tracing::info!(node = %b.node, drained = on, kinds = ?done, "management API: drain");
+    Ok(json!({ "node": b.node, "drained": on, "kinds": done }))
+}
+
+/// Pauses (`on`) or resumes rebalancing (blocking: writes the store).
+pub fn rebalancing(t: &Target, b: &KindBody, on: bool) -> Result<Value, ApiError> {
+    let done = each(t, &b.kind, |k| controls::set_paused(&*k.store, &k.name, on))?;
+    tracing::info!(paused = on, kinds = ?done, "management API: rebalancing");
+    Ok(json!({ "paused": on, "kinds": done }))
 }
 
 /// Passivates an entity of this node (blocking: asks the region).

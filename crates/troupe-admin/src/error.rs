@@ -33,11 +33,6 @@ impl ApiError {
     pub fn not_found(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }
-
-    /// 501: the action has no public API below this crate yet.
-    pub fn not_implemented(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::NOT_IMPLEMENTED, message)
-    }
 }
 
 impl IntoResponse for ApiError {

@@ -29,18 +29,21 @@
 //! with `{"error": "..."}`.
 //!
 //! Routes: `openapi.yaml` beside `Cargo.toml`, served at
-//! `GET /api/v1/openapi.yaml`.
+//! `GET /api/v1/openapi.yaml`. The web dashboard (`dashboard.rs`) is
+//! served at `/` by the same server.
 //!
 //! ## Layers
 //! Lowest first; a file imports only from its own layer or below
 //! (`.ci/layers.py`):
-//! - guards: `error.rs`, `security.rs`, `target.rs` (what is served)
+//! - guards and assets: `error.rs`, `security.rs`, `target.rs` (what is
+//!   served), `dashboard.rs` (the web dashboard's assets, compiled in)
 //! - reads and acts: `read/` (one file per layer read), `health.rs`,
 //!   `act.rs`, `openapi.rs`
 //! - server: `router.rs`, `server.rs`
 #![warn(missing_docs)]
 
 pub mod act;
+pub mod dashboard;
 pub mod error;
 pub mod health;
 pub mod openapi;

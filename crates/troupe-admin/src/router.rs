@@ -16,10 +16,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::act;
+use crate::dashboard;
 use crate::error::ApiError;
 use crate::health;
 use crate::openapi::OPENAPI_YAML;
-use crate::read::{self, actors, cluster, node, persistence, sharding};
+use crate::read::{self, actors, cluster, node, persistence, sharding, workers};
 use crate::security::{self, json_body, Security};
 use crate::target::Target;
 
@@ -35,9 +36,15 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/entities"),
     ("GET", "/api/v1/actors"),
     ("GET", "/api/v1/stats"),
+    ("GET", "/api/v1/workers"),
+    ("GET", "/api/v1/controls"),
+    ("GET", "/"),
+    ("GET", "/dashboard/app.js"),
+    ("GET", "/dashboard/style.css"),
     ("POST", "/api/v1/actions/leave"),
     ("POST", "/api/v1/actions/down"),
     ("POST", "/api/v1/actions/drain"),
+    ("POST", "/api/v1/actions/undrain"),
     ("POST", "/api/v1/actions/rebalancing/pause"),
     ("POST", "/api/v1/actions/rebalancing/resume"),
     ("POST", "/api/v1/actions/passivate"),
@@ -54,7 +61,9 @@ pub struct App {
 type AppState = State<Arc<App>>;
 type Reply = Result<Json<Value>, ApiError>;
 
-/// The router: health outside the bearer guard, everything else inside;
+/// The router: health and the dashboard's static assets (which hold no
+/// data: the page asks for the token and reads the API with it) outside
+/// the bearer guard, everything else inside;
 /// the rate guard around all; bodies limited to `body_limit` bytes.
 pub fn router(app: Arc<App>, body_limit: usize) -> Router {
     let sec = app.security.clone();
@@ -67,17 +76,23 @@ pub fn router(app: Arc<App>, body_limit: usize) -> Router {
         .route("/api/v1/entities", get(entities))
         .route("/api/v1/actors", get(busiest))
         .route("/api/v1/stats", get(stats))
+        .route("/api/v1/workers", get(workers_view))
+        .route("/api/v1/controls", get(controls_view))
         .route("/api/v1/actions/leave", post(leave))
         .route("/api/v1/actions/down", post(down))
         .route("/api/v1/actions/drain", post(drain))
-        .route("/api/v1/actions/rebalancing/pause", post(rebalancing))
-        .route("/api/v1/actions/rebalancing/resume", post(rebalancing))
+        .route("/api/v1/actions/undrain", post(undrain))
+        .route("/api/v1/actions/rebalancing/pause", post(pause))
+        .route("/api/v1/actions/rebalancing/resume", post(resume))
         .route("/api/v1/actions/passivate", post(passivate))
         .layer(from_fn_with_state(sec.clone(), security::action))
         .layer(from_fn_with_state(sec.clone(), security::bearer));
     Router::new()
         .route("/health/alive", get(alive))
         .route("/health/ready", get(ready))
+        .route("/", get(dashboard::index))
+        .route("/dashboard/app.js", get(dashboard::script))
+        .route("/dashboard/style.css", get(dashboard::style))
         .merge(api)
         .fallback(not_found)
         .method_not_allowed_fallback(not_allowed)
@@ -220,16 +235,68 @@ async fn leave(State(app): AppState, body: Body) -> Reply {
     Ok(Json(read::blocking(move || act::leave(&a.target)).await??))
 }
 
-async fn down(body: Body) -> Reply {
-    Ok(Json(act::down(&json_body(body)?)?))
+async fn workers_view(State(app): AppState) -> Reply {
+    let system = app
+        .target
+        .system
+        .clone()
+        .ok_or_else(|| ApiError::not_found("no actor system was given to the server"))?;
+    Ok(Json(
+        read::blocking(move || workers::workers(&system)).await?,
+    ))
 }
 
-async fn drain(body: Body) -> Reply {
-    Ok(Json(act::drain(&json_body(body)?)?))
+async fn controls_view(State(app): AppState) -> Reply {
+    let a = app.clone();
+    let kinds = read::blocking(move || {
+        a.target
+            .kinds
+            .iter()
+            .map(sharding::controls)
+            .collect::<Vec<_>>()
+    })
+    .await?;
+    Ok(Json(json!({ "kinds": kinds })))
 }
 
-async fn rebalancing(body: Body) -> Reply {
-    Ok(Json(act::rebalancing(&json_body(body)?)?))
+async fn down(State(app): AppState, body: Body) -> Reply {
+    let b: act::NodeBody = json_body(body)?;
+    let a = app.clone();
+    Ok(Json(
+        read::blocking(move || act::down(&a.target, &b)).await??,
+    ))
+}
+
+async fn drain(State(app): AppState, body: Body) -> Reply {
+    let b: act::NodeBody = json_body(body)?;
+    let a = app.clone();
+    Ok(Json(
+        read::blocking(move || act::drain(&a.target, &b, true)).await??,
+    ))
+}
+
+async fn undrain(State(app): AppState, body: Body) -> Reply {
+    let b: act::NodeBody = json_body(body)?;
+    let a = app.clone();
+    Ok(Json(
+        read::blocking(move || act::drain(&a.target, &b, false)).await??,
+    ))
+}
+
+async fn pause(State(app): AppState, body: Body) -> Reply {
+    let b: act::KindBody = json_body(body)?;
+    let a = app.clone();
+    Ok(Json(
+        read::blocking(move || act::rebalancing(&a.target, &b, true)).await??,
+    ))
+}
+
+async fn resume(State(app): AppState, body: Body) -> Reply {
+    let b: act::KindBody = json_body(body)?;
+    let a = app.clone();
+    Ok(Json(
+        read::blocking(move || act::rebalancing(&a.target, &b, false)).await??,
+    ))
 }
 
 async fn passivate(State(app): AppState, body: Body) -> Reply {

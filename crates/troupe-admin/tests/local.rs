@@ -1,5 +1,5 @@
 //! Reads and actions that need no cluster: the busiest actors of an
-//! actor system, the leave hook, the actions without a public API.
+//! actor system, the leave hook, the sharding actions without a kind.
 
 mod common;
 
@@ -57,7 +57,7 @@ fn busiest_actors_carry_their_metrics() {
 }
 
 #[test]
-fn leave_runs_the_hook_once_missing_actions_say_so() {
+fn leave_runs_the_hook_once_actions_without_a_kind_say_so() {
     let left = Arc::new(AtomicU32::new(0));
     let l = left.clone();
     let s = AdminServer::builder("test-token-0123456789")
@@ -81,15 +81,17 @@ fn leave_runs_the_hook_once_missing_actions_say_so() {
     for (path, body) in [
         ("/api/v1/actions/down", &b"{\"node\": \"n2\"}"[..]),
         ("/api/v1/actions/drain", b"{\"node\": \"n2\"}"),
+        ("/api/v1/actions/undrain", b"{\"node\": \"n2\"}"),
         ("/api/v1/actions/rebalancing/pause", b""),
         ("/api/v1/actions/rebalancing/resume", b"{}"),
     ] {
+        // No sharded kind to act on: a 404 that says so.
         let r = request(s.addr(), "POST", path, &h, body);
-        assert_eq!(r.status, 501, "{path}: {}", r.body);
+        assert_eq!(r.status, 404, "{path}: {}", r.body);
         assert!(r.json()["error"]
             .as_str()
             .unwrap()
-            .contains("no public API"));
+            .contains("no sharded kind"));
     }
     // Reads are not actions: a GET on an action route is 405 JSON.
     let r = request(s.addr(), "GET", "/api/v1/actions/leave", &[BEARER], b"");

@@ -126,7 +126,8 @@ fn bad_json_is_400() {
     assert_eq!(a.status, 400, "{}", a.body);
     let a = request(s.addr(), "GET", "/api/v1/actors?top=many", &[BEARER], b"");
     assert_eq!(a.status, 400, "{}", a.body);
-    // A good body reaches the action (which has no public API yet: 501).
+    // A good body reaches the action: this server reports no sharded
+    // kind to mark the node down in (404, saying so).
     let a = request(
         s.addr(),
         "POST",
@@ -134,7 +135,8 @@ fn bad_json_is_400() {
         &h,
         b"{\"node\": \"n2\"}",
     );
-    assert_eq!(a.status, 501, "{}", a.body);
+    assert_eq!(a.status, 404, "{}", a.body);
+    assert!(a.body.contains("no sharded kind"), "{}", a.body);
 }
 
 #[test]
@@ -154,7 +156,7 @@ fn wrong_origin_is_403_own_origin_passes() {
     let ok = [BEARER, (CSRF_HEADER, c.as_str()), ("Origin", own.as_str())];
     assert_eq!(
         request(s.addr(), "POST", "/api/v1/actions/down", &ok, body).status,
-        501
+        404
     );
 }
 
@@ -237,4 +239,61 @@ fn non_loopback_must_be_asked_for_and_short_tokens_refused() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("address"), "{e}");
+}
+
+#[test]
+fn the_dashboard_is_served_with_a_strict_csp_and_no_data() {
+    let s = server();
+    for (path, ty) in [
+        ("/", "text/html"),
+        ("/dashboard/app.js", "text/javascript"),
+        ("/dashboard/style.css", "text/css"),
+    ] {
+        // No token needed: the assets hold no data.
+        let a = request(s.addr(), "GET", path, &[], b"");
+        assert_eq!(a.status, 200, "{path}");
+        assert!(a.header("content-type").unwrap().starts_with(ty), "{path}");
+        let csp = a.header("content-security-policy").expect("a CSP");
+        assert_eq!(csp, troupe_admin::dashboard::CSP);
+        assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self'"));
+        assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"));
+        assert_eq!(a.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(a.header("x-frame-options"), Some("DENY"));
+        assert!(a
+            .headers
+            .iter()
+            .all(|(k, _)| !k.starts_with("access-control-")));
+    }
+    // The page's reads still need the token.
+    assert_eq!(
+        request(s.addr(), "GET", "/api/v1/shards", &[], b"").status,
+        401
+    );
+    // A write from the dashboard's own origin with the token and CSRF
+    // token passes the guards; from another origin it does not.
+    let c = csrf(&s);
+    let own = format!("http://{}", s.addr());
+    let body = b"{}";
+    let ok = [BEARER, (CSRF_HEADER, c.as_str()), ("Origin", own.as_str())];
+    let a = request(
+        s.addr(),
+        "POST",
+        "/api/v1/actions/rebalancing/pause",
+        &ok,
+        body,
+    );
+    assert_eq!(a.status, 404, "guards passed, no kind: {}", a.body);
+    let evil = [
+        BEARER,
+        (CSRF_HEADER, c.as_str()),
+        ("Origin", "http://localhost.evil"),
+    ];
+    let a = request(
+        s.addr(),
+        "POST",
+        "/api/v1/actions/rebalancing/pause",
+        &evil,
+        body,
+    );
+    assert_eq!(a.status, 403, "{}", a.body);
 }

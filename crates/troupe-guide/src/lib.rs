@@ -45,6 +45,7 @@ chapters! {
     reminders => "reminders.md",
     persistence => "persistence.md",
     from_one_node_to_many => "from-one-node-to-many.md",
+    production => "production.md",
     performance => "performance.md",
     coming_from => "coming-from.md",
 }

@@ -6,7 +6,11 @@
 //! down). Each tick:
 //! 1. takes the live nodes: this node and those of `cluster.peers()` that
 //!    host the sharding type (the type's member list in the store, which
-//!    each node joins at start and leaves on a graceful leave);
+//!    each node joins at start and leaves on a graceful leave), less the
+//!    operators' controls ([`controls`](crate::controls): a node drained
+//!    or marked down is not among them, a node marked down is not alive;
+//!    while rebalancing is paused a shard whose owner is among them
+//!    stays with it);
 //! 2. reads every shard's owner record;
 //! 3. rewrites the routing table: a shard owned by another live node routes
 //!    to that node's region, any other to this node's region (which owns it
@@ -241,12 +245,30 @@ impl<A: Actor> Coordinator<A> {
                 return;
             }
         };
+        // The operators' controls (`controls.rs`): a node drained or down
+        // is not among placement's nodes, a node down is not alive, and a
+        // pause keeps owned shards where they are.
+        let controls = match crate::controls::read(&*sh.store, &sh.kind) {
+            Ok(c) => c,
+            Err(e) => {
+                self.store_error(&e);
+                self.control.settled.store(false, Ordering::Relaxed);
+                let _ = self.region.tell(RegionMsg::Tick);
+                return;
+            }
+        };
         // `alive`: the nodes the cluster holds alive (and this one): a
         // shard owned by one of them is not free, whatever it hosts.
         // `live`: those of them that host this type, among which
         // placement chooses.
         // Incarnations too: a record names one process (`ownership`).
-        let incarnations = self.cluster.peer_incarnations();
+        // A node an operator marked down is treated as dead.
+        let incarnations: Vec<(String, u64)> = self
+            .cluster
+            .peer_incarnations()
+            .into_iter()
+            .filter(|(p, _)| !controls.is_down(p))
+            .collect();
         self.incarnation = self.cluster.incarnation();
         self.alive_inc = incarnations.iter().cloned().collect();
         let mut alive: Vec<String> = incarnations.into_iter().map(|(n, _)| n).collect();
@@ -255,7 +277,7 @@ impl<A: Actor> Coordinator<A> {
         alive.dedup();
         let live: Vec<String> = alive
             .iter()
-            .filter(|p| *p == self.me() || members.contains(p))
+            .filter(|p| (*p == self.me() || members.contains(p)) && controls.serves(p))
             .cloned()
             .collect();
         self.refs.retain(|k, _| alive.contains(k));
@@ -293,7 +315,10 @@ impl<A: Actor> Coordinator<A> {
         let mut settled = true;
         for (s, r) in records.iter().enumerate() {
             let s = s as u32;
-            let desired = desired_owner(&live, s);
+            let desired = match r.node.as_deref() {
+                Some(o) if controls.paused && live.iter().any(|l| l == o) => Some(o),
+                _ => desired_owner(&live, s),
+            };
             if !self.step(s, r, desired) {
                 settled = false;
             }

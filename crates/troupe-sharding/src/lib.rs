@@ -111,7 +111,8 @@
 //! A file imports only from its own floor or below (`.ci/layers.py`
 //! checks it): 0 wire: [`placement`], [`envelope`], `config.rs`,
 //! `stats.rs`; 1 store: [`ownership`] (through troupe-remote's
-//! transport seam; no file names async-nats); 2 region: `shared.rs`, [`region`]; 3
+//! transport seam; no file names async-nats), [`controls`] (drain, down,
+//! pause, kept in the store); 2 region: `shared.rs`, [`region`]; 3
 //! [`coordinator`]; 4 api: `sharding.rs` ([`ClusterSharding`],
 //! [`Sharding`], [`EntityRef`]), [`metrics`] (the counters to Prometheus
 //! and OpenTelemetry), [`delivery`] (the at-least-once producer and the
@@ -122,6 +123,7 @@
 #![warn(missing_docs)]
 
 mod config;
+pub mod controls;
 pub mod coordinator;
 pub mod delivery;
 pub mod envelope;

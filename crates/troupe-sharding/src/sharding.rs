@@ -343,6 +343,9 @@ impl<A: Actor> ShardingBuilder<A> {
         };
         update_members(&*store, &self.kind, self.cluster.name(), true)
             .map_err(ShardingError::Store)?;
+        // A new start lifts an operator's `down` mark (`controls.rs`).
+        crate::controls::rejoined(&*store, &self.kind, self.cluster.name())
+            .map_err(ShardingError::Store)?;
         let handle = troupe_remote::runtime::handle()
             .map_err(|e| ShardingError::Store(StoreError::Unavailable(e.to_string())))?;
         let (own_system, system) = match self.system {

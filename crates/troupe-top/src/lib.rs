@@ -1,5 +1,7 @@
 //! The model behind `troupe-top`: one scrape of a Troupe metrics endpoint
-//! (the Prometheus text of `troupe::observability`) turned into rows per
+//! (the Prometheus text of `troupe::observability`), or one read of a
+//! node's management API (troupe-admin's `GET /api/v1/actors` and
+//! `/api/v1/workers`, with [`View::from_admin`]), turned into rows per
 //! actor and per worker, sorted by a key. The terminal UI (`main.rs`) only
 //! draws what this computes.
 //!
@@ -56,6 +58,9 @@ pub struct WorkerRow {
     pub busy: f64,
     /// Cumulative idle seconds.
     pub idle: f64,
+    /// What it runs now, and for how long (from the management API's
+    /// workers' view; `None` from a Prometheus scrape or when idle).
+    pub running: Option<String>,
 }
 
 /// What to sort actors by (descending, but by name ascending).
@@ -230,6 +235,75 @@ impl View {
     }
 }
 
+fn num(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or(0.0)
+}
+
+impl View {
+    /// Digests a node's management API: the body of `GET
+    /// /api/v1/actors?top=N` and, when the node has its workers' view on,
+    /// that of `GET /api/v1/workers` (each worker's current actor and how
+    /// long it has run). Utilisation is not in the API: it shows 0.
+    pub fn from_admin(
+        actors: &serde_json::Value,
+        workers: Option<&serde_json::Value>,
+        key: SortKey,
+    ) -> View {
+        let live_actors = num(&actors["live_actors"]);
+        let rows = actors["actors"].as_array().map_or(&[][..], |a| &a[..]);
+        let actors = rows
+            .iter()
+            .map(|a| {
+                let name = match a["name"].as_str() {
+                    Some(n) if !n.is_empty() => n.to_string(),
+                    _ => format!("{}#{}", a["type"].as_str().unwrap_or("?"), a["id"]),
+                };
+                ActorRow {
+                    name,
+                    type_name: a["type"].as_str().unwrap_or("").to_string(),
+                    arrival: num(&a["arrival_rate"]),
+                    throughput: num(&a["throughput"]),
+                    depth: num(&a["depth"]),
+                    waiting_p99: num(&a["waiting"]["p99_us"]) / 1e6,
+                    service_p99: num(&a["service"]["p99_us"]) / 1e6,
+                    handled: num(&a["handled"]),
+                }
+            })
+            .collect();
+        let list = workers
+            .and_then(|w| w["workers"].as_array())
+            .map_or(&[][..], |a| &a[..]);
+        let workers = list
+            .iter()
+            .map(|w| WorkerRow {
+                pool: w["pool"].as_str().unwrap_or("").to_string(),
+                index: w["index"].to_string(),
+                running: w["running"].as_object().map(|r| {
+                    let who = r["name"]
+                        .as_str()
+                        .filter(|n| !n.is_empty())
+                        .or(r["type"].as_str())
+                        .unwrap_or("?");
+                    format!(
+                        "{who} <- {} for {}{}",
+                        r["msg_type"].as_str().unwrap_or("?"),
+                        human_secs(num(&r["running_ms"]) / 1e3),
+                        if r["stalled"] == true { " STALLED" } else { "" }
+                    )
+                }),
+                ..WorkerRow::default()
+            })
+            .collect();
+        let mut view = View {
+            actors,
+            workers,
+            live_actors,
+        };
+        view.sort(key);
+        view
+    }
+}
+
 /// A duration in seconds as `850µs`, `12.3ms`, `1.20s`.
 pub fn human_secs(s: f64) -> String {
     if s <= 0.0 {
@@ -350,6 +424,47 @@ troupe_live_actors 2
         assert!(v.workers.iter().all(|w| w.pool == "troupe-worker"));
         assert!(v.live_actors >= 1.0);
         system.shutdown();
+    }
+
+    /// A body as troupe-admin's `read/actors.rs` and `read/workers.rs`
+    /// write it.
+    const ACTORS: &str = r#"{"live_actors": 3, "dropped_messages": 0, "actors": [
+      {"id": 7, "name": "", "type": "Cart", "received": 90, "handled": 50,
+       "arrival_rate": 90.0, "throughput": 50.0, "depth": 40, "depth_max": 41,
+       "waiting": {"samples": 9, "mean_us": 1.0, "p50_us": 900.0, "p99_us": 2500.0, "max_us": 3000.0},
+       "service": {"samples": 9, "mean_us": 1.0, "p50_us": 10.0, "p99_us": 20.0, "max_us": 30.0},
+       "panics": 0, "restarts": 0, "dropped_overflow": 0, "dropped_stopped": 0, "stopped": false},
+      {"id": 8, "name": "ledger", "type": "Ledger", "received": 5, "handled": 5,
+       "arrival_rate": 5.0, "throughput": 5.0, "depth": 0, "depth_max": 1,
+       "waiting": {"samples": 1, "mean_us": 1.0, "p50_us": 1.0, "p99_us": 1.0, "max_us": 1.0},
+       "service": {"samples": 1, "mean_us": 1.0, "p50_us": 1.0, "p99_us": 1.0, "max_us": 1.0},
+       "panics": 0, "restarts": 0, "dropped_overflow": 0, "dropped_stopped": 0, "stopped": false}]}"#;
+    const WORKERS: &str = r#"{"workers": [
+      {"pool": "troupe-worker", "index": 0, "running": null},
+      {"pool": "troupe-worker", "index": 1, "running": {"actor": 7, "name": "", "type": "Cart",
+       "msg_type": "Add", "running_ms": 1500.0, "stalled": true}}],
+      "stalls": {"detected": 1, "returned": 0, "ongoing": [], "recent": []},
+      "ask_cycles": {"detected": 0, "recent": []}}"#;
+
+    #[test]
+    fn digests_the_management_apis_json() {
+        let a: serde_json::Value = serde_json::from_str(ACTORS).unwrap();
+        let w: serde_json::Value = serde_json::from_str(WORKERS).unwrap();
+        let v = View::from_admin(&a, Some(&w), SortKey::Waiting);
+        assert_eq!(v.live_actors, 3.0);
+        assert_eq!(v.actors[0].name, "Cart#7");
+        assert!(v.actors[0].buffering());
+        assert!((v.actors[0].waiting_p99 - 0.0025).abs() < 1e-12);
+        assert_eq!(v.actors[1].name, "ledger");
+        assert_eq!(v.workers.len(), 2);
+        assert_eq!(v.workers[0].running, None);
+        assert_eq!(
+            v.workers[1].running.as_deref(),
+            Some("Cart <- Add for 1.50s STALLED")
+        );
+        // Garbage is an empty view, not a panic.
+        let v = View::from_admin(&serde_json::json!([1, 2]), None, SortKey::Name);
+        assert!(v.actors.is_empty() && v.workers.is_empty());
     }
 
     #[test]

@@ -4,6 +4,9 @@
 //! kind is settled, and its counters
 //! ([`ShardingStats`](troupe_sharding::ShardingStats)).
 //!
+//! The operators' controls (drained, down, paused) are read from the
+//! same store.
+//!
 //! Entity counts are known for this node's shards only (each node counts
 //! its own); hand-overs in progress are not in the public API, so the
 //! map gives `settled` and the hand-over counters instead.
@@ -11,6 +14,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
+use troupe_sharding::controls;
 
 use super::counters;
 use crate::target::Kind;
@@ -48,6 +52,7 @@ pub fn shard_map(kind: &Kind, node: &str) -> Value {
         "shards": kind.shards,
         "settled": kind.view.settled(),
         "members": members,
+        "controls": controls(kind),
         "map": shards,
         "store_error": error,
     })
@@ -68,12 +73,33 @@ pub fn stats(kind: &Kind) -> Value {
     Value::Object(counters(&format!("{:?}", kind.view.stats())))
 }
 
-/// Whether this node is a member of the kind's placement (may own its
-/// shards); `Err` with the reason when it is not or the store is down.
+/// Whether this node is a member of the kind's placement and neither
+/// drained nor marked down (so it owns or may own shards); `Err` with the
+/// reason when it is not or the store is down.
 pub fn member(kind: &Kind, node: &str) -> Result<(), String> {
     match kind.store.members(&kind.name) {
-        Ok((m, _)) if m.iter().any(|n| n == node) => Ok(()),
-        Ok(_) => Err(format!("not a member of sharded kind {:?}", kind.name)),
+        Ok((m, _)) if m.iter().any(|n| n == node) => {}
+        Ok(_) => return Err(format!("not a member of sharded kind {:?}", kind.name)),
+        Err(e) => return Err(format!("kind {:?}: {e}", kind.name)),
+    }
+    match controls::read(&*kind.store, &kind.name) {
+        Ok(c) if c.is_down(node) => Err(format!("marked down in sharded kind {:?}", kind.name)),
+        Ok(c) if !c.serves(node) => Err(format!("drained in sharded kind {:?}", kind.name)),
+        Ok(_) => Ok(()),
         Err(e) => Err(format!("kind {:?}: {e}", kind.name)),
+    }
+}
+
+/// The kind's operator controls (troupe-sharding's `controls`): paused,
+/// the nodes drained and those marked down.
+pub fn controls(kind: &Kind) -> Value {
+    match controls::read(&*kind.store, &kind.name) {
+        Ok(c) => json!({
+            "kind": kind.name,
+            "paused": c.paused,
+            "drained": c.drained,
+            "down": c.down,
+        }),
+        Err(e) => json!({ "kind": kind.name, "error": e.to_string() }),
     }
 }
