@@ -121,6 +121,6 @@ pub use protocol::receipts::{Delivered, TellRefusal, Undelivered};
 pub use protocol::schema::SchemaMismatch;
 pub use protocol::serve::TellOutcome;
 pub use protocol::stats::NodeStats;
-pub use protocol::{auth, envelope, message, schema, trace_context};
+pub use protocol::{auth, envelope, message, portable, schema, trace_context};
 pub use transport::permissions;
 pub use troupe_macros::remote;
