@@ -91,6 +91,15 @@ impl fmt::Display for CborError {
 
 impl std::error::Error for CborError {}
 
+/// The scratch size ciborium's own `from_reader` uses: the longest
+/// borrowed string or field name it reads.
+const SCRATCH_LEN: usize = 4096;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Box<[u8; SCRATCH_LEN]>> =
+        std::cell::RefCell::new(Box::new([0; SCRATCH_LEN]));
+}
+
 /// Appends the CBOR encoding of `value` to `out`.
 pub fn encode_cbor<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), CborError> {
     ciborium::into_writer(value, out).map_err(|e| CborError(e.to_string()))
@@ -109,7 +118,18 @@ pub fn encode_cbor<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Resul
 /// ```
 pub fn decode_cbor<T: DeserializeOwned>(body: &[u8]) -> Result<T, CborError> {
     let mut rest = body;
-    let value = ciborium::from_reader::<T, _>(&mut rest).map_err(|e| CborError(e.to_string()))?;
+    // ciborium's `from_reader` zeroes a fresh 4 KiB scratch buffer per
+    // call (borrowed strings and field names are read into it): a memset
+    // per tell. A buffer per thread is reused instead; a decode nested in
+    // another (a `Deserialize` that decodes CBOR itself) takes a fresh one.
+    let value = SCRATCH
+        .with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => {
+                ciborium::from_reader_with_buffer::<T, _>(&mut rest, &mut scratch[..])
+            }
+            Err(_) => ciborium::from_reader::<T, _>(&mut rest),
+        })
+        .map_err(|e| CborError(e.to_string()))?;
     if rest.is_empty() {
         Ok(value)
     } else {
