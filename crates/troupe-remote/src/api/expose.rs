@@ -242,11 +242,16 @@ impl<'n, A: Actor> Exposure<'n, A> {
     }
 }
 
+/// What builds the actor's message from an ask of `Q` and its reply
+/// handle; shared by the postcard and the CBOR handler.
+type MakeAsk<A, Q> =
+    std::sync::Arc<dyn Fn(Q, ReplyTo<<Q as RemoteAsk>::Reply>) -> <A as Actor>::Msg + Send + Sync>;
+
 /// The ask handler of `Q` for bodies in `encoding`: decodes the request,
 /// asks the actor, writes the reply frame in the same encoding.
 fn ask_fn<A: Actor, Q: RemoteAsk>(
     actor: ActorRef<A>,
-    make: std::sync::Arc<dyn Fn(Q, ReplyTo<Q::Reply>) -> A::Msg + Send + Sync>,
+    make: MakeAsk<A, Q>,
     encoding: Encoding,
 ) -> AskFn {
     Box::new(move |frame: &Frame<'_>, max_body: usize| {
