@@ -87,7 +87,8 @@
 //!    layout, byte by byte), [`auth`] (the cluster key: HMAC-SHA256 seals,
 //!    so only nodes holding it are obeyed), [`message`] (stable names, type
 //!    ids), [`schema`] (shape fingerprints, and how to evolve a message
-//!    type), the subject scheme, the inbox loop, the link/ack accounting,
+//!    type), [`portable`] (the CBOR bodies of types exposed to other
+//!    languages), the schema export, the subject scheme, the inbox loop, the link/ack accounting,
 //!    the ask server, the counters.
 //! 2. `api/`: [`Node`], [`NodeBuilder`], [`RemoteRef`], [`Exposure`], and
 //!    [`runtime`], the process's one I/O runtime.
@@ -121,6 +122,6 @@ pub use protocol::receipts::{Delivered, TellRefusal, Undelivered};
 pub use protocol::schema::SchemaMismatch;
 pub use protocol::serve::TellOutcome;
 pub use protocol::stats::NodeStats;
-pub use protocol::{auth, envelope, message, schema, trace_context};
+pub use protocol::{auth, envelope, message, portable, schema, trace_context};
 pub use transport::permissions;
 pub use troupe_macros::remote;

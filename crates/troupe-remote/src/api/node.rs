@@ -248,6 +248,15 @@ impl Node {
         ))
     }
 
+    /// The schema document of this node: its exposed actors, the remote
+    /// types each takes (stable names, type ids, fingerprints, whether
+    /// portable, fields and variants, reply types), as JSON (layout:
+    /// `docs/protocol.md`, "Schema export"). What a client in another
+    /// language reads to know what to send.
+    pub fn schema_json(&self) -> serde_json::Value {
+        crate::protocol::schema_export::export(&self.core)
+    }
+
     /// The last schema mismatch this node saw: a tell or ask it received
     /// whose type has another shape here under the same stable name, or an
     /// ask of its own that the peer refused for that reason. Both sides are

@@ -33,6 +33,7 @@ use crate::protocol::envelope::{encode_frame_traced, EncodeError, Header, Kind};
 use crate::protocol::message::{type_id, RemoteAsk, RemoteMessage, TypeEntry};
 use crate::protocol::otel;
 use crate::protocol::outbox::{Outbox, Refusal};
+use crate::protocol::portable::Encoding;
 use crate::protocol::schema;
 use crate::{NodeError, Receipt};
 
@@ -171,6 +172,16 @@ impl<M: RemoteMessage> RemoteRef<M> {
         self.push_tell(M::TYPE_ID, self.schema, msg)
     }
 
+    /// As [`tell_ref`](Self::tell_ref), with the body in CBOR, the
+    /// portable encoding (see [`portable`](crate::portable)): what a
+    /// process in another language sends. The receiver must expose `M`
+    /// with [`Exposure::tell_portable`](crate::Exposure::tell_portable)
+    /// (elsewhere the tell is refused as an unknown type); a Rust peer
+    /// has no reason to use it but to test and measure that path.
+    pub fn tell_portable(&self, msg: &M) -> Result<(), SendError<()>> {
+        self.push_tell_in(M::TYPE_ID, self.schema, msg, Encoding::Cbor)
+    }
+
     /// As [`tell_ref`](Self::tell_ref), with `body` encoded in place of an
     /// `M`: for a sender that holds the parts of an `M` borrowed, or whose
     /// body nests a value that `M` carries as bytes (a body that encodes
@@ -207,10 +218,21 @@ impl<M: RemoteMessage> RemoteRef<M> {
         schema: u64,
         body: &B,
     ) -> Result<(), SendError<()>> {
+        self.push_tell_in(type_id, schema, body, Encoding::Postcard)
+    }
+
+    /// As `push_tell`, with the body in `encoding`.
+    fn push_tell_in<B: serde::Serialize>(
+        &self,
+        type_id: u64,
+        schema: u64,
+        body: &B,
+        encoding: Encoding,
+    ) -> Result<(), SendError<()>> {
         if !self.core.accepting() {
             return Err(closed(()));
         }
-        let header = Header::new(Kind::Tell, type_id, self.target, schema);
+        let header = Header::new(Kind::Tell, type_id, self.target, schema).encoded(encoding);
         match self.outbox.push(header, body, self.core.max_body()) {
             Ok(()) => Ok(()),
             Err(Refusal::Closed) => Err(closed(())),

@@ -9,8 +9,10 @@
 //!  2      1   status       replies: Status as u8; 0 elsewhere
 //!  3      1   flags        bit 0: the body starts with a trace block (see
 //!                          `trace_context`); bit 1 (tells): the sender wants
-//!                          this tell's receipt ([`FLAG_RECEIPT`]); other
-//!                          bits 0, ignored on read
+//!                          this tell's receipt ([`FLAG_RECEIPT`]); bit 2:
+//!                          the body is CBOR, not postcard (see
+//!                          [`portable`](crate::portable)); other bits 0,
+//!                          ignored on read
 //!  4      4   body length  u32 little-endian, bytes following the header
 //!  8      8   type id      u64 LE: RemoteMessage::TYPE_ID of the body;
 //!                          link and ack: the sending node's epoch
@@ -21,7 +23,8 @@
 //!                          `schema`); link: the sequence number of the
 //!                          batch's first tell; ack: `upto`
 //! 32      n   body         [trace block, if flagged] then the postcard
-//!                          encoding of the message (n = body length)
+//!                          (or, flag bit 2, CBOR) encoding of the
+//!                          message (n = body length)
 //! ```
 //!
 //! # Links: sequence numbers and acknowledgements
@@ -75,6 +78,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::protocol::portable::{self, Encoding};
 use crate::protocol::trace_context::{self, TraceContext, FLAG_TRACE};
 
 /// The flag bit of a tell whose sender wants its receipt (see "Receipts"
@@ -183,8 +187,10 @@ pub struct Frame<'a> {
     pub target: u64,
     /// Asks and replies: the correlation id.
     pub correlation: u64,
-    /// The postcard body (after the trace block, if any).
+    /// The body (after the trace block, if any), in `encoding`.
     pub body: &'a [u8],
+    /// How the body is encoded (header flag bit 2).
+    pub encoding: Encoding,
     /// The sender's trace context, if the frame carries one.
     pub trace: Option<TraceContext<'a>>,
     /// Tells: the sender wants this tell's receipt ([`FLAG_RECEIPT`]).
@@ -279,6 +285,7 @@ pub fn decode_frame(buf: &[u8], max_body: usize) -> Result<(Frame<'_>, &[u8]), F
             target: u64_at(buf, 16),
             correlation: u64_at(buf, 24),
             body,
+            encoding: Encoding::of_flags(buf[3]),
             trace,
             receipt: buf[3] & FLAG_RECEIPT != 0,
         },
@@ -330,6 +337,8 @@ impl<'a> Iterator for Frames<'a> {
 pub enum EncodeError {
     /// serde/postcard refused the value.
     Serialize(postcard::Error),
+    /// serde/ciborium refused the value (a portable frame).
+    Cbor(portable::CborError),
     /// The body is longer than the limit (the server's max payload less the header).
     TooLarge(usize),
 }
@@ -338,6 +347,7 @@ impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EncodeError::Serialize(e) => write!(f, "the message cannot be serialized: {e}"),
+            EncodeError::Cbor(e) => write!(f, "the message cannot be serialized: {e}"),
             EncodeError::TooLarge(n) => {
                 write!(f, "a body of {n} bytes is above the server's max payload")
             }
@@ -396,6 +406,8 @@ pub struct Header {
     pub target: u64,
     /// Asks and replies: the correlation id; 0 for tells.
     pub correlation: u64,
+    /// How the body is written: postcard, or CBOR for a portable type.
+    pub encoding: Encoding,
 }
 
 impl Header {
@@ -407,12 +419,19 @@ impl Header {
             type_id,
             target,
             correlation,
+            encoding: Encoding::Postcard,
         }
+    }
+
+    /// This header, with its body written in `encoding`.
+    pub fn encoded(mut self, encoding: Encoding) -> Self {
+        self.encoding = encoding;
+        self
     }
 }
 
-/// Appends one frame (header and postcard body of `value`) to `out`. On
-/// error `out` is left exactly as it was.
+/// Appends one frame (header and body of `value`, in the header's
+/// encoding) to `out`. On error `out` is left exactly as it was.
 pub fn encode_frame<T: Serialize + ?Sized>(
     out: &mut Vec<u8>,
     header: Header,
@@ -437,7 +456,7 @@ pub fn encode_frame_traced<T: Serialize + ?Sized>(
         FORMAT_VERSION,
         header.kind as u8,
         header.status as u8,
-        0,
+        header.encoding.flags(),
         0,
         0,
         0,
@@ -448,12 +467,20 @@ pub fn encode_frame_traced<T: Serialize + ?Sized>(
     out.extend_from_slice(&header.correlation.to_le_bytes());
     if let Some(tc) = trace {
         if tc.encode(out).is_some() {
-            out[start + 3] = FLAG_TRACE;
+            out[start + 3] |= FLAG_TRACE;
         }
     }
-    if let Err(e) = postcard::serialize_with_flavor(value, Append(out)) {
+    // One predictable branch for a postcard type: all a type that is not
+    // portable pays for the portable encoding.
+    let written = match header.encoding {
+        Encoding::Postcard => {
+            postcard::serialize_with_flavor(value, Append(out)).map_err(EncodeError::Serialize)
+        }
+        Encoding::Cbor => portable::encode_cbor(value, out).map_err(EncodeError::Cbor),
+    };
+    if let Err(e) = written {
         out.truncate(start);
-        return Err(EncodeError::Serialize(e));
+        return Err(e);
     }
     let body = out.len() - start - HEADER_LEN;
     if body > max_body || body > u32::MAX as usize {

@@ -259,12 +259,13 @@ impl Core {
                 (target, handlers)
             }
         };
-        if let Some(h) = handlers.filter(|h| h.tell.is_some()) {
+        let tell = handlers.and_then(|h| h.tell_for(frame.encoding));
+        if let (Some(h), Some(_)) = (handlers, tell) {
             if !self.schema_agrees(h, h.tell_schema, frame.correlation, sender, false) {
                 return Fate::SchemaMismatch;
             }
         }
-        let Some(tell) = handlers.and_then(|h| h.tell.as_ref()) else {
+        let Some(tell) = tell else {
             if bump_and_log(&self.counters.unknown_type) {
                 tracing::warn!(node = %self.name, actor = %target.name, type_id = format_args!("{:#018x}", frame.type_id), "tell of a type the actor does not take remotely");
             }

@@ -27,6 +27,8 @@
 //! # Files
 //! - [`envelope`](crate::envelope): the frame layout, byte by byte;
 //!   [`auth`](crate::auth): seals; [`message`](crate::message): type ids;
+//!   [`portable`](crate::portable): the CBOR body encoding of types
+//!   exposed to other languages;
 //!   [`schema`](crate::schema): shape fingerprints;
 //!   [`trace_context`](crate::trace_context): the W3C trace block a frame
 //!   may carry; `otel.rs` (feature `otel`): the OpenTelemetry side of it.
@@ -37,12 +39,14 @@
 //!   `outbox.rs`: coalescing and the sender's half; `ledger.rs`: the
 //!   sender's accounting of acks; `receipts.rs`: one tell's fate, for a
 //!   sender who asked.
+//! - `schema_export.rs`: the JSON document of a node's exposed types.
 //! - `stats.rs`: the counters; `error.rs`: setup errors and the status ↔
 //!   ask error mapping.
 
 pub mod auth;
 pub mod envelope;
 pub mod message;
+pub mod portable;
 pub mod schema;
 pub mod trace_context;
 
@@ -55,5 +59,6 @@ mod links;
 pub(crate) mod otel;
 pub(crate) mod outbox;
 pub(crate) mod receipts;
+pub(crate) mod schema_export;
 pub(crate) mod serve;
 pub(crate) mod stats;

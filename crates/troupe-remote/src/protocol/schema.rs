@@ -17,6 +17,11 @@
 //!
 //! For an ask the fingerprint covers the request and its reply type.
 //!
+//! The same trace gives [`describe`]: the canonical string and a JSON tree
+//! of the shape, which the schema export (`schema_export.rs`) writes for
+//! processes in other languages. A portable (CBOR) body has the same
+//! fingerprint as a postcard one: the shape is the encoding's input.
+//!
 //! Invariants:
 //! - A fingerprint depends only on the serde shape: the same on every build,
 //!   compiler and platform. It is never 0; 0 on the wire means "not given"
@@ -113,13 +118,68 @@ fn type_id_of_bytes(bytes: &[u8]) -> u64 {
     })
 }
 
+/// A type's shape, as the schema export writes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeShape {
+    /// The canonical shape string the fingerprint digests (empty when
+    /// the type could not be traced).
+    pub shape: String,
+    /// [`fingerprint`] of the type.
+    pub fingerprint: u64,
+    /// The shape as a JSON tree (`null` when it could not be traced): see
+    /// `docs/protocol.md`, "Schema export".
+    pub tree: serde_json::Value,
+}
+
+/// The shape of `T` (traced afresh, not cached: the export is rare).
+///
+/// ```
+/// #[derive(serde::Deserialize)]
+/// struct Add { item: String, qty: u32 }
+/// let d = troupe_remote::schema::describe::<Add>();
+/// assert_eq!(d.shape, "struct{item:str,qty:u32}");
+/// assert_eq!(d.fingerprint, troupe_remote::schema::fingerprint::<Add>());
+/// assert_eq!(d.tree, serde_json::json!({"struct": [
+///     {"name": "item", "type": "str"}, {"name": "qty", "type": "u32"}]}));
+/// ```
+pub fn describe<T: DeserializeOwned + 'static>() -> TypeShape {
+    let traced = trace::<T>().and_then(|(root, registry)| {
+        let mut out = Vec::with_capacity(64);
+        write_format(&root, &registry, &mut Vec::new(), &mut out)?;
+        let tree = json_format(&root, &registry, &mut Vec::new())?;
+        Ok((String::from_utf8_lossy(&out).into_owned(), tree))
+    });
+    match traced {
+        Ok((shape, tree)) => TypeShape {
+            shape,
+            fingerprint: fingerprint::<T>(),
+            tree,
+        },
+        Err(_) => TypeShape {
+            shape: String::new(),
+            fingerprint: UNCHECKED,
+            tree: serde_json::Value::Null,
+        },
+    }
+}
+
 /// The canonical shape string of `T`.
+fn shape<T: DeserializeOwned>() -> Result<Vec<u8>, String> {
+    let (root, registry) = trace::<T>()?;
+    let mut out = Vec::with_capacity(64);
+    let mut stack = Vec::new();
+    write_format(&root, &registry, &mut stack, &mut out)?;
+    Ok(out)
+}
+
+/// `T`'s traced root format (normalized) and the registry of its
+/// containers.
 ///
 /// serde-reflection explores an enum one variant per trace, and marks it
 /// incomplete meanwhile; `trace_type` repeats only for the root. So every
 /// enum found incomplete (named by the failing `registry()`) is cleared
 /// before each new trace, until none is left: a few passes, each bounded.
-fn shape<T: DeserializeOwned>() -> Result<Vec<u8>, String> {
+fn trace<T: DeserializeOwned>() -> Result<(Format, Registry), String> {
     let samples = serde_reflection::Samples::new();
     let mut enums: Vec<String> = Vec::new();
     for _pass in 0..16 {
@@ -149,10 +209,7 @@ fn shape<T: DeserializeOwned>() -> Result<Vec<u8>, String> {
         match tracer.registry() {
             Ok(registry) => {
                 root.normalize().map_err(|e| e.to_string())?;
-                let mut out = Vec::with_capacity(64);
-                let mut stack = Vec::new();
-                write_format(&root, &registry, &mut stack, &mut out)?;
-                return Ok(out);
+                return Ok((root, registry));
             }
             Err(serde_reflection::Error::MissingVariants(more)) => {
                 let before = enums.len();
@@ -333,6 +390,107 @@ fn write_container<'r>(
         }
     }
     Ok(())
+}
+
+/// The JSON tree of one format: a primitive as its name (`"u32"`,
+/// `"str"`, `"bytes"`, `"()"`), else a one-key object (`option`, `seq`,
+/// `map`, `tuple`, `array`, `struct`, `newtype`, `tuple_struct`,
+/// `unit_struct`, `enum`, `ref`), as `docs/protocol.md` lists.
+fn json_format<'r>(
+    f: &'r Format,
+    reg: &'r Registry,
+    stack: &mut Vec<&'r str>,
+) -> Result<serde_json::Value, String> {
+    use serde_json::{json, Value};
+    Ok(match f {
+        Format::Variable(_) => return Err("a format left unknown by tracing".into()),
+        Format::TypeName(name) => {
+            if let Some(depth) = stack.iter().rposition(|n| *n == name.as_str()) {
+                return Ok(json!({ "ref": stack.len() - depth }));
+            }
+            let c = reg
+                .get(name)
+                .ok_or_else(|| format!("type {name} missing from the trace"))?;
+            stack.push(name);
+            let v = json_container(c, reg, stack)?;
+            stack.pop();
+            v
+        }
+        Format::Option(inner) => json!({ "option": json_format(inner, reg, stack)? }),
+        Format::Seq(inner) => json!({ "seq": json_format(inner, reg, stack)? }),
+        Format::Map { key, value } => json!({ "map": {
+            "key": json_format(key, reg, stack)?,
+            "value": json_format(value, reg, stack)?,
+        }}),
+        Format::Tuple(items) => json!({ "tuple": json_list(items, reg, stack)? }),
+        Format::TupleArray { content, size } => json!({ "array": {
+            "of": json_format(content, reg, stack)?, "size": size,
+        }}),
+        primitive => {
+            let mut out = Vec::new();
+            write_format(primitive, reg, stack, &mut out)?;
+            Value::String(String::from_utf8_lossy(&out).into_owned())
+        }
+    })
+}
+
+fn json_list<'r>(
+    items: &'r [Format],
+    reg: &'r Registry,
+    stack: &mut Vec<&'r str>,
+) -> Result<Vec<serde_json::Value>, String> {
+    items.iter().map(|i| json_format(i, reg, stack)).collect()
+}
+
+fn json_fields<'r>(
+    fields: &'r [Named<Format>],
+    reg: &'r Registry,
+    stack: &mut Vec<&'r str>,
+) -> Result<Vec<serde_json::Value>, String> {
+    fields
+        .iter()
+        .map(|f| {
+            Ok(serde_json::json!({ "name": f.name, "type": json_format(&f.value, reg, stack)? }))
+        })
+        .collect()
+}
+
+fn json_container<'r>(
+    c: &'r ContainerFormat,
+    reg: &'r Registry,
+    stack: &mut Vec<&'r str>,
+) -> Result<serde_json::Value, String> {
+    use serde_json::json;
+    Ok(match c {
+        ContainerFormat::UnitStruct => json!({ "unit_struct": {} }),
+        ContainerFormat::NewTypeStruct(inner) => {
+            json!({ "newtype": json_format(inner, reg, stack)? })
+        }
+        ContainerFormat::TupleStruct(items) => {
+            json!({ "tuple_struct": json_list(items, reg, stack)? })
+        }
+        ContainerFormat::Struct(fields) => json!({ "struct": json_fields(fields, reg, stack)? }),
+        ContainerFormat::Enum(variants) => {
+            let mut list = Vec::with_capacity(variants.len());
+            for (index, v) in variants {
+                let mut entry = json!({ "index": index, "name": v.name });
+                let (key, value) = match &v.value {
+                    VariantFormat::Variable(_) => {
+                        return Err("a variant left unknown by tracing".into())
+                    }
+                    VariantFormat::Unit => ("unit", json!({})),
+                    VariantFormat::NewType(inner) => ("newtype", json_format(inner, reg, stack)?),
+                    VariantFormat::Tuple(items) => ("tuple", json!(json_list(items, reg, stack)?)),
+                    VariantFormat::Struct(fields) => {
+                        ("struct", json!(json_fields(fields, reg, stack)?))
+                    }
+                };
+                entry[key] = value;
+                list.push(entry);
+            }
+            json!({ "enum": list })
+        }
+    })
 }
 
 /// A message whose shape differs between two nodes under one stable name:

@@ -26,6 +26,7 @@ use crate::protocol::envelope::{decode_frame, encode_frame, Frame, Header, Kind,
 use crate::protocol::envelope::{HEADER_LEN, SEAL_FRAME_LEN};
 use crate::protocol::message::TypeEntry;
 use crate::protocol::otel;
+use crate::protocol::portable::Encoding;
 use crate::protocol::stats::bump;
 
 /// What became of one remote tell: the answer of a tell handler
@@ -52,6 +53,14 @@ pub(crate) type AskFn =
 pub(crate) struct Handlers {
     pub tell: Option<TellFn>,
     pub ask: Option<AskFn>,
+    /// The same, for CBOR bodies: set only for a portable type
+    /// ([`Exposure::tell_portable`](crate::Exposure::tell_portable)).
+    pub tell_portable: Option<TellFn>,
+    pub ask_portable: Option<AskFn>,
+    /// The type's shape, for the schema export: the message's, and an
+    /// ask's reply's.
+    pub describe: Option<fn() -> crate::protocol::schema::TypeShape>,
+    pub describe_reply: Option<fn() -> crate::protocol::schema::TypeShape>,
     /// The type's stable name and Rust type, for a schema mismatch's report.
     pub entry: Option<TypeEntry>,
     /// The schema fingerprints of the type as told, and as asked (with its
@@ -59,6 +68,29 @@ pub(crate) struct Handlers {
     /// could not be traced.
     pub tell_schema: u64,
     pub ask_schema: u64,
+}
+
+impl Handlers {
+    /// The tell handler for a body in `encoding`, if the type takes one.
+    #[inline]
+    pub fn tell_for(&self, encoding: Encoding) -> Option<&TellFn> {
+        match encoding {
+            Encoding::Postcard => self.tell.as_ref(),
+            Encoding::Cbor => self.tell_portable.as_ref(),
+        }
+    }
+
+    /// The ask handler for a body in `encoding`, if the type takes one.
+    pub fn ask_for(&self, encoding: Encoding) -> Option<&AskFn> {
+        match encoding {
+            Encoding::Postcard => self.ask.as_ref(),
+            Encoding::Cbor => self.ask_portable.as_ref(),
+        }
+    }
+
+    fn asks(&self, encoding: Encoding) -> bool {
+        self.ask_for(encoding).is_some()
+    }
 }
 
 /// A table by u64 id (an exposed actor's `type_id(name)`, a message's
@@ -83,7 +115,10 @@ pub(crate) fn status_frame(status: Status, t: u64, target: u64, corr: u64) -> Ve
         type_id: t,
         target,
         correlation: corr,
+        encoding: Encoding::Postcard,
     };
+    // An empty body in either encoding: `()` is no byte in postcard, and a
+    // status reply to a CBOR ask carries no body either.
     let _ = encode_frame(&mut out, h, &(), usize::MAX);
     out
 }
@@ -125,7 +160,7 @@ impl Core {
                     bump(&self.counters.unknown_target);
                     Err(Status::UnknownTarget)
                 }
-                Some(tg) => match tg.by_type.get(&t).filter(|h| h.ask.is_some()) {
+                Some(tg) => match tg.by_type.get(&t).filter(|h| h.asks(frame.encoding)) {
                     None => {
                         bump(&self.counters.unknown_type);
                         Err(Status::UnknownType)
@@ -139,13 +174,14 @@ impl Core {
                             type_id: t,
                             target,
                             correlation: corr,
+                            encoding: frame.encoding,
                         };
                         let ours = (rust_type, h.ask_schema);
                         let _ = encode_frame(&mut out, head, &ours, usize::MAX);
                         drop(targets);
                         return self.reply(reply, out);
                     }
-                    Some(h) => match h.ask.as_ref() {
+                    Some(h) => match h.ask_for(frame.encoding) {
                         Some(ask) => {
                             // Feature `otel`: the asker's trace continues here.
                             let _span =
