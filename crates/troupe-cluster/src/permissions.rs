@@ -41,6 +41,8 @@ pub fn publish_allow(ns: &str) -> Vec<String> {
         format!("$JS.API.STREAM.INFO.{stream}"),
         format!("$JS.API.STREAM.CREATE.{stream}"),
         format!("$JS.API.CONSUMER.CREATE.{stream}"),
+        // The registry snapshot's key listing pulls (`nats_kv.rs`).
+        format!("$JS.API.CONSUMER.MSG.NEXT.{stream}.>"),
         format!("$JS.API.DIRECT.GET.{stream}.>"),
         format!("$KV.{}.>", wire::bucket(ns)),
         format!("$JS.FC.{stream}.>"),
