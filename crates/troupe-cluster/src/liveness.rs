@@ -57,7 +57,7 @@
 //! # Down stays down
 //!
 //! A verdict is about one incarnation, and it is final. Every node keeps
-//! the incarnations it declared down ([`Downed`], bounded): a heartbeat
+//! the incarnations it declared down (`Downed`, bounded): a heartbeat
 //! or goodbye of one of them is ignored (counted in
 //! `ClusterStats::downed_heartbeats`), never a "peer up", so a node cut
 //! off, paused or falsely declared down under load does not flap back in
@@ -79,7 +79,7 @@
 //! Invariants:
 //! - a peer declared down in one incarnation never comes back in it: only
 //!   a heartbeat of another incarnation enters the table (while the
-//!   incarnation is held in [`Downed`], `DOWNED_CAP` the most recent);
+//!   incarnation is held in `Downed`, `DOWNED_CAP` the most recent);
 //! - a node never declares a peer down on its clock alone: only after its
 //!   own heartbeat, published after the peer fell overdue, has come back
 //!   (or the wait above ran out), only if the peer was silent for
