@@ -137,7 +137,7 @@ func Verify(w io.Writer, dir string, timeout time.Duration, only string) (anomal
 		}
 	}
 	fmt.Fprintf(w, "writes fenced by the store (another writer first): register %d, ledger %d\n", fenced["register"], fenced["ledger"])
-	fmt.Fprintln(w, "producer (at-least-once, exact counts): not checked: the producer is not on main yet")
+	fmt.Fprintln(w, "producer (at-least-once, exact counts): not in this workload (checked under SIGKILL by troupe-sharding's tests/producer_kill.rs)")
 	rec := Recovery(run)
 	for _, kind := range []string{"node-kill", "node-stop", "server-kill", "partition", "latency", "bandwidth", "reset"} {
 		t := rec[kind]
