@@ -283,13 +283,13 @@ impl<T> Block<T> {
         if block.is_null() {
             handle_alloc_error(layout);
         }
+        // All-zero bytes are a valid `Block<T>`: `start` 0, `prev` null,
+        // `next` null, `released` 0, each slot's state 0 and its value
+        // uninitialized (the shim's atomics, counted or not, wrap the
+        // standard ones, and its `UnsafeCell` the standard one).
+        // `Box::from_raw` frees the block with the same layout.
         // SAFETY: `block` is a fresh allocation for one `Block<T>`, ours
-        // alone. All-zero bytes are a valid `Block<T>` (`start` 0, `prev`
-        // null, `next` null, `released` 0, each slot's state 0 and its value
-        // uninitialized; the shim's atomics, counted or not, wrap the
-        // standard ones, and its `UnsafeCell` the standard one), so after
-        // the zeroing it is initialized. `Box::from_raw` frees it with the
-        // same layout.
+        // alone, and initialized by the zeroing (above).
         unsafe {
             ptr::write_bytes(block, 0, 1);
             Block::place(block, start, prev);
