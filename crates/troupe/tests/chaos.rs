@@ -18,7 +18,11 @@ fn chaos_soak_keeps_every_invariant() {
         };
         match soak::chaos(&cfg) {
             Ok(r) => eprintln!("chaos ok: {r}"),
-            Err(e) => panic!("chaos (threads {threads}, seed {seed}): {e}"),
+            // The silenced hook would swallow the panic's message.
+            Err(e) => {
+                eprintln!("chaos (threads {threads}, seed {seed}): {e}");
+                panic!("chaos (threads {threads}, seed {seed}): {e}")
+            }
         }
     }
 }
@@ -44,7 +48,10 @@ fn chaos_soak_sixteen_threads_sixteen_drivers() {
         };
         match soak::chaos(&cfg) {
             Ok(r) => eprintln!("chaos 16x16 ok: {r}"),
-            Err(e) => panic!("chaos (16 threads, 16 drivers, seed {seed}): {e}"),
+            Err(e) => {
+                eprintln!("chaos (16 threads, 16 drivers, seed {seed}): {e}");
+                panic!("chaos (16 threads, 16 drivers, seed {seed}): {e}")
+            }
         }
     }
 }
