@@ -1,0 +1,119 @@
+/**
+ * The frame format of docs/protocol.md: a 32-byte header and a body, and
+ * the HMAC-SHA256 seal over `subject NUL frames`.
+ *
+ * Invariant: everything read here comes off the network; every length is
+ * checked before use and anything malformed throws `ProtocolError` (never
+ * another exception) for the caller to count.
+ */
+import { createHmac, timingSafeEqual } from "node:crypto";
+
+export const FORMAT_VERSION = 2;
+export const HEADER_LEN = 32;
+export const SEAL_LEN = 32;
+export const SEAL_FRAME_LEN = HEADER_LEN + SEAL_LEN;
+export const FLAG_TRACE = 0x01;
+export const FLAG_CBOR = 0x04;
+export const MAX_TRACESTATE = 512;
+
+export enum Kind { Tell = 1, Ask, Reply, Ping, Link, Ack, Seal, Receipts }
+
+/** A frame refused for `reason` (the names of docs/protocol.md). */
+export class ProtocolError extends Error {
+  constructor(readonly reason: string, detail = "") {
+    super(detail ? `${reason}: ${detail}` : reason);
+    this.name = "ProtocolError";
+  }
+}
+
+const MASK = (1n << 64n) - 1n;
+
+/** FNV-1a 64 of `data`: type ids and fingerprints. */
+export function fnv1a64(data: Uint8Array): bigint {
+  let h = 0xcbf29ce484222325n;
+  for (const b of data) h = ((h ^ BigInt(b)) * 0x100000001b3n) & MASK;
+  return h;
+}
+
+export const typeId = (name: string): bigint => fnv1a64(new TextEncoder().encode(name));
+
+/** The fingerprint of a canonical shape string (never 0). */
+export function fingerprintOfShape(shape: string): bigint {
+  const h = typeId(shape);
+  return h === 0n ? 1n : h;
+}
+
+export interface Frame {
+  kind: Kind; status: number; flags: number;
+  typeId: bigint; target: bigint; correlation: bigint;
+  /** The body without its trace block, if any. */
+  body: Uint8Array;
+}
+
+export function encodeFrame(kind: Kind, typeId: bigint, target: bigint, correlation: bigint,
+  body: Uint8Array, status = 0, flags = 0): Uint8Array {
+  const out = new Uint8Array(HEADER_LEN + body.length);
+  const v = new DataView(out.buffer);
+  v.setUint8(0, FORMAT_VERSION); v.setUint8(1, kind); v.setUint8(2, status); v.setUint8(3, flags);
+  v.setUint32(4, body.length, true);
+  v.setBigUint64(8, typeId, true); v.setBigUint64(16, target, true); v.setBigUint64(24, correlation, true);
+  out.set(body, HEADER_LEN);
+  return out;
+}
+
+function skipTrace(body: Uint8Array): Uint8Array {
+  if (body.length < 1 + 55 + 2 || body[0] !== 55) throw new ProtocolError("trace_context");
+  const n = body[56] | (body[57] << 8);
+  if (n > MAX_TRACESTATE || body.length < 58 + n) throw new ProtocolError("trace_context");
+  return body.subarray(58 + n);
+}
+
+/** Every frame of one message; throws at the first bad one. */
+export function decodeFrames(buf: Uint8Array, maxBody: number): Frame[] {
+  const out: Frame[] = [];
+  const v = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  let at = 0;
+  while (at < buf.length) {
+    const left = buf.length - at;
+    if (left < HEADER_LEN) throw new ProtocolError("short_header", `${left} bytes`);
+    const version = buf[at];
+    if (version !== FORMAT_VERSION) throw new ProtocolError("version", String(version));
+    const kind = buf[at + 1];
+    if (kind < 1 || kind > 8) throw new ProtocolError("kind", String(kind));
+    const len = v.getUint32(at + 4, true);
+    if (len > maxBody) throw new ProtocolError("oversized", `${len} bytes`);
+    if (len > left - HEADER_LEN) throw new ProtocolError("truncated", `${len} bytes`);
+    const start = at + HEADER_LEN;
+    const flags = buf[at + 3];
+    let body = buf.subarray(start, start + len);
+    if (flags & FLAG_TRACE) body = skipTrace(body);
+    out.push({ kind, status: buf[at + 2], flags, typeId: v.getBigUint64(at + 8, true),
+      target: v.getBigUint64(at + 16, true), correlation: v.getBigUint64(at + 24, true), body });
+    at = start + len;
+  }
+  return out;
+}
+
+function sealHeader(): Uint8Array {
+  return encodeFrame(Kind.Seal, 0n, 0n, 0n, new Uint8Array(0)).fill(0, 4).fill(SEAL_LEN, 4, 5);
+}
+
+function tag(key: Uint8Array, subject: string, frames: Uint8Array): Buffer {
+  return createHmac("sha256", key).update(subject).update(Buffer.of(0)).update(frames).digest();
+}
+
+/** `frames` followed by their seal frame for `subject`. */
+export function seal(key: Uint8Array, subject: string, frames: Uint8Array): Uint8Array {
+  return Buffer.concat([frames, sealHeader(), tag(key, subject, frames)]);
+}
+
+/** The frames of a sealed message; throws `ProtocolError("bad_seal")`. */
+export function openSealed(key: Uint8Array, subject: string, payload: Uint8Array): Uint8Array {
+  if (payload.length < SEAL_FRAME_LEN) throw new ProtocolError("bad_seal", "too short for a seal frame");
+  const frames = payload.subarray(0, payload.length - SEAL_FRAME_LEN);
+  const head = payload.subarray(frames.length, frames.length + HEADER_LEN);
+  const got = payload.subarray(frames.length + HEADER_LEN);
+  if (!Buffer.from(head).equals(sealHeader()) || !timingSafeEqual(got, tag(key, subject, frames)))
+    throw new ProtocolError("bad_seal");
+  return frames;
+}
