@@ -1,0 +1,3 @@
+module github.com/troupe-rs/troupe/clients/go
+
+go 1.26
