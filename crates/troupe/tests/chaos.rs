@@ -6,6 +6,13 @@ mod soak;
 
 use std::time::Duration;
 
+/// Fails the test with `msg` on stderr first: the tests silence the panic
+/// hook (the soak panics actors on purpose), which would swallow it.
+fn fail(msg: String) -> ! {
+    eprintln!("{msg}");
+    panic!("{msg}")
+}
+
 #[test]
 fn chaos_soak_keeps_every_invariant() {
     std::panic::set_hook(Box::new(|_| {}));
@@ -18,11 +25,7 @@ fn chaos_soak_keeps_every_invariant() {
         };
         match soak::chaos(&cfg) {
             Ok(r) => eprintln!("chaos ok: {r}"),
-            // The silenced hook would swallow the panic's message.
-            Err(e) => {
-                eprintln!("chaos (threads {threads}, seed {seed}): {e}");
-                panic!("chaos (threads {threads}, seed {seed}): {e}")
-            }
+            Err(e) => fail(format!("chaos (threads {threads}, seed {seed}): {e}")),
         }
     }
 }
@@ -48,10 +51,7 @@ fn chaos_soak_sixteen_threads_sixteen_drivers() {
         };
         match soak::chaos(&cfg) {
             Ok(r) => eprintln!("chaos 16x16 ok: {r}"),
-            Err(e) => {
-                eprintln!("chaos (16 threads, 16 drivers, seed {seed}): {e}");
-                panic!("chaos (16 threads, 16 drivers, seed {seed}): {e}")
-            }
+            Err(e) => fail(format!("chaos (16 threads, 16 drivers, seed {seed}): {e}")),
         }
     }
 }
