@@ -741,3 +741,84 @@ fn a_searcher_that_parks_never_misses_a_push() {
 fn mutation_a_notify_without_the_fence_is_caught() {
     a_parking_worker_gets_the_push(ParkMutation::NotifyWithoutFence, false);
 }
+
+/// Pushes that skip their wake-up because a worker searches: worker 0
+/// searches while worker 1 sleeps; the pusher pushes two tasks, calling
+/// `notify_one` after each. Worker 0 takes at most one task (then runs a
+/// handler that does not return within the model: a blocking actor), by
+/// its search or by its re-check. Every task must be taken or worker 1
+/// woken. The bug this pins (found by the 16x16 chaos soak): a searcher
+/// that took its task in the re-check woke nobody, and the second task
+/// waited for as long as worker 0's handler ran.
+fn skipped_wake_ups_are_made_up(mutation: ParkMutation) {
+    model(move || {
+        let idle = Arc::new(Idle::with_mutation(2, mutation));
+        let woken: Vec<_> = (0..2)
+            .map(|_| std::sync::Arc::new(AtomicUsize::new(0)))
+            .collect();
+        let unparkers = Arc::new(
+            woken
+                .iter()
+                .map(|w| Unpark::Model(w.clone()))
+                .collect::<Vec<_>>(),
+        );
+        // Worker 1 found nothing and parked before the model starts.
+        idle.prepare_sleep(1, false);
+        let tasks = Arc::new(AtomicUsize::new(0));
+        let take = |tasks: &AtomicUsize| {
+            let mut n = tasks.load(Ordering::SeqCst);
+            while n > 0 {
+                match tasks.compare_exchange(n, n - 1, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(_) => return true,
+                    Err(now) => n = now,
+                }
+            }
+            false
+        };
+        let worker = {
+            let (idle, unparkers, tasks) = (idle.clone(), unparkers.clone(), tasks.clone());
+            thread::spawn(move || {
+                let searching = idle.try_start_searching(2);
+                if take(&tasks) {
+                    if searching {
+                        idle.found_work(&unparkers);
+                    }
+                    return true;
+                }
+                idle.prepare_sleep(0, searching);
+                if take(&tasks) {
+                    if idle.cancel_sleep(0) {
+                        idle.found_work(&unparkers);
+                    } else {
+                        idle.took_work_after_recheck(&unparkers);
+                    }
+                    return true;
+                }
+                // Parked: a wake-up sent to it starts the same search over.
+                false
+            })
+        };
+        for _ in 0..2 {
+            tasks.fetch_add(1, Ordering::Release);
+            idle.notify_one(&unparkers);
+        }
+        let took = worker.join().unwrap();
+        let left = tasks.load(Ordering::SeqCst);
+        let woke = |i: usize| woken[i].load(Ordering::SeqCst) > 0;
+        assert!(
+            left == 0 || woke(1) || (!took && woke(0)),
+            "stranded: {left} task(s) wait while no idle worker was woken"
+        );
+    });
+}
+
+#[test]
+fn skipped_wake_ups_are_made_up_by_the_recheck() {
+    skipped_wake_ups_are_made_up(ParkMutation::None);
+}
+
+#[test]
+#[should_panic(expected = "stranded")]
+fn mutation_no_wake_after_the_recheck_is_caught() {
+    skipped_wake_ups_are_made_up(ParkMutation::NoWakeAfterRecheck);
+}

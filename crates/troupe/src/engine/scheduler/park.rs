@@ -19,7 +19,9 @@
 //! past `threads / 2` (at least 1) however many workers run out of work at
 //! once; the others go straight to the re-check and park. One searcher at a
 //! time suffices for a wake-up: a searcher that finds work wakes the next
-//! one if it was the last (`Idle::found_work`). A woken worker starts out
+//! one if it was the last (`Idle::found_work`), and so does a worker that
+//! takes a task in its re-check (`Idle::took_work_after_recheck`), since
+//! pushes made while it still searched skipped their wake-ups. A woken worker starts out
 //! searching (its waker counted it), and a waker only wakes when nobody
 //! searches, so wake-ups respect the cap too. Parked workers block on a
 //! futex-backed `Parker` with no timeout, so an idle system uses no CPU. A
@@ -81,6 +83,10 @@ pub enum ParkMutation {
     /// push: the push and the sleeper's registration may each miss the
     /// other, and the sleeper is never woken.
     NotifyWithoutFence,
+    /// [`Idle::took_work_after_recheck`] wakes nobody: pushes that skipped
+    /// their wake-up because a worker was searching stay stranded when
+    /// that worker takes one task in its re-check and runs it.
+    NoWakeAfterRecheck,
 }
 
 /// The pool's idle words and sleeper set (see the module docs).
@@ -178,6 +184,27 @@ impl Idle {
         {
             self.wake_one(unparkers);
         }
+    }
+
+    /// A worker that registered as a sleeper took a task in its re-check
+    /// (or woke without a waker having counted it). While it searched,
+    /// pushers skipped their wake-ups on its account (`searching != 0`);
+    /// the task it takes may be one of several such pushes, and the rest
+    /// would wait in the queues while every other worker sleeps, as long
+    /// as this worker's handler runs. So it wakes one sleeper unless
+    /// another worker searches (tokio's `notify_if_work_pending` after its
+    /// last searcher parks). Off the per-message path: only a worker
+    /// leaving the park path takes it.
+    pub fn took_work_after_recheck(&self, unparkers: &[Unpark]) {
+        #[cfg(loom)]
+        if self.mutation == ParkMutation::NoWakeAfterRecheck {
+            return;
+        }
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) == 0 || self.searching.load(Ordering::SeqCst) != 0 {
+            return;
+        }
+        self.wake_one(unparkers);
     }
 
     /// A worker registers as a sleeper, leaving `searching` if it was

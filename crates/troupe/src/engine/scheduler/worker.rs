@@ -453,6 +453,7 @@ impl WorkerLocal {
                 // The re-check saw work (or a shutdown), or we woke with
                 // nobody having counted us: take work, searcher or not.
                 if let Some(t) = self.steal_any() {
+                    idle.took_work_after_recheck(&self.pool.unparkers);
                     return Some(t);
                 }
                 if self.pool.shutdown.load(Ordering::Acquire) {
