@@ -961,6 +961,37 @@ mod tests {
         f.system.shutdown();
     }
 
+    /// A full bounded mailbox is tried again as soon as it may have made
+    /// room, not on the next tick (here: no tick at all, the fixture's
+    /// is 10 s): 100 tells through a mailbox of one, all delivered in
+    /// order. (They were tried once per tick, one per tick; at the
+    /// lifecycle test's 150 ms tick a slow machine let the buffer timeout
+    /// expire them.)
+    #[test]
+    fn a_full_bounded_mailbox_is_tried_again_without_a_tick() {
+        let f = fixture(Config {
+            entity_options: SpawnOptions::new()
+                .mailbox(MailboxConfig::bounded(1, Overflow::Reject)),
+            ..Config::default()
+        });
+        f.tell("e", HOLD);
+        f.until(|s| s.delivered == 1);
+        for n in 1..=100 {
+            f.tell("e", n);
+        }
+        f.until(|s| s.buffered >= 99);
+        f.gate.open(1);
+        let want: Vec<u64> = std::iter::once(HOLD).chain(1..=100).collect();
+        assert_eq!(f.logged("e", 101), want, "{:?}", f.stats());
+        let st = f.stats();
+        assert_eq!(
+            (st.entity_gone, st.expired, st.delivered),
+            (0, 0, 101),
+            "{st:?}"
+        );
+        f.system.shutdown();
+    }
+
     /// Issue 40: entities spawned with the kind's options, here a bounded
     /// mailbox of one that refuses when full: what it refuses waits in the
     /// region's buffer and is delivered in order as it drains. (The

@@ -61,6 +61,10 @@
 //!   is refused `Expired` and counted (`expired`): an ask is answered;
 //!   a tell has no way back (`Pending::refuse` is where a receipt would
 //!   carry the reason), and a local one is counted on its sender's node.
+//! - `Room`: a tell that an entity's full bounded mailbox sent back waits
+//!   in the buffer and is tried again after 1 ms, backing off to a tick
+//!   while the mailbox stays full (room.rs); the other buffered envelopes
+//!   keep their places.
 //!
 //! Invariants:
 //! - At most one instance per entity id runs on this node: a new one is
@@ -119,8 +123,9 @@
 use std::any::Any;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use troupe::timer::TimerHandle;
 use troupe::{Actor, ActorRef, Context, ReplyTo, Undelivered};
 
 use crate::envelope::{ShardAsk, ShardReply, ShardTell};
@@ -130,6 +135,7 @@ use crate::stats::Counters;
 pub(crate) mod direct;
 mod lifecycle;
 mod pending;
+mod room;
 mod route;
 use pending::{Held, Pending};
 
@@ -173,6 +179,8 @@ pub enum RegionMsg {
     },
     /// Passivate idle entities, retry the buffer.
     Tick,
+    /// Try again the entities whose bounded mailbox was full (room.rs).
+    Room,
     /// An entity instance stopped.
     Stopped {
         /// Its id.
@@ -316,6 +324,13 @@ pub struct Region<A: Actor> {
     /// `(id, generation)` in activation order; entries of instances that
     /// stopped are skipped (and compacted away).
     lru: VecDeque<(String, u64)>,
+    /// Entities whose full bounded mailbox sent a tell back to the buffer
+    /// since the last `Room` (room.rs). Bounded as the buffer is.
+    full: HashSet<String>,
+    /// The pending `Room` timer, if any (dropped: cancelled).
+    room: Option<TimerHandle>,
+    /// The wait before the next `Room`.
+    room_delay: Duration,
 }
 
 /// The lease, in coordinator ticks, that one `Verified` grants.
@@ -336,6 +351,9 @@ impl<A: Actor> Region<A> {
             activated: Vec::new(),
             returned: HashMap::new(),
             lru: VecDeque::new(),
+            full: HashSet::new(),
+            room: None,
+            room_delay: room::FIRST,
         }
     }
 
@@ -370,6 +388,7 @@ impl<A: Actor> Actor for Region<A> {
                 self.shared.direct.set_lease(until);
             }
             RegionMsg::Tick => self.tick(),
+            RegionMsg::Room => self.try_room(),
             RegionMsg::Stopped {
                 id,
                 generation,
@@ -391,6 +410,7 @@ impl<A: Actor> Actor for Region<A> {
         }
         // Everything this message released has been handed over.
         self.publish();
+        self.schedule_room();
     }
 
     fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {

@@ -57,10 +57,11 @@ impl<A: Actor> Region<A> {
                 // It stopped by itself between the check and the send:
                 // routed again, the tell waits for that stop's
                 // `Stopped` and goes to the next instance. Its bounded
-                // mailbox was full: the tell waits in the buffer.
+                // mailbox was full: the tell waits in the buffer, and the
+                // entity is tried again soon (room.rs).
                 if let Some(back) = send(&self.shared, actor, msg) {
                     if actor.is_alive() {
-                        self.buffer(back);
+                        self.wait_for_room(back);
                     } else {
                         self.route(back);
                     }
@@ -232,7 +233,7 @@ impl<A: Actor> Region<A> {
                     Ok(actor) => {
                         if let Some(back) = send(&self.shared, &actor, msg) {
                             if actor.is_alive() {
-                                self.buffer(back);
+                                self.wait_for_room(back);
                             } else {
                                 gone(&self.shared, back.entity());
                             }
@@ -276,7 +277,7 @@ impl<A: Actor> Region<A> {
         for m in all {
             if expire && m.overdue(now, timeout) {
                 if Counters::bump_and_log(&self.stat().expired) {
-                    tracing::warn!(entity = %m.entity(), "a buffered envelope expired: its shard had no owner");
+                    tracing::warn!(entity = %m.entity(), "a buffered envelope expired: it waited past the buffer timeout");
                 }
                 m.refuse(Refusal::Expired);
             } else {
