@@ -214,16 +214,24 @@ fn rolling(via_leaver: bool, prefix: &str) {
     std::thread::sleep(Duration::from_millis(300));
     assert!(exact(), "a tell was delivered twice");
     assert_eq!(tracker.max_live(), 1, "never two live activations");
+    // `expired` counts tells past the buffer timeout and asks past their
+    // asker's 500 ms deadline alike; an expired tell would have failed the
+    // exact count above, so here every expiry is an ask its sender saw
+    // fail (a shard in hand-over for longer than 500 ms, on a loaded
+    // machine).
     let mut takeovers = 0;
+    let mut expired = 0;
     for (_, s) in nodes.iter().flatten() {
         let st = s.stats();
         takeovers += st.takeovers;
-        assert_eq!(
-            (st.expired, st.entity_gone),
-            (0, 0),
-            "nothing dropped: {st:?}"
-        );
+        expired += st.expired;
+        assert_eq!(st.entity_gone, 0, "nothing dropped: {st:?}");
     }
+    assert!(
+        expired <= sent.asks_failed,
+        "{expired} expired, more than the {} asks that failed",
+        sent.asks_failed
+    );
     assert_eq!(takeovers, 0, "graceful leaves release: nothing taken over");
     if via_leaver {
         assert!(sent.stopped > 0, "tells through a stopped node: {sent:?}");
