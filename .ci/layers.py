@@ -16,7 +16,7 @@ troupe-remote's (its lib.rs, "Layers"):
 troupe-cluster's (its lib.rs, "Layers"):
   0 wire          wire.rs, bad_input.rs, error.rs
   1 state         liveness.rs, registry.rs, monitor.rs, permissions.rs,
-                  core.rs, tasks.rs, mirror.rs
+                  core.rs, tasks.rs, mirror.rs, split_brain.rs
   2 api           builder.rs, cluster.rs, directory.rs, balanced.rs,
                   remote_watch.rs, metrics.rs
 troupe-sharding's (its lib.rs, "Layers"):
@@ -95,6 +95,7 @@ CRATES = {
             "tasks": 1,
             "mirror": 1,
             "name_lock": 1,
+            "split_brain": 1,
             "builder": 2,
             "cluster": 2,
             "directory": 2,

@@ -4,7 +4,7 @@
 //! `mirror.rs`) on the process's I/O runtime.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use crate::liveness::{Intake, Peers};
 use crate::monitor::StandIns;
 use crate::permissions;
 use crate::registry::Cache;
+use crate::split_brain::{Quorum, SplitBrain};
 use crate::wire;
 use crate::ClusterError;
 
@@ -64,6 +65,7 @@ pub struct ClusterBuilder {
     pub(crate) key: Option<ClusterKey>,
     pub(crate) insecure: bool,
     pub(crate) registry_replicas: usize,
+    pub(crate) split_brain: SplitBrain,
 }
 
 impl ClusterBuilder {
@@ -85,6 +87,7 @@ impl ClusterBuilder {
             key: None,
             insecure: false,
             registry_replicas: 1,
+            split_brain: SplitBrain::Off,
         }
     }
 
@@ -103,6 +106,14 @@ impl ClusterBuilder {
     /// declared down (default 1.75: Down within two intervals of a death).
     pub fn down_after(mut self, intervals: f64) -> Self {
         self.down_after = intervals.max(1.0);
+        self
+    }
+    /// Which side of a partition keeps serving (default
+    /// [`SplitBrain::Off`]: the ownership store decides); set the same
+    /// strategy on every node. See the
+    /// [`split_brain`](crate::split_brain) module for the trade-offs.
+    pub fn split_brain(mut self, strategy: SplitBrain) -> Self {
+        self.split_brain = strategy;
         self
     }
     /// After this node reconnects to the server, how long every peer has
@@ -260,6 +271,14 @@ impl ClusterBuilder {
             incarnation: AtomicU64::new(incarnation),
             past: Mutex::new(Default::default()),
             downed: Mutex::new(Default::default()),
+            // A lost peer counts as a member for ten down detections; a
+            // node out of the quorum is back after two with enough peers.
+            quorum: Mutex::new(Quorum::new(
+                self.split_brain,
+                self.heartbeat.mul_f64(self.down_after * 10.0),
+                self.heartbeat.mul_f64(self.down_after * 2.0),
+            )),
+            in_quorum: AtomicBool::new(true),
             self_down_hooks: Mutex::new(Vec::new()),
             interval: self.heartbeat,
             down_after: self.down_after,

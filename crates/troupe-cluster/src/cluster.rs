@@ -170,6 +170,19 @@ impl Cluster {
         self.inner.self_down_hooks.lock().push(Box::new(f));
     }
 
+    /// Whether this node is on the side of a partition that serves (always,
+    /// with [`SplitBrain::Off`](crate::SplitBrain::Off)); see the
+    /// [`split_brain`](crate::split_brain) module. The sharding layer
+    /// gives up its shards and claims none while it is not.
+    pub fn in_quorum(&self) -> bool {
+        self.inner.in_quorum.load(Ordering::Acquire)
+    }
+
+    /// The split-brain strategy this node was built with.
+    pub fn split_brain(&self) -> crate::SplitBrain {
+        self.inner.quorum.lock().strategy()
+    }
+
     /// The peers this node holds alive, sorted.
     pub fn peers(&self) -> Vec<String> {
         self.inner.peers.lock().names()
@@ -195,6 +208,7 @@ impl Cluster {
             downed_heartbeats: c.downed_heartbeats.load(Ordering::Relaxed),
             rejoins: c.rejoins.load(Ordering::Relaxed),
             bad_downed_notices: c.bad_downed_notices.load(Ordering::Relaxed),
+            quorum_left: c.quorum_left.load(Ordering::Relaxed),
         }
     }
 

@@ -13,7 +13,7 @@
 //!   not be called on that runtime's own thread (it would wait on itself).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,7 @@ use crate::bad_input::{Inlet, RateLog};
 use crate::liveness::{Downed, Intake, Peers};
 use crate::monitor::StandIns;
 use crate::registry::Cache;
+use crate::split_brain::Quorum;
 use crate::wire::{CtlReply, Heartbeat, WireReason};
 
 /// Counters of what this node saw.
@@ -50,6 +51,7 @@ pub(crate) struct Counters {
     pub(crate) downed_heartbeats: AtomicU64,
     pub(crate) rejoins: AtomicU64,
     pub(crate) bad_downed_notices: AtomicU64,
+    pub(crate) quorum_left: AtomicU64,
 }
 
 impl Counters {
@@ -114,6 +116,9 @@ pub struct ClusterStats {
     /// "You are down" notices that did not decode, named another node
     /// than their subject, or an incarnation this node never had.
     pub bad_downed_notices: u64,
+    /// Times this node found itself on the losing side of a partition and
+    /// left the quorum ([`SplitBrain`](crate::SplitBrain)).
+    pub quorum_left: u64,
 }
 
 pub(crate) struct ExposedActor {
@@ -149,6 +154,10 @@ pub(crate) struct Inner {
     pub(crate) past: Mutex<VecDeque<u64>>,
     /// The incarnations of peers this node declared down.
     pub(crate) downed: Mutex<Downed>,
+    /// The split-brain state (`split_brain.rs`), and whether this node is
+    /// in the quorum (read by the sharding coordinators on every tick).
+    pub(crate) quorum: Mutex<Quorum>,
+    pub(crate) in_quorum: AtomicBool,
     pub(crate) self_down_hooks: Mutex<Vec<SelfDownHook>>,
     pub(crate) interval: Duration,
     pub(crate) down_after: f64,

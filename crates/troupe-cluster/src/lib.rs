@@ -41,7 +41,8 @@
 //! [`monitor`], [`permissions`], `core.rs` (the shared state and
 //! counters), `tasks.rs` (heartbeats, control, the connection check),
 //! `mirror.rs` (the registry's watch and refresh), `name_lock.rs` (one
-//! live process per node name); 2 `api`: `builder.rs`
+//! live process per node name), [`split_brain`] (which side of a
+//! partition serves); 2 `api`: `builder.rs`
 //! ([`ClusterBuilder`]), `cluster.rs` ([`Cluster`]), `directory.rs`
 //! (registry and broadcast groups), `balanced.rs` (load-balanced groups),
 //! `remote_watch.rs` (remote monitors and links), [`metrics`] (the
@@ -72,6 +73,7 @@ mod name_lock;
 pub mod permissions;
 pub mod registry;
 mod remote_watch;
+pub mod split_brain;
 mod tasks;
 pub mod wire;
 
@@ -80,3 +82,4 @@ pub use cluster::Cluster;
 pub use core::ClusterStats;
 pub use error::ClusterError;
 pub use monitor::{is_node_down, node_down_reason, RemoteMonitor};
+pub use split_brain::SplitBrain;

@@ -184,6 +184,15 @@ impl Downed {
         self.order.push_back(key);
     }
 
+    /// Takes back the verdict on `node`'s `incarnation` (this node left
+    /// the quorum: the verdict was a partition's, see `split_brain.rs`).
+    pub fn remove(&mut self, node: &str, incarnation: u64) {
+        let key = (node.to_string(), incarnation);
+        if self.map.remove(&key).is_some() {
+            self.order.retain(|k| k != &key);
+        }
+    }
+
     /// Whether `node`'s `incarnation` was declared down here.
     pub fn contains(&self, node: &str, incarnation: u64) -> bool {
         self.map.contains_key(&(node.to_string(), incarnation))

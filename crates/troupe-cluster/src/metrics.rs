@@ -147,6 +147,13 @@ pub const CLUSTER_STATS: &[Family<ClusterStats>] = &[
         unit: "{message}",
         value: |s| s.bad_downed_notices,
     },
+    Family {
+        name: "quorum_left",
+        help: "Times this node found itself on the losing side of a partition and left the quorum.",
+        kind: Kind::Counter,
+        unit: "{event}",
+        value: |s| s.quorum_left,
+    },
 ];
 
 /// An export of [`CLUSTER_STATS`] with no source yet.
@@ -211,6 +218,7 @@ mod tests {
         s.downed_heartbeats = 14;
         s.rejoins = 15;
         s.bad_downed_notices = 16;
+        s.quorum_left = 17;
         for (field, v) in debug_fields(&format!("{s:?}")) {
             let fam = CLUSTER_STATS
                 .iter()

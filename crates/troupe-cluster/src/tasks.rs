@@ -21,6 +21,7 @@ use troupe_remote::transport::{Message, Subscription};
 use crate::bad_input::Inlet;
 use crate::core::{encode, Inner};
 use crate::liveness::{Heard, Peer};
+use crate::split_brain::{Change, SplitBrain};
 use crate::wire::{self, decode, Ctl, CtlReply, Heartbeat, StopEvent};
 
 impl Inner {
@@ -115,9 +116,15 @@ impl Inner {
             }
             let heard = self.peers.lock().heard(&hb, Instant::now());
             match heard {
-                Heard::New => tracing::info!(node = %self.name, peer = %hb.node, "peer up"),
+                Heard::New => {
+                    self.quorum.lock().found(&hb.node);
+                    tracing::info!(node = %self.name, peer = %hb.node, "peer up");
+                }
                 Heard::Again => {}
-                Heard::Restarted { old } => self.node_down(&hb.node, old, "restarted"),
+                Heard::Restarted { old } => {
+                    self.quorum.lock().found(&hb.node);
+                    self.node_down(&hb.node, old, "restarted");
+                }
                 Heard::Full => {
                     self.counters.peers_refused.fetch_add(1, Ordering::Relaxed);
                     if let Some(left_out) = self.bad_log.admit(Instant::now()) {
@@ -141,7 +148,11 @@ impl Inner {
                 .lock()
                 .remove_incarnation(&hb.node, hb.incarnation);
             match removed {
-                Some(_) => self.declared_down(&hb.node, hb.incarnation, "left"),
+                Some(_) => {
+                    // Gone for good: no longer a member.
+                    self.quorum.lock().found(&hb.node);
+                    self.declared_down(&hb.node, hb.incarnation, "left");
+                }
                 None => self.bad(
                     Inlet::Bye,
                     &msg.subject,
@@ -279,6 +290,7 @@ impl Inner {
                 self.intake.resync();
                 self.resync.notify_one();
             }
+            self.decide_quorum(false);
             // The clock only asks; the intake and the peer answer (see
             // `liveness.rs`).
             let overdue = self.peers.lock().overdue(Instant::now(), self.down_after);
@@ -295,9 +307,51 @@ impl Inner {
             self.counters
                 .verdicts_spared
                 .fetch_add(spared, Ordering::Relaxed);
+            let now = Instant::now();
             for (node, peer) in dead {
+                self.quorum.lock().lost_peer(&node, peer.incarnation, now);
                 self.declared_down(&node, peer.incarnation, "silent");
             }
+            self.decide_quorum(true);
+        }
+    }
+
+    /// Whether this node's side of a partition serves (`split_brain.rs`):
+    /// decided from the peer table; leaving the quorum takes back the
+    /// verdicts on the peers it lost, and is logged and counted; `verdicts`:
+    /// peers were just declared down (out of the quorum, those verdicts
+    /// are taken back too).
+    fn decide_quorum(&self, verdicts: bool) {
+        if self.quorum.lock().strategy() == SplitBrain::Off {
+            return;
+        }
+        let up = self.peers.lock().names();
+        let (change, lost) = {
+            let mut q = self.quorum.lock();
+            let change = q.decide(&self.name, &up, Instant::now());
+            let forgive = change == Some(Change::Left) || (verdicts && !q.in_quorum());
+            let lost = forgive.then(|| q.lost_incarnations());
+            (change, lost)
+        };
+        // Out of the quorum, every verdict on a lost peer is taken back,
+        // also those made later: they are the other side of a partition.
+        if let Some(lost) = lost {
+            let mut downed = self.downed.lock();
+            for (node, inc) in lost {
+                downed.remove(&node, inc);
+            }
+        }
+        match change {
+            Some(Change::Left) => {
+                self.in_quorum.store(false, Ordering::Release);
+                self.counters.quorum_left.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(node = %self.name, peers_up = up.len(), strategy = ?self.quorum.lock().strategy(), "this node is on the losing side of a partition: it leaves the quorum (its shards are given up, none claimed) until it hears enough peers");
+            }
+            Some(Change::Joined) => {
+                self.in_quorum.store(true, Ordering::Release);
+                tracing::info!(node = %self.name, peers_up = up.len(), "this node is in the quorum again");
+            }
+            None => {}
         }
     }
 

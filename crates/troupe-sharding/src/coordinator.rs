@@ -49,6 +49,12 @@
 //!
 //! # Taking over
 //!
+//! A node out of the cluster's quorum (`Cluster::in_quorum`: the losing
+//! side of a partition, with a split-brain strategy set) only refreshes
+//! the routing table: it gives up every shard at once (the region kills
+//! their entities), claims none and renews no lease, until it is in the
+//! quorum again.
+//!
 //! A shard claimed from a node that is not alive here, or adopted from an
 //! earlier incarnation, may still be delivered to by that node: declared
 //! down is not dead (a partition, a paused process), and its region
@@ -312,6 +318,16 @@ impl<A: Actor> Coordinator<A> {
             let _ = self.region.tell(RegionMsg::Tick);
             return;
         }
+        // Out of the quorum (the losing side of a partition, see
+        // troupe-cluster's `split_brain`): every shard given up at once,
+        // none claimed, no lease renewed; the other side takes them over
+        // after its takeover wait.
+        if !self.cluster.in_quorum() {
+            self.give_up_all();
+            self.control.settled.store(false, Ordering::Relaxed);
+            let _ = self.region.tell(RegionMsg::Tick);
+            return;
+        }
         let mut settled = true;
         for (s, r) in records.iter().enumerate() {
             let s = s as u32;
@@ -416,6 +432,17 @@ impl<A: Actor> Coordinator<A> {
                 false
             }
         }
+    }
+
+    /// Gives up every shard this node holds: the region kills their
+    /// entities (`Lost`); the records stay, for the other side to take
+    /// over.
+    fn give_up_all(&mut self) {
+        self.deferred.clear();
+        for (s, _) in self.owned.drain() {
+            let _ = self.region.tell(RegionMsg::Lost { shard: s });
+        }
+        self.shared.stats.shards_owned.store(0, Ordering::Relaxed);
     }
 
     /// How long a taken-over shard waits before its region is told

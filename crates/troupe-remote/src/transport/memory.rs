@@ -26,6 +26,11 @@
 //! - [`MemoryNetwork::drop_when`] decides, per message, whether it is lost
 //!   (counted as published, as NATS would): the tests' way to lose tells
 //!   in transit.
+//! - [`MemoryNetwork::partition`] splits the connections into sides: a
+//!   message reaches only subscriptions on its publisher's side (a request
+//!   across finds no responders), while the key-value buckets stay shared
+//!   by all: the tests' way to make two groups of nodes that cannot hear
+//!   each other but both reach the store.
 //! - Key-value buckets live in the network, shared by its connections,
 //!   and outlive them (see `memory_kv.rs`).
 //! - A connection taken down with [`MemoryTransport::set_connected`]
@@ -65,13 +70,15 @@ struct Router {
     next: AtomicU64,
     max_payload: usize,
     fault: Mutex<Option<Fault>>,
+    /// The side of each connection in a partition (none: one network).
+    sides: Mutex<HashMap<u64, usize>>,
     /// The key-value buckets, by name (see `memory_kv.rs`).
     buckets: Mutex<HashMap<String, Bucket>>,
 }
 
 impl Router {
     /// Delivers to every matching subscription; the number reached.
-    fn route(&self, subject: &str, reply: Option<&str>, payload: &Bytes) -> usize {
+    fn route(&self, from: u64, subject: &str, reply: Option<&str>, payload: &Bytes) -> usize {
         if let Some(f) = self.fault.lock().as_mut() {
             if f(subject, payload) {
                 // Lost in transit; the publisher cannot tell.
@@ -79,11 +86,17 @@ impl Router {
             }
         }
         let down = self.down.lock().clone();
+        let sides = self.sides.lock().clone();
+        let side = sides.get(&from).copied();
+        let apart = |conn: u64| match (side, sides.get(&conn)) {
+            (Some(a), Some(b)) => a != *b,
+            _ => false,
+        };
         let mut subs = self.subs.lock();
         subs.retain(|s| !s.tx.is_closed());
         let mut reached = 0;
         for s in subs.iter() {
-            if subject_matches(&s.pattern, subject) && !down.contains(&s.conn) {
+            if subject_matches(&s.pattern, subject) && !down.contains(&s.conn) && !apart(s.conn) {
                 let msg = Message {
                     subject: subject.to_string(),
                     reply: reply.map(str::to_string),
@@ -126,6 +139,7 @@ impl MemoryNetwork {
                 next: AtomicU64::new(1),
                 max_payload,
                 fault: Mutex::new(None),
+                sides: Mutex::new(HashMap::new()),
                 buckets: Mutex::new(HashMap::new()),
             }),
         }
@@ -154,6 +168,26 @@ impl MemoryNetwork {
     pub fn heal(&self) {
         *self.router.fault.lock() = None;
     }
+
+    /// Splits the connections ([`MemoryTransport::id`]) into `sides`: from
+    /// now on a message reaches only subscriptions on its publisher's
+    /// side (connections in no side reach and are reached by all), and the
+    /// key-value buckets stay shared, until
+    /// [`heal_partition`](Self::heal_partition).
+    pub fn partition(&self, sides: &[&[u64]]) {
+        let mut map = self.router.sides.lock();
+        map.clear();
+        for (i, side) in sides.iter().enumerate() {
+            for &conn in *side {
+                map.insert(conn, i);
+            }
+        }
+    }
+
+    /// Ends the partition: every connection reaches every other again.
+    pub fn heal_partition(&self) {
+        self.router.sides.lock().clear();
+    }
 }
 
 /// One connection to a [`MemoryNetwork`].
@@ -167,6 +201,11 @@ pub struct MemoryTransport {
 }
 
 impl MemoryTransport {
+    /// This connection's number, for [`MemoryNetwork::partition`].
+    pub fn id(&self) -> u64 {
+        self.conn
+    }
+
     /// Takes the connection down (`false`) or up again, as a server outage
     /// would: while down it sends and receives nothing.
     pub fn set_connected(&self, up: bool) {
@@ -207,7 +246,7 @@ impl Transport for MemoryTransport {
         } else if payload.len() > self.router.max_payload {
             Err(TransportError::TooLarge(payload.len()))
         } else {
-            self.router.route(subject, None, &payload);
+            self.router.route(self.conn, subject, None, &payload);
             Ok(())
         };
         futures::future::ready(r).boxed()
@@ -249,7 +288,11 @@ impl Transport for MemoryTransport {
             let n = self.inbox.fetch_add(1, Ordering::Relaxed);
             let inbox = format!("_INBOX.mem.{}.{n}", self.conn);
             let mut rx = self.sub(&inbox);
-            if self.router.route(subject, Some(&inbox), &payload) == 0 {
+            if self
+                .router
+                .route(self.conn, subject, Some(&inbox), &payload)
+                == 0
+            {
                 return Err(RequestError::NoResponders);
             }
             match tokio::time::timeout(timeout, rx.recv()).await {
@@ -336,6 +379,33 @@ mod tests {
             }
             a.publish("t.y.z", Bytes::new()).await.unwrap();
             assert_eq!(other.next().await.unwrap().subject, "t.y.z");
+        });
+    }
+
+    #[test]
+    fn a_partition_keeps_each_side_to_itself_until_healed() {
+        rt().block_on(async {
+            let net = MemoryNetwork::new();
+            let (a, b, c) = (net.connect(), net.connect(), net.connect());
+            let mut on_b = b.subscribe("t.>").await.unwrap();
+            let mut on_c = c.subscribe("t.>").await.unwrap();
+            let _svc = b.subscribe("svc").await.unwrap();
+            net.partition(&[&[a.id(), b.id()], &[c.id()]]);
+            a.publish("t.1", Bytes::from_static(b"1")).await.unwrap();
+            c.publish("t.2", Bytes::from_static(b"2")).await.unwrap();
+            assert_eq!(on_b.next().await.unwrap().subject, "t.1");
+            assert_eq!(on_c.next().await.unwrap().subject, "t.2");
+            let t = Duration::from_millis(50);
+            let across = c.request("svc", Bytes::new(), t).await;
+            assert_eq!(
+                across,
+                Err(RequestError::NoResponders),
+                "b is on the other side"
+            );
+            net.heal_partition();
+            a.publish("t.3", Bytes::from_static(b"3")).await.unwrap();
+            assert_eq!(on_b.next().await.unwrap().subject, "t.3");
+            assert_eq!(on_c.next().await.unwrap().subject, "t.3");
         });
     }
 
