@@ -111,6 +111,14 @@ async function main() {
     (await page.locator("#stall-summary").textContent()).match(/stalls detected: [1-9]/));
   await page.waitForTimeout(1500); // a few more chart points
   assert.equal(await rows.count(), 3);
+  // Each row's incarnation, and a peer's last heartbeat as n1 heard it.
+  for (const n of ["n1", "n2", "n3"]) {
+    const inc = await page.locator(`#nodes tbody tr[data-node="${n}"] td.incarnation`).textContent();
+    assert.match(inc, /^[0-9a-f]{16}$/, n + " incarnation: " + inc);
+  }
+  assert.equal(await page.locator('#nodes tbody tr[data-node="n1"] td.heard').textContent(), "self");
+  const heard = await page.locator('#nodes tbody tr[data-node="n2"] td.heard').textContent();
+  assert.match(heard, /^[0-9]+ ms ago$/, "n2 last heartbeat: " + heard);
   await page.screenshot({ path: join(IMG, "dashboard-cluster.png"), fullPage: true });
   log("page shows three nodes alive (screenshot)");
 

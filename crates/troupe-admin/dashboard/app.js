@@ -68,6 +68,7 @@ function colour(node) {
 
 function nodeStates(members, shards, controls) {
   const alive = new Set(members.map((m) => m.name));
+  const member = new Map(members.map((m) => [m.name, m]));
   const known = new Set(state.seen);
   for (const m of members) known.add(m.name);
   const owned = new Map();
@@ -89,7 +90,14 @@ function nodeStates(members, shards, controls) {
     else if (!alive.has(name)) st = registered.has(name) || owned.has(name) ? "down" : "left";
     else if (drained.has(name)) st = "drained";
     else st = "alive";
-    return { name, state: st, shards: owned.get(name) || 0, self: name === state.self };
+    const m = member.get(name);
+    return {
+      name, state: st, shards: owned.get(name) || 0, self: name === state.self,
+      incarnation: m ? m.incarnation_hex : null,
+      heartbeatMs: m ? m.heartbeat_ms : null,
+      heardMs: m ? m.last_heartbeat_ms_ago : null,
+      downAfterMs: m ? m.down_after_ms : null,
+    };
   });
 }
 
@@ -111,7 +119,18 @@ function drawNodes(rows) {
     tr.dataset.state = r.state;
     const name = el("td");
     name.append(el("span", "", "swatch " + colour(r.name)), el("span", r.name));
-    tr.append(name, el("td", r.state, "state-" + r.state), el("td", r.shards, "num"), el("td", r.self ? "yes" : ""));
+    // Last heartbeat: its age as this node heard it ("self" for this node,
+    // empty for one it does not hold); "late" once past halfway from the
+    // heartbeat interval to the down detection (a beat is overdue).
+    let heard = "", heardClass = "num heard";
+    if (r.self) heard = "self";
+    else if (r.heardMs !== null && r.heardMs !== undefined) {
+      heard = r.heardMs + " ms ago";
+      if (r.downAfterMs && r.heardMs * 2 > (r.heartbeatMs || 0) + r.downAfterMs) heardClass += " late";
+    }
+    const inc = r.incarnation === null || r.incarnation === undefined ? "" : String(r.incarnation);
+    tr.append(name, el("td", r.state, "state-" + r.state), el("td", r.shards, "num"),
+      el("td", inc, "num incarnation"), el("td", heard, heardClass), el("td", r.self ? "yes" : ""));
     const acts = el("td");
     if (r.state === "drained" || r.state === "marked-down") acts.append(actionButton("Undrain", "/api/v1/actions/undrain", r.name));
     else if (r.state === "alive") acts.append(actionButton("Drain", "/api/v1/actions/drain", r.name));

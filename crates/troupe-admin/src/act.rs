@@ -15,7 +15,8 @@
 //!   node acts on the whole cluster: a node drained hands its shards over;
 //!   a node marked down is taken over by the others while it may still
 //!   run (after the lease wait that keeps one owner at a time); `undrain`
-//!   lifts both; a pause keeps owned shards where they are. Marking down
+//!   lifts both; a pause keeps owned shards where they are and gives a
+//!   node that joins none until the resume. Marking down
 //!   is the sharding layer's: troupe-cluster's own view of its peers comes
 //!   from heartbeats only, and no remote call can overrule it.
 //!

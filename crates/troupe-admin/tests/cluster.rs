@@ -99,6 +99,40 @@ fn two_nodes_members_shard_map_entities() {
         .collect();
     assert_eq!(names, ["a1", "a2"], "{m}");
     assert_eq!(m["members"][0]["self"], true);
+    // Each member's incarnation, and for the peer its last heartbeat's
+    // age (heard within the down detection, or it would not be held) and
+    // its interval, from troupe-cluster's peer table.
+    let me = &m["members"][0];
+    let peer = &m["members"][1];
+    assert_eq!(me["incarnation"], c1.incarnation(), "{m}");
+    assert_eq!(peer["incarnation"], c2.incarnation(), "{m}");
+    assert_ne!(c1.incarnation(), c2.incarnation());
+    assert_eq!(
+        peer["incarnation_hex"],
+        format!("{:016x}", c2.incarnation()),
+        "{m}"
+    );
+    assert!(me["last_heartbeat_ms_ago"].is_null(), "{m}");
+    let age = peer["last_heartbeat_ms_ago"]
+        .as_u64()
+        .expect("an age in ms");
+    let down_after = c1.down_detection().as_millis() as u64;
+    assert!(
+        age <= down_after,
+        "heard {age} ms ago, down after {down_after}"
+    );
+    assert_eq!(peer["heartbeat_ms"], 200, "{m}");
+    assert_eq!(me["down_after_ms"], down_after, "{m}");
+    // The age is live: it is read anew at each request, and a peer heard
+    // every 200 ms is never seen older than the down detection.
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(90));
+        let m = get("/api/v1/members");
+        let age = m["members"][1]["last_heartbeat_ms_ago"].as_u64().unwrap();
+        assert!(age <= down_after, "{m}");
+    }
+    let n = get("/api/v1/node");
+    assert_eq!(n["node"]["incarnation"], c1.incarnation(), "{n}");
 
     // Entities on both nodes: every shard owned by one of the two.
     let ids: Vec<String> = (0..20).map(|i| format!("e{i}")).collect();

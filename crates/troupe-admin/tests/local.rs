@@ -1,5 +1,6 @@
 //! Reads and actions that need no cluster: the busiest actors of an
-//! actor system, the leave hook, the sharding actions without a kind.
+//! actor system, the workers' view and its stall report, the leave hook,
+//! the sharding actions without a kind.
 
 mod common;
 
@@ -7,7 +8,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use common::request;
-use troupe::{Actor, ActorSystem, Context};
+use std::time::{Duration, Instant};
+
+use troupe::{Actor, ActorSystem, Context, SpawnOptions};
 use troupe_admin::{AdminServer, CSRF_HEADER};
 
 const BEARER: (&str, &str) = ("Authorization", "Bearer test-token-0123456789");
@@ -54,6 +57,81 @@ fn busiest_actors_carry_their_metrics() {
     let r = request(s2.addr(), "GET", "/api/v1/actors", &[BEARER], b"");
     assert_eq!(r.status, 404);
     assert!(r.json()["error"].as_str().unwrap().contains("actor system"));
+}
+
+/// Sleeps as long as it is told.
+struct Napper;
+impl Actor for Napper {
+    type Msg = Duration;
+    fn handle(&mut self, d: Duration, _: &mut Context<'_, Self>) {
+        std::thread::sleep(d);
+    }
+}
+
+#[test]
+fn the_workers_view_shows_a_stalled_handler_while_it_runs_and_after() {
+    let system = ActorSystem::builder()
+        .threads(2)
+        .name("admin-stall")
+        .stall_threshold(Duration::from_millis(100))
+        .build();
+    let a = system.spawn_with(Napper, SpawnOptions::new().name("napper"));
+    let s = AdminServer::builder("test-token-0123456789")
+        .bind("127.0.0.1:0")
+        .system(system.handle())
+        .start()
+        .unwrap();
+    let get = || {
+        let r = request(s.addr(), "GET", "/api/v1/workers", &[BEARER], b"");
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()
+    };
+    a.tell(Duration::from_millis(1500)).unwrap();
+    // While it runs: a worker names it, stalled, and the report is ongoing.
+    let end = Instant::now() + Duration::from_secs(10);
+    let seen = loop {
+        let j = get();
+        let running = j["workers"].as_array().unwrap().iter().any(|w| {
+            w["running"]["name"] == "napper"
+                && w["running"]["stalled"] == true
+                && w["running"]["running_ms"].as_f64().unwrap() >= 100.0
+        });
+        let ongoing = j["stalls"]["ongoing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["name"] == "napper");
+        if (running && ongoing) || Instant::now() > end {
+            break j;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(seen["stalls"]["detected"], 1, "{seen}");
+    assert_eq!(seen["workers"].as_array().unwrap().len(), 2, "{seen}");
+    // After it returns: reported as returned, no longer running.
+    let end = Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let j = get();
+        if j["stalls"]["returned"] == 1 || Instant::now() > end {
+            break j;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(after["stalls"]["returned"], 1, "{after}");
+    assert!(
+        after["stalls"]["ongoing"].as_array().unwrap().is_empty(),
+        "{after}"
+    );
+    let recent = &after["stalls"]["recent"][0];
+    assert_eq!(recent["name"], "napper", "{after}");
+    assert_eq!(recent["returned"], true, "{after}");
+    assert!(
+        recent["msg_type"].as_str().unwrap().contains("Duration"),
+        "{after}"
+    );
+    assert_eq!(after["ask_cycles"]["detected"], 0, "{after}");
+    drop(s);
+    system.shutdown();
 }
 
 #[test]

@@ -183,6 +183,14 @@ impl Cluster {
         self.inner.quorum.lock().strategy()
     }
 
+    /// The peers this node holds alive, sorted by name, each with its
+    /// incarnation, how long ago it was last heard and its heartbeat
+    /// interval (for an operator's view; [`peers`](Self::peers) for the
+    /// names alone).
+    pub fn peer_states(&self) -> Vec<crate::liveness::PeerState> {
+        self.inner.peers.lock().states(std::time::Instant::now())
+    }
+
     /// The peers this node holds alive, sorted.
     pub fn peers(&self) -> Vec<String> {
         self.inner.peers.lock().names()

@@ -228,6 +228,22 @@ pub(crate) struct Peer {
     pub interval: Duration,
 }
 
+/// A peer as this node holds it ([`Cluster::peer_states`](crate::Cluster::peer_states)):
+/// what an operator's view of the membership shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerState {
+    /// The peer's node name.
+    pub name: String,
+    /// The incarnation this node holds alive.
+    pub incarnation: u64,
+    /// How long ago this node last heard the peer's heartbeat (or first
+    /// learnt of it); zero while the grace after this node's reconnect
+    /// counts every peer as heard.
+    pub since_heard: Duration,
+    /// The heartbeat interval the peer announced (clamped, see above).
+    pub heartbeat: Duration,
+}
+
 /// The longest heartbeat interval a peer may announce; longer ones are
 /// clamped, so a peer's silence is noticed within `down_after` of it.
 pub const MAX_INTERVAL: Duration = Duration::from_secs(60);
@@ -367,6 +383,23 @@ impl Peers {
         v
     }
 
+    /// Every peer held, sorted by name, as seen at `now`.
+    pub fn states(&self, now: Instant) -> Vec<PeerState> {
+        let mut v: Vec<PeerState> = self
+            .map
+            .iter()
+            .map(|(n, p)| PeerState {
+                name: n.clone(),
+                incarnation: p.incarnation,
+                // `grace` may set `last_seen` past `now`: saturates to 0.
+                since_heard: now.saturating_duration_since(p.last_seen),
+                heartbeat: p.interval,
+            })
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
     pub fn names(&self) -> Vec<String> {
         let mut v: Vec<String> = self.map.keys().cloned().collect();
         v.sort();
@@ -487,6 +520,27 @@ mod tests {
         }
         assert!(!d.contains("a", 1), "the oldest goes first");
         assert!(d.contains("m", 0) && d.contains("m", DOWNED_CAP as u64 - 1));
+    }
+
+    #[test]
+    fn states_tell_incarnation_age_and_interval() {
+        let t0 = Instant::now();
+        let mut p = Peers::default();
+        p.heard(&hb("b", 7), t0);
+        p.heard(&hb("a", 3), t0 + Duration::from_millis(40));
+        let s = p.states(t0 + Duration::from_millis(100));
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].name.as_str(), s[0].incarnation), ("a", 3));
+        assert_eq!(s[0].since_heard, Duration::from_millis(60));
+        assert_eq!((s[1].name.as_str(), s[1].incarnation), ("b", 7));
+        assert_eq!(s[1].since_heard, Duration::from_millis(100));
+        assert_eq!(s[1].heartbeat, Duration::from_millis(100));
+        // A grace into the future reads as heard just now, not negative.
+        p.grace(t0 + Duration::from_secs(5));
+        assert!(p
+            .states(t0 + Duration::from_secs(1))
+            .iter()
+            .all(|s| s.since_heard.is_zero()));
     }
 
     #[test]

@@ -23,9 +23,14 @@
 //! - while paused, a shard whose owner is among placement's nodes stays
 //!   where it is (its desired owner is its owner); shards of a node that
 //!   is drained, down or gone still move, and free shards are claimed, so
-//!   a pause never strands a shard. (Open: a node joining a paused
-//!   kind was still given shards in `tests/controls.rs`, whose pause
-//!   test is ignored until that is understood.)
+//!   a pause never strands a shard. Those go to a node of placement that
+//!   holds shards already (placement's choice among the holders), never
+//!   to one that joined during the pause and holds none: a joining node
+//!   stays empty until the resume. Only when no node of placement holds a
+//!   shard (nothing claimed yet, or every holder gone) does placement
+//!   choose among all of its nodes. Pause is therefore "no shard moves
+//!   for balance", not "no shard moves": a drain or a down still moves
+//!   shards, to the holders.
 //!
 //! A node's `down` entry is cleared when the node starts its sharding
 //! again (a new process rejoins, as after Akka's downing); `drain` stays

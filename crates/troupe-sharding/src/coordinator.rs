@@ -10,7 +10,9 @@
 //!    operators' controls ([`controls`](crate::controls): a node drained
 //!    or marked down is not among them, a node marked down is not alive;
 //!    while rebalancing is paused a shard whose owner is among them
-//!    stays with it);
+//!    stays with it, and a shard that must move goes to one of them that
+//!    holds shards already, so a node joining during the pause stays
+//!    empty);
 //! 2. reads every shard's owner record;
 //! 3. rewrites the routing table: a shard owned by another live node routes
 //!    to that node's region, any other to this node's region (which owns it
@@ -328,12 +330,31 @@ impl<A: Actor> Coordinator<A> {
             let _ = self.region.tell(RegionMsg::Tick);
             return;
         }
+        // While paused, a shard that must move (free, or its owner is
+        // drained, down or gone) goes to a live node that holds shards
+        // already, so a node that joins during the pause stays empty until
+        // the resume; only when no live node holds any (every holder gone,
+        // or nothing claimed yet) does placement choose among all of them.
+        let holders: Vec<String> = if controls.paused {
+            let held: HashSet<&str> = records
+                .iter()
+                .filter(|r| self.holder_alive(r))
+                .filter_map(|r| r.node.as_deref())
+                .collect();
+            live.iter()
+                .filter(|l| held.contains(l.as_str()))
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let movers = if holders.is_empty() { &live } else { &holders };
         let mut settled = true;
         for (s, r) in records.iter().enumerate() {
             let s = s as u32;
             let desired = match r.node.as_deref() {
                 Some(o) if controls.paused && live.iter().any(|l| l == o) => Some(o),
-                _ => desired_owner(&live, s),
+                _ => desired_owner(movers, s),
             };
             if !self.step(s, r, desired) {
                 settled = false;

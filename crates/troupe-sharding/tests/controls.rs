@@ -1,9 +1,9 @@
 //! The operators' controls (`controls.rs`) on three nodes of the
 //! in-memory transport (no server needed): a drained node hands its
 //! shards over and gets them back when undrained; a node marked down
-//! loses its shards to the others while it runs. A pause should keep a
-//! joining node empty until the resume: that test is ignored, it fails
-//! (open, see its reason).
+//! loses its shards to the others while it runs; a pause keeps a joining
+//! node empty until the resume, even when a node dies during the pause
+//! (its shards go to the nodes that held shards before).
 
 mod common;
 
@@ -116,7 +116,6 @@ fn a_node_marked_down_loses_its_shards_while_it_runs() {
 }
 
 #[test]
-#[ignore = "open: p2 gets about half the shards while paused (2026-12-02, 3 of 3 runs); the pause's hold is not yet proven"]
 fn a_pause_keeps_a_joining_node_empty_until_the_resume() {
     let net = MemoryNetwork::new();
     let tracker = Tracker::default();
@@ -141,5 +140,46 @@ fn a_pause_keeps_a_joining_node_empty_until_the_resume() {
     assert!(
         wait_until(LIMIT, || owned_by(&store, "p2") > 0),
         "p2 got no shard after the resume"
+    );
+}
+
+#[test]
+fn a_node_dying_while_paused_leaves_its_shards_to_the_holders_not_a_joiner() {
+    let net = MemoryNetwork::new();
+    let tracker = Tracker::default();
+    let mut cs = vec![cluster(&net, "h1"), cluster(&net, "h2")];
+    let mut ss: Vec<_> = cs
+        .iter()
+        .map(|c| counters(c, &tracker).start().expect("start"))
+        .collect();
+    settle(
+        &cs.iter().collect::<Vec<_>>(),
+        &ss.iter().collect::<Vec<_>>(),
+    );
+    let store = BucketOwnership::open(&cs[0]).expect("store");
+    controls::set_paused(&store, "counter", true).expect("pause");
+    // h3 joins under the pause and settles empty.
+    let c3 = cluster(&net, "h3");
+    let s3 = counters(&c3, &tracker).start().expect("start");
+    settle(&[&cs[0], &cs[1], &c3], &[&ss[0], &ss[1], &s3]);
+    assert_eq!(owned_by(&store, "h3"), 0, "a shard moved while paused");
+    let had = owned_by(&store, "h2");
+    assert!(had > 0, "placement gave h2 shards");
+    // h2 dies (no hand-over): its shards have no live owner and must be
+    // claimed, by h1, the one node left that held shards.
+    ss.pop().expect("h2").halt();
+    drop(cs.pop());
+    assert!(
+        wait_until(LIMIT, || owned_by(&store, "h1") == SHARDS as usize),
+        "h1 owns {}, h3 {}, of {SHARDS}",
+        owned_by(&store, "h1"),
+        owned_by(&store, "h3")
+    );
+    assert_eq!(owned_by(&store, "h3"), 0);
+    assert_eq!(s3.stats().shards_owned, 0);
+    controls::set_paused(&store, "counter", false).expect("resume");
+    assert!(
+        wait_until(LIMIT, || owned_by(&store, "h3") > 0),
+        "h3 got no shard after the resume"
     );
 }
