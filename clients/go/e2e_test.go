@@ -165,7 +165,7 @@ func startShop() (*shop, string, error) {
 	return &shop{url, schema}, "", nil
 }
 
-func theShopFor(t *testing.T) *shop {
+func theShopFor(t testing.TB) *shop {
 	t.Helper()
 	shopOnce.Do(func() { theShop, shopSkip, shopErr = startShop() })
 	if shopSkip != "" {
@@ -180,7 +180,7 @@ func theShopFor(t *testing.T) *shop {
 	return theShop
 }
 
-func connect(t *testing.T, s *shop, name, secret string) *Client {
+func connect(t testing.TB, s *shop, name, secret string) *Client {
 	t.Helper()
 	c, err := Connect(s.url, Options{Name: name, Secret: []byte(secret)})
 	if err != nil {
@@ -190,7 +190,7 @@ func connect(t *testing.T, s *shop, name, secret string) *Client {
 	return c
 }
 
-func msgType(t *testing.T, s *shop, name string) MessageType {
+func msgType(t testing.TB, s *shop, name string) MessageType {
 	t.Helper()
 	m, err := s.schema.Message("cart", name)
 	if err != nil {
