@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# The Go client (clients/go): go vet and go test, which read the shared
-# vectors in clients/vectors/frames.json. Standard library only so far, so
-# nothing is fetched from the Go module proxy yet.
+# The Go client (clients/go): gofmt, go vet, and go test, which reads the
+# shared vectors in clients/vectors/frames.json and runs the end-to-end
+# tests against a real nats-server and the Rust cart_node example (built
+# here). Modules come from the Go module proxy (go.sum pins them).
 set -euo pipefail
-cd "$(dirname "$0")/../clients/go"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+timeout 900 cargo build -q -p troupe-remote --example cart_node
+cd "$root/clients/go"
+unformatted="$(gofmt -l .)"
+if [ -n "$unformatted" ]; then
+  echo "gofmt: $unformatted" >&2
+  exit 1
+fi
 timeout 300 go vet ./...
-timeout 300 go test -count=1 ./...
+TROUPE_CART_NODE="$root/target/debug/examples/cart_node" TROUPE_REQUIRE_NATS=1 \
+  timeout 300 go test -count=1 ./...
