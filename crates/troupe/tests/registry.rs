@@ -8,7 +8,9 @@ use troupe::registry::Reader;
 use troupe::registry::{RegisterError, Registry};
 use troupe::{Actor, ActorRef, ActorSystem, Context, SendError, StopReason};
 
-const T: Duration = Duration::from_secs(20);
+// Generous: under ASan on a loaded machine 20 s was once too short for
+// thousands of panicking actors to stop.
+const T: Duration = Duration::from_secs(60);
 
 #[derive(Clone)]
 enum M {
