@@ -6,7 +6,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { Kind, ProtocolError, decodeFrames, encodeFrame, fingerprintOfShape, openSealed, seal, typeId } from "../src/frame.js";
+import { Kind, ProtocolError, decodeAck, decodeFrames, decodeLink, encodeFrame, fingerprintOfShape, openSealed, postcardStr, seal, typeId } from "../src/frame.js";
+import type { Frame } from "../src/frame.js";
+import * as codec from "../src/codec.js";
 
 const here = fileURLToPath(new URL("../../../vectors/frames.json", import.meta.url));
 const V = JSON.parse(readFileSync(here, "utf8"));
@@ -26,6 +28,24 @@ test("fnv1a and fingerprints", () => {
   assert.equal(typeId(V.actor.name), h(V.actor.target_id));
 });
 
+const hex16 = (n: bigint) => "0x" + n.toString(16).padStart(16, "0");
+
+/** What a frame's body means, in the vectors' JSON terms (as test_vectors.py). */
+function bodyMeaning(f: Frame): unknown {
+  if (f.kind === Kind.Link) return decodeLink(f);
+  if (f.kind === Kind.Ack) {
+    const a = decodeAck(f);
+    return { receiver: a.receiver, base: Number(a.base), received: Number(a.received), dropped: Number(a.dropped) };
+  }
+  if (f.kind === Kind.Seal) return hex(f.body);
+  if (f.flags & 4) {
+    const v = codec.decode(f.body) as any;
+    if (f.status === 8) return { rust_type: v[0], fingerprint: hex16(BigInt(v[1])) };
+    return v;
+  }
+  return null;
+}
+
 for (const v of V.good) {
   test(`good vector ${v.name} decodes and re-encodes`, () => {
     const payload = Buffer.from(v.hex, "hex");
@@ -40,8 +60,15 @@ for (const v of V.good) {
       assert.deepEqual([f.typeId, f.target, f.correlation], [h(want.type_id), h(want.target), h(want.correlation)]);
       assert.equal((f.flags & 4) !== 0, want.encoding === "cbor");
       assert.equal(hex(f.body), want.body_hex);
-      if (f.kind !== Kind.Seal)
-        parts.push(encodeFrame(f.kind, f.typeId, f.target, f.correlation, f.body, f.status, f.flags));
+      if (want.encoding === "cbor" || [Kind.Link, Kind.Ack, Kind.Seal].includes(f.kind) || f.body.length === 0)
+        assert.deepEqual(bodyMeaning(f), want.body);
+      if (f.kind === Kind.Seal) return;
+      // Encode the meaning back: the same bytes.
+      let body: Uint8Array;
+      if (want.encoding === "cbor" && f.status !== 8) body = codec.encode(want.body);
+      else if (f.kind === Kind.Link) body = postcardStr(want.body);
+      else body = Buffer.from(want.body_hex, "hex");
+      parts.push(encodeFrame(f.kind, f.typeId, f.target, f.correlation, body, f.status, f.flags));
     });
     const rebuilt = Buffer.concat(parts);
     if (v.sealed) {
@@ -62,7 +89,10 @@ function refusal(v: any): string | null {
     for (const f of decodeFrames(frames, MAX)) {
       if (f.kind === Kind.Tell && f.typeId === h(add.type_id) && f.correlation !== h(V.fingerprints["shop.cart.Add/tell"]))
         return "schema_mismatch";
-      if (f.kind === Kind.Reply && f.correlation !== h(v.expect_correlation)) return "correlation";
+      if (f.kind === Kind.Reply) {
+        if (f.correlation !== h(v.expect_correlation)) return "correlation";
+        if (f.status === 0 && f.flags & 4) codec.decode(f.body);
+      }
     }
   } catch (e) {
     if (e instanceof ProtocolError) return e.reason;
@@ -71,10 +101,8 @@ function refusal(v: any): string | null {
   return null;
 }
 
-// "undecodable" needs the CBOR body codec, not in this package yet.
-const FRAME_LAYER = new Set(["bad_seal", "truncated", "oversized", "short_header", "version", "kind", "correlation", "schema_mismatch"]);
 for (const v of V.bad) {
-  test(`bad vector ${v.name} is refused for ${v.refuse}`, { skip: FRAME_LAYER.has(v.refuse) ? false : "needs the CBOR codec (not done)" }, () => {
+  test(`bad vector ${v.name} is refused for ${v.refuse}`, () => {
     assert.equal(refusal(v), v.refuse);
   });
 }
