@@ -9,6 +9,8 @@ import { fileURLToPath } from "node:url";
 import { Kind, ProtocolError, decodeAck, decodeFrames, decodeLink, encodeFrame, fingerprintOfShape, openSealed, postcardStr, seal, typeId } from "../src/frame.js";
 import type { Frame } from "../src/frame.js";
 import * as codec from "../src/codec.js";
+import * as errors from "../src/errors.js";
+import { readReply } from "../src/reply.js";
 
 const here = fileURLToPath(new URL("../../../vectors/frames.json", import.meta.url));
 const V = JSON.parse(readFileSync(here, "utf8"));
@@ -89,10 +91,7 @@ function refusal(v: any): string | null {
     for (const f of decodeFrames(frames, MAX)) {
       if (f.kind === Kind.Tell && f.typeId === h(add.type_id) && f.correlation !== h(V.fingerprints["shop.cart.Add/tell"]))
         return "schema_mismatch";
-      if (f.kind === Kind.Reply) {
-        if (f.correlation !== h(v.expect_correlation)) return "correlation";
-        if (f.status === 0 && f.flags & 4) codec.decode(f.body);
-      }
+      if (f.kind === Kind.Reply) readReply(frames, h(v.expect_correlation), MAX);
     }
   } catch (e) {
     if (e instanceof ProtocolError) return e.reason;
@@ -120,4 +119,44 @@ test("every prefix and byte flip of every vector is refused or read, never anoth
       }
     }
   }
+});
+
+// Each status reply reads as its typed error, usable with instanceof.
+const BY_NAME: Record<string, Function> = {
+  UnknownTarget: errors.UnknownTarget, UnknownType: errors.UnknownType, Stopped: errors.ActorStopped,
+  MailboxFull: errors.MailboxFull, NoReply: errors.NoReply, Timeout: errors.Timeout, BadFrame: errors.BadFrame,
+  SchemaMismatch: errors.SchemaMismatch,
+};
+for (const v of V.good.filter((v: any) => v.frames.length === 1 && v.frames[0].kind === "reply")) {
+  const want = v.frames[0];
+  test(`reply vector ${v.name} reads as ${want.status}`, () => {
+    const read = () => readReply(Buffer.from(v.hex, "hex"), h(want.correlation), MAX);
+    if (want.status === "Ok") return assert.deepEqual(read(), want.body);
+    assert.throws(read, (e: unknown) => {
+      assert.ok(e instanceof BY_NAME[want.status], String(e));
+      assert.ok(e instanceof errors.TroupeError);
+      if (want.status === "SchemaMismatch") {
+        assert.equal((e as errors.SchemaMismatch).rustType, want.body.rust_type);
+        assert.equal((e as errors.SchemaMismatch).fingerprint, h(want.body.fingerprint));
+      }
+      return true;
+    });
+  });
+}
+
+test("error classes: hierarchy and executed as errors.py", () => {
+  assert.ok(new errors.UnknownTarget() instanceof errors.NoResponders);
+  assert.ok(new errors.UnknownType() instanceof errors.NoResponders);
+  assert.ok(new errors.SchemaMismatch("x", 1n) instanceof errors.NoResponders);
+  assert.ok(!(new errors.Timeout() instanceof errors.NoResponders));
+  assert.equal(new errors.Timeout().executed, null);
+  assert.equal(new errors.NoReply().executed, null);
+  assert.equal(new errors.Disconnected().executed, null);
+  assert.equal(new errors.MailboxFull().executed, false);
+  assert.equal(new errors.ProtocolError("kind").reason, "kind");
+  assert.equal(new errors.ActorStopped().name, "ActorStopped");
+  // A BadFrame answer with every id 0 is accepted whatever the correlation.
+  const f = Buffer.from(V.good.find((v: any) => v.name === "reply_status_BadFrame").hex, "hex");
+  f.fill(0, 8, 32);
+  assert.throws(() => readReply(f, 12345n, MAX), errors.BadFrame);
 });
