@@ -160,3 +160,14 @@ test("error classes: hierarchy and executed as errors.py", () => {
   f.fill(0, 8, 32);
   assert.throws(() => readReply(f, 12345n, MAX), errors.BadFrame);
 });
+
+import { Client } from "../src/client.js";
+for (const v of V.bad) {
+  test(`bad vector ${v.name} on the inbox is counted, never thrown`, () => {
+    const c = Client.offline("py-client", "default", v.sealed ? KEY : null, MAX);
+    c.onInbox(v.subject, Buffer.from(v.hex, "hex"));
+    assert.equal(c.stats.acksReceived, 0);
+    if (v.refuse === "bad_seal") assert.equal(c.stats.unauthenticated, 1);
+    else if (["short_header", "version", "kind", "truncated", "oversized"].includes(v.refuse)) assert.equal(c.stats.badFrames, 1);
+  });
+}
