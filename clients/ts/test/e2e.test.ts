@@ -31,6 +31,8 @@ const freePort = () => new Promise<number>((ok, no) => {
   const s = createServer().listen(0, "127.0.0.1", () => { const p = (s.address() as any).port; s.close(() => ok(p)); }).on("error", no);
 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A bound for a race: unref'd, so a lost race does not keep the process alive. */
+const bound = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 async function waitPort(port: number, ms: number) {
   const end = Date.now() + ms;
   while (Date.now() < end) {
@@ -51,7 +53,7 @@ before(async () => {
   node = spawn(nodeBin, [url, "shop", SECRET], { stdio: ["pipe", "pipe", "inherit"] });
   const lines = createInterface({ input: node.stdout! })[Symbol.asyncIterator]();
   const line = async () => {
-    const r = await Promise.race([lines.next(), sleep(60000).then(() => { throw new Error("cart_node silent for 60 s"); })]);
+    const r = await Promise.race([lines.next(), bound(60000).then(() => { throw new Error("cart_node silent for 60 s"); })]);
     return (r as IteratorResult<string>).value as string;
   };
   schema = Schema.parse(await line());
@@ -62,10 +64,12 @@ after(async () => {
   if (skip) return;
   node?.stdin?.end();
   const exited = (p: ChildProcess) => new Promise((r) => p.exitCode !== null ? r(0) : p.once("exit", r));
-  await Promise.race([exited(node), sleep(20000)]);
+  const t0 = Date.now();
+  await Promise.race([exited(node), bound(20000)]);
+  console.log(`# cart_node exited in ${Date.now() - t0} ms (code ${node.exitCode})`);
   if (node.exitCode === null) node.kill("SIGKILL");
   nats?.kill("SIGTERM");
-  await Promise.race([exited(nats), sleep(20000)]);
+  await Promise.race([exited(nats), bound(20000)]);
 });
 
 const T = { skip, timeout: 60000 };
