@@ -7,6 +7,9 @@
  * another exception) for the caller to count.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { ProtocolError } from "./errors.js";
+
+export { ProtocolError };
 
 export const FORMAT_VERSION = 2;
 export const HEADER_LEN = 32;
@@ -17,14 +20,6 @@ export const FLAG_CBOR = 0x04;
 export const MAX_TRACESTATE = 512;
 
 export enum Kind { Tell = 1, Ask, Reply, Ping, Link, Ack, Seal, Receipts }
-
-/** A frame refused for `reason` (the names of docs/protocol.md). */
-export class ProtocolError extends Error {
-  constructor(readonly reason: string, detail = "") {
-    super(detail ? `${reason}: ${detail}` : reason);
-    this.name = "ProtocolError";
-  }
-}
 
 const MASK = (1n << 64n) - 1n;
 
@@ -45,6 +40,7 @@ export function fingerprintOfShape(shape: string): bigint {
 
 export interface Frame {
   kind: Kind; status: number; flags: number;
+  /** The body is CBOR (flag 0x04), else postcard. */
   typeId: bigint; target: bigint; correlation: bigint;
   /** The body without its trace block, if any. */
   body: Uint8Array;
@@ -116,4 +112,77 @@ export function openSealed(key: Uint8Array, subject: string, payload: Uint8Array
   if (!Buffer.from(head).equals(sealHeader()) || !timingSafeEqual(got, tag(key, subject, frames)))
     throw new ProtocolError("bad_seal");
   return frames;
+}
+
+// -- postcard varints and strings: link and ack bodies ---------------------
+
+export function varint(n: bigint): Uint8Array {
+  const out: number[] = [];
+  for (;;) {
+    const b = Number(n & 0x7fn);
+    n >>= 7n;
+    if (n) out.push(b | 0x80);
+    else { out.push(b); return Uint8Array.from(out); }
+  }
+}
+
+/** The varint at `at` and the offset after it. */
+export function readVarint(buf: Uint8Array, at: number): [bigint, number] {
+  let n = 0n;
+  for (let i = 0; i < 10; i++) {
+    if (at + i >= buf.length) throw new ProtocolError("undecodable", "varint past the end");
+    const b = buf[at + i];
+    n |= BigInt(b & 0x7f) << BigInt(7 * i);
+    if (!(b & 0x80)) {
+      if (n > MASK) throw new ProtocolError("undecodable", "varint above u64");
+      return [n, at + i + 1];
+    }
+  }
+  throw new ProtocolError("undecodable", "varint longer than 10 bytes");
+}
+
+export function postcardStr(s: string): Uint8Array {
+  const b = new TextEncoder().encode(s);
+  return Buffer.concat([varint(BigInt(b.length)), b]);
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+export function readPostcardStr(buf: Uint8Array, at: number): [string, number] {
+  const [n, after] = readVarint(buf, at);
+  if (n > BigInt(buf.length - after)) throw new ProtocolError("undecodable", "string past the end");
+  const end = after + Number(n);
+  try {
+    return [UTF8.decode(buf.subarray(after, end)), end];
+  } catch {
+    throw new ProtocolError("undecodable", "string not UTF-8");
+  }
+}
+
+/** The link frame opening a run of tells: epoch, first number, sender name. */
+export function linkFrame(epoch: bigint, first: bigint, name: string): Uint8Array {
+  return encodeFrame(Kind.Link, epoch, 0n, first, postcardStr(name));
+}
+
+/** A receiver's account of this client's link (docs/protocol.md). */
+export interface Ack {
+  epoch: bigint; upto: bigint; receiver: string;
+  base: bigint; received: bigint; dropped: bigint;
+}
+
+export function decodeAck(frame: Frame): Ack {
+  let at: number;
+  let receiver: string, base: bigint, received: bigint, dropped: bigint;
+  [receiver, at] = readPostcardStr(frame.body, 0);
+  [base, at] = readVarint(frame.body, at);
+  [received, at] = readVarint(frame.body, at);
+  [dropped, at] = readVarint(frame.body, at);
+  if (at !== frame.body.length) throw new ProtocolError("undecodable", "bytes after the ack");
+  return { epoch: frame.typeId, upto: frame.correlation, receiver, base, received, dropped };
+}
+
+export function decodeLink(frame: Frame): string {
+  const [name, at] = readPostcardStr(frame.body, 0);
+  if (at !== frame.body.length) throw new ProtocolError("undecodable", "bytes after the name");
+  return name;
 }

@@ -6,7 +6,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { Kind, ProtocolError, decodeFrames, encodeFrame, fingerprintOfShape, openSealed, seal, typeId } from "../src/frame.js";
+import { Kind, ProtocolError, decodeAck, decodeFrames, decodeLink, encodeFrame, fingerprintOfShape, openSealed, postcardStr, seal, typeId } from "../src/frame.js";
+import type { Frame } from "../src/frame.js";
+import * as codec from "../src/codec.js";
+import * as errors from "../src/errors.js";
+import { readReply } from "../src/reply.js";
 
 const here = fileURLToPath(new URL("../../../vectors/frames.json", import.meta.url));
 const V = JSON.parse(readFileSync(here, "utf8"));
@@ -26,6 +30,24 @@ test("fnv1a and fingerprints", () => {
   assert.equal(typeId(V.actor.name), h(V.actor.target_id));
 });
 
+const hex16 = (n: bigint) => "0x" + n.toString(16).padStart(16, "0");
+
+/** What a frame's body means, in the vectors' JSON terms (as test_vectors.py). */
+function bodyMeaning(f: Frame): unknown {
+  if (f.kind === Kind.Link) return decodeLink(f);
+  if (f.kind === Kind.Ack) {
+    const a = decodeAck(f);
+    return { receiver: a.receiver, base: Number(a.base), received: Number(a.received), dropped: Number(a.dropped) };
+  }
+  if (f.kind === Kind.Seal) return hex(f.body);
+  if (f.flags & 4) {
+    const v = codec.decode(f.body) as any;
+    if (f.status === 8) return { rust_type: v[0], fingerprint: hex16(BigInt(v[1])) };
+    return v;
+  }
+  return null;
+}
+
 for (const v of V.good) {
   test(`good vector ${v.name} decodes and re-encodes`, () => {
     const payload = Buffer.from(v.hex, "hex");
@@ -40,8 +62,15 @@ for (const v of V.good) {
       assert.deepEqual([f.typeId, f.target, f.correlation], [h(want.type_id), h(want.target), h(want.correlation)]);
       assert.equal((f.flags & 4) !== 0, want.encoding === "cbor");
       assert.equal(hex(f.body), want.body_hex);
-      if (f.kind !== Kind.Seal)
-        parts.push(encodeFrame(f.kind, f.typeId, f.target, f.correlation, f.body, f.status, f.flags));
+      if (want.encoding === "cbor" || [Kind.Link, Kind.Ack, Kind.Seal].includes(f.kind) || f.body.length === 0)
+        assert.deepEqual(bodyMeaning(f), want.body);
+      if (f.kind === Kind.Seal) return;
+      // Encode the meaning back: the same bytes.
+      let body: Uint8Array;
+      if (want.encoding === "cbor" && f.status !== 8) body = codec.encode(want.body);
+      else if (f.kind === Kind.Link) body = postcardStr(want.body);
+      else body = Buffer.from(want.body_hex, "hex");
+      parts.push(encodeFrame(f.kind, f.typeId, f.target, f.correlation, body, f.status, f.flags));
     });
     const rebuilt = Buffer.concat(parts);
     if (v.sealed) {
@@ -62,7 +91,7 @@ function refusal(v: any): string | null {
     for (const f of decodeFrames(frames, MAX)) {
       if (f.kind === Kind.Tell && f.typeId === h(add.type_id) && f.correlation !== h(V.fingerprints["shop.cart.Add/tell"]))
         return "schema_mismatch";
-      if (f.kind === Kind.Reply && f.correlation !== h(v.expect_correlation)) return "correlation";
+      if (f.kind === Kind.Reply) readReply(frames, h(v.expect_correlation), MAX);
     }
   } catch (e) {
     if (e instanceof ProtocolError) return e.reason;
@@ -71,10 +100,8 @@ function refusal(v: any): string | null {
   return null;
 }
 
-// "undecodable" needs the CBOR body codec, not in this package yet.
-const FRAME_LAYER = new Set(["bad_seal", "truncated", "oversized", "short_header", "version", "kind", "correlation", "schema_mismatch"]);
 for (const v of V.bad) {
-  test(`bad vector ${v.name} is refused for ${v.refuse}`, { skip: FRAME_LAYER.has(v.refuse) ? false : "needs the CBOR codec (not done)" }, () => {
+  test(`bad vector ${v.name} is refused for ${v.refuse}`, () => {
     assert.equal(refusal(v), v.refuse);
   });
 }
@@ -93,3 +120,54 @@ test("every prefix and byte flip of every vector is refused or read, never anoth
     }
   }
 });
+
+// Each status reply reads as its typed error, usable with instanceof.
+const BY_NAME: Record<string, Function> = {
+  UnknownTarget: errors.UnknownTarget, UnknownType: errors.UnknownType, Stopped: errors.ActorStopped,
+  MailboxFull: errors.MailboxFull, NoReply: errors.NoReply, Timeout: errors.Timeout, BadFrame: errors.BadFrame,
+  SchemaMismatch: errors.SchemaMismatch,
+};
+for (const v of V.good.filter((v: any) => v.frames.length === 1 && v.frames[0].kind === "reply")) {
+  const want = v.frames[0];
+  test(`reply vector ${v.name} reads as ${want.status}`, () => {
+    const read = () => readReply(Buffer.from(v.hex, "hex"), h(want.correlation), MAX);
+    if (want.status === "Ok") return assert.deepEqual(read(), want.body);
+    assert.throws(read, (e: unknown) => {
+      assert.ok(e instanceof BY_NAME[want.status], String(e));
+      assert.ok(e instanceof errors.TroupeError);
+      if (want.status === "SchemaMismatch") {
+        assert.equal((e as errors.SchemaMismatch).rustType, want.body.rust_type);
+        assert.equal((e as errors.SchemaMismatch).fingerprint, h(want.body.fingerprint));
+      }
+      return true;
+    });
+  });
+}
+
+test("error classes: hierarchy and executed as errors.py", () => {
+  assert.ok(new errors.UnknownTarget() instanceof errors.NoResponders);
+  assert.ok(new errors.UnknownType() instanceof errors.NoResponders);
+  assert.ok(new errors.SchemaMismatch("x", 1n) instanceof errors.NoResponders);
+  assert.ok(!(new errors.Timeout() instanceof errors.NoResponders));
+  assert.equal(new errors.Timeout().executed, null);
+  assert.equal(new errors.NoReply().executed, null);
+  assert.equal(new errors.Disconnected().executed, null);
+  assert.equal(new errors.MailboxFull().executed, false);
+  assert.equal(new errors.ProtocolError("kind").reason, "kind");
+  assert.equal(new errors.ActorStopped().name, "ActorStopped");
+  // A BadFrame answer with every id 0 is accepted whatever the correlation.
+  const f = Buffer.from(V.good.find((v: any) => v.name === "reply_status_BadFrame").hex, "hex");
+  f.fill(0, 8, 32);
+  assert.throws(() => readReply(f, 12345n, MAX), errors.BadFrame);
+});
+
+import { Client } from "../src/client.js";
+for (const v of V.bad) {
+  test(`bad vector ${v.name} on the inbox is counted, never thrown`, () => {
+    const c = Client.offline("py-client", "default", v.sealed ? KEY : null, MAX);
+    c.onInbox(v.subject, Buffer.from(v.hex, "hex"));
+    assert.equal(c.stats.acksReceived, 0);
+    if (v.refuse === "bad_seal") assert.equal(c.stats.unauthenticated, 1);
+    else if (["short_header", "version", "kind", "truncated", "oversized"].includes(v.refuse)) assert.equal(c.stats.badFrames, 1);
+  });
+}
