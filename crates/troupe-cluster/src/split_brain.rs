@@ -160,24 +160,22 @@ impl Quorum {
             SplitBrain::Off => true,
             SplitBrain::StaticQuorum(n) => reachable >= n,
             SplitBrain::KeepMajority => {
-                let lost = self
-                    .lost
-                    .keys()
-                    .filter(|n| n.as_str() != me && !up.contains(n))
-                    .count();
+                let mut lost = 0usize;
+                let mut first_lost: Option<&str> = None;
+                for n in self.lost.keys() {
+                    if n.as_str() != me && !up.contains(n) {
+                        lost += 1;
+                        first_lost = Some(first_lost.map_or(n.as_str(), |f| f.min(n.as_str())));
+                    }
+                }
                 let members = reachable.saturating_add(lost);
                 if reachable.saturating_mul(2) != members {
                     reachable.saturating_mul(2) > members
                 } else {
                     // A tie: the side with the first name keeps serving.
-                    let first_lost = self
-                        .lost
-                        .keys()
-                        .filter(|n| n.as_str() != me && !up.contains(n))
-                        .min();
                     let first_here = up.iter().map(String::as_str).chain([me]).min();
                     match (first_here, first_lost) {
-                        (Some(h), Some(l)) => h < l.as_str(),
+                        (Some(h), Some(l)) => h < l,
                         _ => true,
                     }
                 }

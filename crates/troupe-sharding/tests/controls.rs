@@ -48,14 +48,7 @@ fn drain_moves_a_nodes_shards_away_and_undrain_brings_them_back() {
         .iter()
         .map(|n| cluster(&net, n))
         .collect();
-    let ss: Vec<_> = cs
-        .iter()
-        .map(|c| counters(c, &tracker).start().expect("start"))
-        .collect();
-    settle(
-        &cs.iter().collect::<Vec<_>>(),
-        &ss.iter().collect::<Vec<_>>(),
-    );
+    let ss = start_settled(&cs, &tracker);
     let store = BucketOwnership::open(&cs[0]).expect("store");
     assert!(owned_by(&store, "c2") > 0, "placement gives c2 shards");
 
@@ -90,14 +83,7 @@ fn a_node_marked_down_loses_its_shards_while_it_runs() {
         .iter()
         .map(|n| cluster(&net, n))
         .collect();
-    let ss: Vec<_> = cs
-        .iter()
-        .map(|c| counters(c, &tracker).start().expect("start"))
-        .collect();
-    settle(
-        &cs.iter().collect::<Vec<_>>(),
-        &ss.iter().collect::<Vec<_>>(),
-    );
+    let ss = start_settled(&cs, &tracker);
     let store = BucketOwnership::open(&cs[0]).expect("store");
     assert!(owned_by(&store, "k3") > 0);
     controls::mark_down(&store, "counter", "k3").expect("down");
@@ -148,14 +134,7 @@ fn a_node_dying_while_paused_leaves_its_shards_to_the_holders_not_a_joiner() {
     let net = MemoryNetwork::new();
     let tracker = Tracker::default();
     let mut cs = vec![cluster(&net, "h1"), cluster(&net, "h2")];
-    let mut ss: Vec<_> = cs
-        .iter()
-        .map(|c| counters(c, &tracker).start().expect("start"))
-        .collect();
-    settle(
-        &cs.iter().collect::<Vec<_>>(),
-        &ss.iter().collect::<Vec<_>>(),
-    );
+    let mut ss = start_settled(&cs, &tracker);
     let store = BucketOwnership::open(&cs[0]).expect("store");
     controls::set_paused(&store, "counter", true).expect("pause");
     // h3 joins under the pause and settles empty.

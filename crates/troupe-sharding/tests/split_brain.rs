@@ -48,14 +48,7 @@ fn three(strategy: SplitBrain) -> Three {
                 .expect("connect"),
         ));
     }
-    let ss: Vec<_> = cs
-        .iter()
-        .map(|c| counters(c, &tracker).start().expect("start"))
-        .collect();
-    settle(
-        &cs.iter().collect::<Vec<_>>(),
-        &ss.iter().collect::<Vec<_>>(),
-    );
+    let ss = start_settled(&cs, &tracker);
     let store = BucketOwnership::open(&cs[0]).expect("store");
     Three {
         net,

@@ -170,6 +170,12 @@ pub fn three_counters(
     let cs: Vec<_> = (1..=3)
         .map(|i| cluster(server, &format!("{prefix}{i}")))
         .collect();
+    let ss = start_settled(&cs, tracker);
+    (cs, ss)
+}
+
+/// The counter sharding type started on each of `cs`, and settled.
+pub fn start_settled(cs: &[Arc<Cluster>], tracker: &Tracker) -> Vec<Sharding<Counter>> {
     let ss: Vec<_> = cs
         .iter()
         .map(|c| counters(c, tracker).start().expect("start"))
@@ -178,7 +184,7 @@ pub fn three_counters(
         &cs.iter().collect::<Vec<_>>(),
         &ss.iter().collect::<Vec<_>>(),
     );
-    (cs, ss)
+    ss
 }
 
 /// The tells `c`'s links know were not delivered: refused by the peer,
