@@ -263,3 +263,58 @@ func TestOperationsDropsUnseenUnknownWrites(t *testing.T) {
 		t.Fatal("an unknown write's return is not its call plus the bound")
 	}
 }
+
+// The producer's exact counts on injected runs: a clean one passes; one
+// whose final tally read lacks a confirmed message, and one where a
+// message was handled twice, fail; with no final read it is undecided.
+func TestProducerCountsAreExact(t *testing.T) {
+	nemesis := []string{
+		`{"k":"nemesis","what":"final-quiet","target":"all","phase":"start","t":10000}`,
+		`{"k":"nemesis","what":"final-quiet","target":"all","phase":"end","t":20000}`,
+	}
+	run := func(final string, earlier string) string {
+		return writeRun(t, map[string][]string{
+			"nemesis.jsonl": nemesis,
+			"history-n1-1.jsonl": {
+				`{"k":"confirmed","producer":"n1-1","upto":10,"keys":1,"t":500}`,
+				`{"k":"confirmed","producer":"n1-1","upto":20,"keys":1,"t":9000}`,
+				`{"k":"confirmed","producer":"n1-1","upto":30,"keys":1,"t":12000}`,
+				earlier,
+				final,
+			},
+		})
+	}
+	read := func(call int64, count, last, ooo int) string {
+		return fmt.Sprintf(`{"k":"tally","key":"t0","call":%d,"ok":true,"seen":[{"producer":"n1-1","count":%d,"last":%d,"out_of_order":%d}],"t":%d}`,
+			call, count, last, ooo, call+10)
+	}
+	verify := func(dir string) (int, bool, string) {
+		var out strings.Builder
+		a, u, err := Verify(&out, dir, time.Minute, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, u, out.String()
+	}
+	// Clean: the final read (called at 11000) holds the 20 confirmed
+	// before it and more; the 30 confirmed after it do not count.
+	// (Undecided all the same: the run has no ledger reads.)
+	if a, u, out := verify(run(read(11000, 25, 25, 0), read(600, 12, 12, 0))); a != 0 || strings.Contains(out, "tallies were not read") ||
+		!strings.Contains(out, "lost confirmed 0, handled twice or out of order 0 (2 tally reads; 1 of 1 tallies") {
+		t.Fatalf("a clean run: %d anomalies, undecided %v:\n%s", a, u, out)
+	}
+	// Lost: 19 < 20 confirmed before the read.
+	if a, _, out := verify(run(read(11000, 19, 19, 0), read(600, 12, 12, 0))); a != 1 ||
+		!strings.Contains(out, "lost confirmed: tally/producer t0 n1-1") {
+		t.Fatalf("a lost confirmed message was not found (%d anomalies):\n%s", a, out)
+	}
+	// Twice: an earlier read counted 13 messages with last 12.
+	if a, _, out := verify(run(read(11000, 25, 25, 0), read(600, 13, 12, 1))); a != 1 ||
+		!strings.Contains(out, "handled twice or out of order: tally/producer t0 n1-1") {
+		t.Fatalf("a message handled twice was not found (%d anomalies):\n%s", a, out)
+	}
+	// No final read: undecided.
+	if _, u, out := verify(run(read(600, 12, 12, 0), read(700, 12, 12, 0))); !u || !strings.Contains(out, "1 tallies were not read") {
+		t.Fatalf("no final tally read must be undecided:\n%s", out)
+	}
+}

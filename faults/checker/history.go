@@ -34,6 +34,20 @@ type Line struct {
 	Phase  string `json:"phase"`
 	Name   string `json:"name"`
 	Event  string `json:"event"`
+	// The producer's lines (crates/troupe-faults/src/producing.rs).
+	Producer string `json:"producer"`
+	Upto     uint64 `json:"upto"`
+	Keys     uint64 `json:"keys"`
+	CallT    int64  `json:"call"`
+	Seen     []Seen `json:"seen"`
+}
+
+// Seen is one producer's messages as a tally handled them.
+type Seen struct {
+	Producer   string `json:"producer"`
+	Count      uint64 `json:"count"`
+	Last       uint64 `json:"last"`
+	OutOfOrder uint64 `json:"out_of_order"`
 }
 
 // Op is one client operation: its call, and its return if one was written.
@@ -60,6 +74,9 @@ type Run struct {
 	Partial    int // lines that did not parse (a killed writer's last line)
 	// When each activation was created (its "activated" line), by act.
 	Activated map[uint64]int64
+	// The producers' "confirmed" lines and the tallies' reads.
+	Confirmed []Line
+	Tallies   []Line
 }
 
 func readLines(path string, f func(Line)) (bad int, err error) {
@@ -101,6 +118,10 @@ func ReadRun(dir string) (*Run, error) {
 				rets = append(rets, l)
 			case "activated":
 				run.Activated[l.Act] = l.T
+			case "confirmed":
+				run.Confirmed = append(run.Confirmed, l)
+			case "tally":
+				run.Tallies = append(run.Tallies, l)
 			}
 		})
 		if err != nil {

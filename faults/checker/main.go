@@ -137,7 +137,25 @@ func Verify(w io.Writer, dir string, timeout time.Duration, only string) (anomal
 		}
 	}
 	fmt.Fprintf(w, "writes fenced by the store (another writer first): register %d, ledger %d\n", fenced["register"], fenced["ledger"])
-	fmt.Fprintln(w, "producer (at-least-once, exact counts): not in this workload (checked under SIGKILL by troupe-sharding's tests/producer_kill.rs)")
+	pc := Producers(run)
+	fmt.Fprintf(w, "producer (at-least-once, exact counts): %d messages confirmed by %d producers to %d tallies; lost confirmed %d, handled twice or out of order %d (%d tally reads; %d of %d tallies read in the final quiet interval)\n",
+		pc.Confirmed, pc.Producers, pc.Tallies, len(pc.Lost), len(pc.Disordered), pc.Reads, pc.FinalRead, pc.Tallies)
+	for _, l := range pc.Lost {
+		anomalies++
+		fmt.Fprintf(w, "  lost confirmed: tally/producer %s\n", l)
+	}
+	seenDis := map[string]bool{}
+	for _, d := range pc.Disordered {
+		if !seenDis[d] {
+			seenDis[d] = true
+			anomalies++
+			fmt.Fprintf(w, "  handled twice or out of order: tally/producer %s\n", d)
+		}
+	}
+	if pc.Tallies > 0 && pc.FinalRead < pc.Tallies {
+		fmt.Fprintf(w, "  %d tallies were not read in the final quiet interval\n", pc.Tallies-pc.FinalRead)
+		undecided = true
+	}
 	rec := Recovery(run)
 	for _, kind := range []string{"node-kill", "node-stop", "server-kill", "partition", "latency", "bandwidth", "reset"} {
 		t := rec[kind]

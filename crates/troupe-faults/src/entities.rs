@@ -251,14 +251,14 @@ pub type LedgerEntity = Async<Persistent<Ledger>>;
 
 /// Sharding settings both kinds share: entities never passivate (every
 /// activation is then a move or a restart), ticks as the tests use them.
-fn common<A: troupe::Actor>(b: ShardingBuilder<A>) -> ShardingBuilder<A> {
+pub(crate) fn common<A: troupe::Actor>(b: ShardingBuilder<A>) -> ShardingBuilder<A> {
     b.shards(SHARDS)
         .replicas(3)
         .idle_timeout(None)
         .tick(Duration::from_millis(150))
 }
 
-fn pid(kind: &str, id: &str) -> PersistenceId {
+pub(crate) fn pid(kind: &str, id: &str) -> PersistenceId {
     // Ids come from this crate's driver (`r0`, `l3`): valid by construction;
     // a bad one falls back to a fixed id rather than panic a node.
     PersistenceId::new(kind, id).unwrap_or_else(|_| {

@@ -17,8 +17,12 @@
 //! activations (two instances of one entity handling commands in
 //! overlapping intervals, from each reply's [`entities::Stamp`]).
 //!
-//! Floors, lowest first: [`clock`] → [`history`] → [`entities`] and
-//! [`workload`] (what a node runs) → [`servers`] and [`toxiproxy`] (what
+//! Each node also runs an at-least-once producer ([`producing`]) to
+//! event-sourced tallies ([`tally`]), whose exact counts the checker
+//! verifies: every confirmed message handled once, in order.
+//!
+//! Floors, lowest first: [`clock`] → [`history`] → [`entities`] →
+//! [`tally`], [`workload`] and [`producing`] (what a node runs) → [`servers`] and [`toxiproxy`] (what
 //! the driver starts) → the binaries. The driver and checker are run by
 //! `faults/run.sh` (`--short` for CI, `--long` for the record).
 
@@ -27,6 +31,8 @@
 pub mod clock;
 pub mod entities;
 pub mod history;
+pub mod producing;
 pub mod servers;
+pub mod tally;
 pub mod toxiproxy;
 pub mod workload;

@@ -54,6 +54,8 @@ struct World {
     mode: Arc<AtomicU8>,
     slow_ms: Arc<AtomicU64>,
     dedup: Arc<std::sync::atomic::AtomicBool>,
+    /// The most messages one delivery carried.
+    largest: Arc<AtomicU64>,
 }
 
 impl World {
@@ -89,6 +91,9 @@ impl Actor for Sink {
                 // the producer must resend them; the others (and so the
                 // resends, however many pile up) are answered at once.
                 self.deliveries += 1;
+                self.world
+                    .largest
+                    .fetch_max(d.len() as u64, Ordering::Relaxed);
                 let slow = self.world.slow_ms.load(Ordering::Relaxed);
                 if slow > 0 && matches!(self.deliveries, 3 | 6) {
                     std::thread::sleep(Duration::from_millis(slow));
@@ -309,7 +314,7 @@ fn an_injected_duplicate_is_confirmed_not_handled() {
 }
 
 #[test]
-fn a_full_window_answers_full_and_send_waits() {
+fn a_full_producer_answers_full_and_send_waits() {
     let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
         return;
     };
@@ -317,7 +322,7 @@ fn a_full_window_answers_full_and_send_waits() {
     let nodes = three(&server, "pw", &world);
     let producer = Arc::new(
         Producer::<Item>::builder(&nodes[0].1, "p-window")
-            .window(4)
+            .max_unconfirmed(4)
             .retry_after(Duration::from_millis(200))
             .start()
             .expect("producer"),
@@ -330,7 +335,7 @@ fn a_full_window_answers_full_and_send_waits() {
     }
     match producer.try_send("w-1", Item(5)) {
         Err(ProducerError::Full(Item(5))) => {}
-        other => panic!("a full window: {other:?}"),
+        other => panic!("a full producer: {other:?}"),
     }
     assert_eq!(producer.stats().unconfirmed, 4);
     assert!(producer.flush_blocking(Duration::from_millis(300)).is_err());
@@ -344,7 +349,10 @@ fn a_full_window_answers_full_and_send_waits() {
         })
     };
     std::thread::sleep(Duration::from_millis(500));
-    assert!(!waiter.is_finished(), "send returned with the window full");
+    assert!(
+        !waiter.is_finished(),
+        "send returned with the producer full"
+    );
     assert!(world.of("w-1").is_empty());
     world.mode.store(NORMAL, Ordering::Relaxed);
     let waited = waiter.join().expect("sender");
@@ -357,6 +365,54 @@ fn a_full_window_answers_full_and_send_waits() {
         producer.stats().failures > 0,
         "the held deliveries failed and were retried"
     );
+}
+
+/// The window is per entity: an entity that holds its deliveries holds
+/// at most `window` messages of its own stream out, the rest wait
+/// accepted in the stream, and the other entities' streams go on, each
+/// with deliveries of up to the window (not a share of one window).
+#[test]
+fn the_window_bounds_each_entity_not_the_producer() {
+    let Some(server) = NatsServer::builder().jetstream().start_or_skip() else {
+        return;
+    };
+    let world = World::new();
+    let nodes = three(&server, "pe", &world);
+    const WINDOW: u64 = 3;
+    let producer = Producer::<Item>::builder(&nodes[0].1, "p-per-entity")
+        .window(WINDOW as usize)
+        .retry_after(Duration::from_millis(100))
+        .start()
+        .expect("producer");
+    assert_eq!((producer.window(), producer.max_unconfirmed()), (3, 10_000));
+    world.mode.store(HOLD, Ordering::Relaxed);
+    // 20 to the held entity and 20 to each of 4 others: all accepted at
+    // once (far below max_unconfirmed), though the window is 3.
+    let ids = ids(5);
+    for n in 1..=20 {
+        for id in &ids {
+            producer.try_send(id, Item(n)).expect("accepted");
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(world.total(), 0, "held");
+    assert!(world.largest.load(Ordering::Relaxed) <= WINDOW);
+    world.mode.store(NORMAL, Ordering::Relaxed);
+    producer
+        .flush_blocking(Duration::from_secs(30))
+        .expect("confirmed");
+    for id in &ids {
+        assert_eq!(world.of(id), (1..=20).collect::<Vec<_>>(), "{id}");
+    }
+    assert_eq!(
+        world.largest.load(Ordering::Relaxed),
+        WINDOW,
+        "deliveries of a full window each, never more"
+    );
+    let st = producer.stats();
+    assert_eq!(st.confirmed, 100);
+    // Each stream needs at least 20 / 3 rounded up = 7 deliveries.
+    assert!(st.deliveries >= 5 * 7, "{st:?}");
 }
 
 /// A durable producer dropped with messages unconfirmed (some handled

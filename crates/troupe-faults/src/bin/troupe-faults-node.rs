@@ -1,6 +1,7 @@
-//! One Troupe node of a fault run: hosts the `register` and `ledger`
-//! entity kinds (sharding on 3 JetStream replicas, state on JetStream) and
-//! runs the workload's clients, which record their history.
+//! One Troupe node of a fault run: hosts the `register`, `ledger` and
+//! `tally` entity kinds (sharding on 3 JetStream replicas, state on
+//! JetStream), runs the workload's clients and an at-least-once producer
+//! to the tallies, which record their history.
 //!
 //! Started by the driver (`troupe-faults`), one process per node; it may be
 //! SIGKILLed, SIGSTOPped and SIGCONTed at any time. It prints `READY` on
@@ -20,8 +21,11 @@ use troupe_cluster::Cluster;
 use troupe_faults::clock;
 use troupe_faults::entities::{ledgers, registers, Deposit, ReadBalance, ReadRegister, Write};
 use troupe_faults::history::History;
+use troupe_faults::producing;
+use troupe_faults::tally::tallies;
 use troupe_faults::workload::{Client, Op};
 use troupe_persistence::JetStreamStore;
+use troupe_sharding::delivery::Producer;
 
 /// One node of a fault run.
 #[derive(Parser, Debug)]
@@ -58,6 +62,12 @@ struct Args {
     /// Heartbeat, milliseconds.
     #[arg(long, default_value_t = 250)]
     heartbeat_ms: u64,
+    /// Tallies the node's producer sends to (`t0..`); 0: no producer.
+    #[arg(long, default_value_t = 6)]
+    tallies: u64,
+    /// The producer's pause between rounds, milliseconds.
+    #[arg(long, default_value_t = 50)]
+    producer_pause_ms: u64,
 }
 
 #[derive(Serialize)]
@@ -156,6 +166,15 @@ fn main() {
     let leds = retry("ledger sharding", || {
         ledgers(&cluster, &store, &node, &history).start()
     });
+    let tals = retry("tally sharding", || tallies(&cluster, &store).start());
+    // The producer's id is the node's name: each incarnation is a new
+    // producer (not durable: what it has not had confirmed dies with it).
+    let producer = retry("producer", || {
+        Producer::builder(&tals, &args.name)
+            .window(20)
+            .retry_after(Duration::from_millis(1000))
+            .start()
+    });
     event("ready");
     println!("READY");
     let _ = std::io::stdout().flush();
@@ -163,6 +182,16 @@ fn main() {
     let ask = Duration::from_millis(args.ask_ms);
     let pause = Duration::from_millis(args.pause_ms);
     std::thread::scope(|s| {
+        if args.tallies > 0 {
+            let (producer, tals, history) = (&producer, &tals, &history);
+            let settings = producing::Settings {
+                keys: args.tallies,
+                pause: Duration::from_millis(args.producer_pause_ms),
+                ask,
+                flush: Duration::from_secs(5),
+            };
+            s.spawn(move || producing::run(producer, tals, history, &settings));
+        }
         for c in 0..args.clients {
             let (regs, leds, history) = (&regs, &leds, &history);
             let name = format!("{}.c{c}", args.name);

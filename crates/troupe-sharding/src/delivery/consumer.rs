@@ -202,6 +202,18 @@ impl<M: Send + 'static> Delivery<M> {
         self.deliver.epoch
     }
 
+    /// How many messages the delivery carries (at most the producer's
+    /// window), handled before or not.
+    pub fn len(&self) -> usize {
+        self.deliver.msgs.len()
+    }
+
+    /// Whether it carries none (a malformed delivery: `confirm` answers
+    /// `Failed`).
+    pub fn is_empty(&self) -> bool {
+        self.deliver.msgs.is_empty()
+    }
+
     /// The messages not yet handled by the entity whose table is
     /// `consumer`, with their sequence numbers, in order; `None` if
     /// nothing of this delivery may be handled (stale, or malformed):

@@ -3,7 +3,7 @@
 //! [`Consumer`] table (its `ShardingConsumerController`).
 //!
 //! ```text
-//!  Producer::send ──► window permit ──► stream (entity, epoch, seq) ──► [durable queue]
+//!  Producer::send ──► permit (room) ──► stream (entity, epoch, seq) ──► [durable queue]
 //!        ▲                                   │ one delivery out per stream
 //!        │ permit back                       ▼
 //!   Handled{upto} ◄──────── ask Deliver{producer, epoch, first, msgs} ──► entity:
@@ -15,7 +15,7 @@
 //! - [`wire`]: the two messages, [`Deliver`] and [`Confirmation`];
 //! - `streams.rs`: the producer's streams, one per entity with something
 //!   unconfirmed, their numbering and states;
-//! - [`producer`]: the window, the driver task, retries;
+//! - [`producer`]: the room, the windows, the driver task, retries;
 //! - `queue.rs`: the optional durable queue (a JetStream-backed bucket
 //!   of the cluster's transport per producer);
 //! - [`consumer`]: the entity's deduplication rules and its bounded table;
@@ -36,9 +36,11 @@
 //!   activation is handled by it. A persistent entity that records
 //!   `(producer, epoch, seq)` in its events handles each message once
 //!   over its whole life (exactly-once effect).
-//! - **Bounded.** At most `window` messages are unconfirmed (the
-//!   producer's memory, its streams and its queue are bounded by it); an
-//!   entity's table holds at most [`consumer::MAX_PRODUCERS`] producers.
+//! - **Bounded.** At most `max_unconfirmed` messages are unconfirmed in
+//!   all (the producer's memory, its streams and its queue are bounded by
+//!   it), at most `window` of them out to one entity (one delivery out per
+//!   entity, of at most `window` messages); an entity's table holds at
+//!   most [`consumer::MAX_PRODUCERS`] producers.
 //! - **One producer per id at a time.** Epochs, which order a producer's
 //!   streams across restarts, come from the wall clock (and, after a
 //!   restart with the durable queue, from above every stored one): two
@@ -108,6 +110,8 @@ mod streams;
 pub mod wire;
 
 pub use consumer::{Consumer, Deliveries, Delivery};
-pub use producer::{Producer, ProducerBuilder, ProducerError, StartError, Unconfirmed};
+pub use producer::{
+    Producer, ProducerBuilder, ProducerError, StartError, Unconfirmed, DEFAULT_MAX_UNCONFIRMED,
+};
 pub use stats::{Latency, ProducerStats};
 pub use wire::{Confirmation, Deliver};

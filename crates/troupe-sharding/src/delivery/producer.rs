@@ -3,18 +3,23 @@
 //! and retries until confirmed.
 //!
 //! Protocol of one message (the messages are in [`wire`](super::wire)):
-//! 1. *Window.* `send` takes one of the window's permits (waits for one;
+//! 1. *Room.* `send` takes one of the producer's permits (waits for one;
 //!    `try_send` answers [`ProducerError::Full`] instead). A permit comes
-//!    back when its message is confirmed, so at most `window` messages are
-//!    unconfirmed at any time.
+//!    back when its message is confirmed, so at most `max_unconfirmed`
+//!    messages are unconfirmed at any time, over all entities: the
+//!    producer's memory bound.
 //! 2. *Accept.* The driver numbers the message in its entity's stream; a
 //!    durable producer stores it first (`queue.rs`) and `send`
 //!    returns only then. `Ok` from `send` means: accepted; delivered, in
 //!    order, until confirmed, as long as this producer runs (a durable
 //!    one: or the next one with its id).
 //! 3. *Deliver.* A stream with no delivery out sends one: the oldest
-//!    unconfirmed messages, at most `batch`, as one ask of
-//!    [`Deliver`] with the retry deadline.
+//!    unconfirmed messages, at most `batch` (at most the `window`), as one
+//!    ask of [`Deliver`] with the retry deadline. So each entity has at
+//!    most `window` messages on their way to it unconfirmed (the flow
+//!    control window of one producer-entity pair, Akka's
+//!    `flow-control-window`), and entities are served side by side: a
+//!    slow one holds its own stream, not the others'.
 //! 4. *Confirm.* `Handled { upto }` drops the stream's messages up to
 //!    `upto`, gives their permits back (and deletes their records); the
 //!    stream sends what queued meanwhile. `Stale` confirms what the
@@ -51,10 +56,16 @@ use crate::delivery::wire::{valid_producer_id, Confirmation, Deliver};
 use crate::envelope::check;
 use crate::sharding::{EntityRef, Sharding};
 
+/// The default bound on a producer's unconfirmed messages over all its
+/// entities ([`ProducerBuilder::max_unconfirmed`]): 100 entities' full
+/// windows at the default window of 100.
+pub const DEFAULT_MAX_UNCONFIRMED: usize = 10_000;
+
 /// Why a message was not accepted; it is handed back.
 pub enum ProducerError<M> {
-    /// The window is full (`try_send` only): `window` messages wait for
-    /// their confirmation. Send it again later, or use `send`, which waits.
+    /// The producer is full (`try_send` only): `max_unconfirmed` messages
+    /// wait for their confirmation. Send it again later, or use `send`,
+    /// which waits.
     Full(M),
     /// The entity id is empty or longer than 256 bytes.
     BadEntity(M),
@@ -96,7 +107,10 @@ impl<M> fmt::Debug for ProducerError<M> {
 impl<M> fmt::Display for ProducerError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ProducerError::Full(_) => write!(f, "the producer's window is full; not accepted"),
+            ProducerError::Full(_) => write!(
+                f,
+                "the producer holds its most unconfirmed messages; not accepted"
+            ),
             ProducerError::BadEntity(_) => write!(f, "the entity id is empty or too long"),
             ProducerError::Stopped(_) => write!(f, "the producer has stopped; not accepted"),
             ProducerError::Queue(_, e) => {
@@ -158,6 +172,7 @@ pub struct ProducerBuilder<A: Actor, M> {
     transport: Arc<dyn troupe_remote::transport::Transport>,
     id: String,
     window: usize,
+    max_unconfirmed: usize,
     batch: Option<usize>,
     retry_after: Duration,
     durable: Option<usize>,
@@ -165,13 +180,26 @@ pub struct ProducerBuilder<A: Actor, M> {
 }
 
 impl<A: Actor, M: RemoteMessage + Clone> ProducerBuilder<A, M> {
-    /// At most `n` messages unconfirmed (default 100, at least 1).
+    /// At most `n` messages on their way to one entity unconfirmed: the
+    /// largest delivery, one delivery out per entity (default 100, at
+    /// least 1). Messages to an entity beyond its window wait in its
+    /// stream, accepted, until earlier ones are confirmed.
     pub fn window(mut self, n: usize) -> Self {
         self.window = n.max(1);
         self
     }
 
-    /// At most `n` messages in one delivery (default: the window).
+    /// At most `n` messages accepted and unconfirmed in all, over every
+    /// entity (default [`DEFAULT_MAX_UNCONFIRMED`], at least 1): `send`
+    /// waits and `try_send` answers `Full` beyond it. This bounds the
+    /// producer's memory, its streams and its durable queue.
+    pub fn max_unconfirmed(mut self, n: usize) -> Self {
+        self.max_unconfirmed = n.max(1);
+        self
+    }
+
+    /// At most `n` messages in one delivery (default and at most: the
+    /// window).
     pub fn batch(mut self, n: usize) -> Self {
         self.batch = Some(n.max(1));
         self
@@ -250,27 +278,28 @@ impl<A: Actor, M: RemoteMessage + Clone> ProducerBuilder<A, M> {
             }
         };
         Counters::add(&stats.restored, restored as u64);
-        // The restored messages hold permits of the window too.
-        let free = self.window.saturating_sub(restored);
-        let window = Arc::new(Semaphore::new(free));
+        // The restored messages hold permits too.
+        let free = self.max_unconfirmed.saturating_sub(restored);
+        let room = Arc::new(Semaphore::new(free));
         let (tx, rx) = mpsc::unbounded_channel();
         let driver = Driver {
             producer: self.id.clone(),
             to: self.to,
             streams,
-            window: window.clone(),
+            room: room.clone(),
             stats: stats.clone(),
-            batch: self.batch.unwrap_or(self.window),
+            batch: self.batch.unwrap_or(self.window).min(self.window),
             retry_after: self.retry_after,
             queue: queue.clone(),
             timers: BinaryHeap::new(),
-            owed: restored.saturating_sub(self.window),
+            owed: restored.saturating_sub(self.max_unconfirmed),
         };
         self.runtime.spawn(driver.run(rx));
         Ok(Producer {
             id: self.id.into(),
-            window,
-            capacity: self.window,
+            room,
+            per_entity: self.window,
+            capacity: self.max_unconfirmed,
             tx,
             stats,
             runtime: self.runtime,
@@ -289,7 +318,8 @@ enum Cmd<M> {
 }
 
 /// A producer of `M`s to the entities of one sharding type: at least
-/// once, in order per entity, with a window of unconfirmed messages (see
+/// once, in order per entity, with a window of unconfirmed messages per
+/// entity and a bound on them all (see
 /// the module docs for the protocol, and the guide's sharding chapter for
 /// what each outcome means).
 ///
@@ -305,7 +335,9 @@ enum Cmd<M> {
 /// ```
 pub struct Producer<M: RemoteMessage> {
     id: Arc<str>,
-    window: Arc<Semaphore>,
+    /// Permits for accepted, unconfirmed messages (`capacity` in all).
+    room: Arc<Semaphore>,
+    per_entity: usize,
     capacity: usize,
     tx: mpsc::UnboundedSender<Cmd<M>>,
     stats: Arc<Counters>,
@@ -324,6 +356,7 @@ impl<M: RemoteMessage + Clone> Producer<M> {
             transport: cluster.node().transport().clone(),
             id: id.to_string(),
             window: 100,
+            max_unconfirmed: DEFAULT_MAX_UNCONFIRMED,
             batch: None,
             retry_after: Duration::from_secs(1),
             durable: None,
@@ -336,8 +369,14 @@ impl<M: RemoteMessage + Clone> Producer<M> {
         &self.id
     }
 
-    /// The window's size.
+    /// The window of one entity: at most this many messages on their
+    /// way to it unconfirmed.
     pub fn window(&self) -> usize {
+        self.per_entity
+    }
+
+    /// At most this many messages accepted and unconfirmed in all.
+    pub fn max_unconfirmed(&self) -> usize {
         self.capacity
     }
 
@@ -346,14 +385,15 @@ impl<M: RemoteMessage + Clone> Producer<M> {
         self.stats.snapshot()
     }
 
-    /// Sends `msg` to entity `entity`, waiting for room in the window.
+    /// Sends `msg` to entity `entity`, waiting for room (at most
+    /// `max_unconfirmed` messages unconfirmed).
     /// `Ok`: accepted (for a durable producer: stored), and delivered
     /// until confirmed, after every message sent to `entity` before it.
     pub async fn send(&self, entity: &str, msg: M) -> Result<(), ProducerError<M>> {
         if !check(entity.as_bytes(), 0) {
             return Err(ProducerError::BadEntity(msg));
         }
-        match self.window.acquire().await {
+        match self.room.acquire().await {
             Ok(p) => p.forget(),
             Err(_) => return Err(ProducerError::Stopped(msg)),
         }
@@ -365,13 +405,13 @@ impl<M: RemoteMessage + Clone> Producer<M> {
     }
 
     /// As [`send`](Self::send), but never waits for room: `Full` hands
-    /// `msg` back when the window is full. (A durable producer still waits
+    /// `msg` back when the producer is full. (A durable producer still waits
     /// for the store, blocking: not from a thread of the I/O runtime.)
     pub fn try_send(&self, entity: &str, msg: M) -> Result<(), ProducerError<M>> {
         if !check(entity.as_bytes(), 0) {
             return Err(ProducerError::BadEntity(msg));
         }
-        match self.window.try_acquire() {
+        match self.room.try_acquire() {
             Ok(p) => p.forget(),
             Err(tokio::sync::TryAcquireError::NoPermits) => return Err(ProducerError::Full(msg)),
             Err(_) => return Err(ProducerError::Stopped(msg)),
@@ -384,12 +424,12 @@ impl<M: RemoteMessage + Clone> Producer<M> {
     }
 
     /// As [`send`](Self::send), from a plain thread (not one of the I/O
-    /// runtime's): blocks while the window is full.
+    /// runtime's): blocks while the producer is full.
     pub fn send_blocking(&self, entity: &str, msg: M) -> Result<(), ProducerError<M>> {
         if !check(entity.as_bytes(), 0) {
             return Err(ProducerError::BadEntity(msg));
         }
-        match futures::executor::block_on(self.window.acquire()) {
+        match futures::executor::block_on(self.room.acquire()) {
             Ok(p) => p.forget(),
             Err(_) => return Err(ProducerError::Stopped(msg)),
         }
@@ -433,7 +473,7 @@ impl<M: RemoteMessage + Clone> Producer<M> {
         match self.tx.send(cmd) {
             Ok(()) => Ok(rx),
             Err(mpsc::error::SendError(Cmd::Send { msg, .. })) => {
-                self.window.add_permits(1);
+                self.room.add_permits(1);
                 self.stats
                     .accepted
                     .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
@@ -446,7 +486,7 @@ impl<M: RemoteMessage + Clone> Producer<M> {
     /// `timeout`; `Err` says how many were still unconfirmed then.
     pub async fn flush(&self, timeout: Duration) -> Result<(), Unconfirmed> {
         flush(
-            self.window.clone(),
+            self.room.clone(),
             self.capacity,
             self.stats.clone(),
             timeout,
@@ -457,7 +497,7 @@ impl<M: RemoteMessage + Clone> Producer<M> {
     /// As [`flush`](Self::flush), from a plain thread.
     pub fn flush_blocking(&self, timeout: Duration) -> Result<(), Unconfirmed> {
         let fut = flush(
-            self.window.clone(),
+            self.room.clone(),
             self.capacity,
             self.stats.clone(),
             timeout,
@@ -468,13 +508,13 @@ impl<M: RemoteMessage + Clone> Producer<M> {
 }
 
 async fn flush(
-    window: Arc<Semaphore>,
+    room: Arc<Semaphore>,
     capacity: usize,
     stats: Arc<Counters>,
     timeout: Duration,
 ) -> Result<(), Unconfirmed> {
     let n = u32::try_from(capacity).unwrap_or(u32::MAX);
-    match tokio::time::timeout(timeout, window.acquire_many(n)).await {
+    match tokio::time::timeout(timeout, room.acquire_many(n)).await {
         // Every permit is back: nothing is unconfirmed. Dropping them
         // gives them back.
         Ok(Ok(_all)) => Ok(()),
@@ -489,14 +529,14 @@ struct Driver<A: Actor, M> {
     producer: String,
     to: EntityRef<A>,
     streams: Streams<M>,
-    window: Arc<Semaphore>,
+    room: Arc<Semaphore>,
     stats: Arc<Counters>,
     batch: usize,
     retry_after: Duration,
     queue: Option<Arc<Queue>>,
     timers: BinaryHeap<Reverse<(Instant, String)>>,
-    /// Permits restored messages took beyond the window: confirmations
-    /// pay these back before the window grows.
+    /// Permits restored messages took beyond `max_unconfirmed`:
+    /// confirmations pay these back before the room grows.
     owed: usize,
 }
 
@@ -598,7 +638,7 @@ impl<A: Actor, M: RemoteMessage + Clone> Driver<A, M> {
                     self.stats
                         .accepted
                         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-                    self.window.add_permits(1);
+                    self.room.add_permits(1);
                     if !failed.contains(&entity) {
                         self.streams.rewind(&entity, seq);
                         failed.push(entity);
@@ -691,7 +731,7 @@ impl<A: Actor, M: RemoteMessage + Clone> Driver<A, M> {
         }
         let paid = n.min(self.owed);
         self.owed -= paid;
-        self.window.add_permits(n - paid);
+        self.room.add_permits(n - paid);
         if let (Some(q), false) = (self.queue.clone(), keys.is_empty()) {
             let stats = self.stats.clone();
             tokio::spawn(async move {
