@@ -107,10 +107,21 @@ pub(crate) fn producer_bench(n: u64, rounds: usize, json: bool) {
             eprintln!("{}: {:?}", c.node().name(), s.stats());
         }
     };
-    let producer = Producer::<Bump>::builder(&nodes[0].1, "bench")
-        .window(WINDOW)
-        .start()
-        .expect("producer");
+    // TROUPE_PRODUCER_SHARED_WINDOW=1: the window of 100 shared by all
+    // entities (max_unconfirmed = window), as the producer was before its
+    // window became per entity; for the A/B in one session.
+    let shared = std::env::var_os("TROUPE_PRODUCER_SHARED_WINDOW").is_some();
+    let producer = Producer::<Bump>::builder(&nodes[0].1, "bench").window(WINDOW);
+    let producer = if shared {
+        producer.max_unconfirmed(WINDOW)
+    } else {
+        producer
+    }
+    .start()
+    .expect("producer");
+    if shared {
+        println!("producer: one window of {WINDOW} shared by all entities");
+    }
     println!(
         "producer: {n} messages per run, window {WINDOW}, {} entities on node 3",
         refs.len()
