@@ -147,8 +147,27 @@ func Connect(url string, o Options) (*Client, error) {
 // Subject is the inbox subject of node.
 func (c *Client) Subject(node string) string { return "troupe." + c.Cluster + ".node." + node }
 
-// Close drains the connection (bounded by nats.go's drain timeout).
-func (c *Client) Close() error { return c.nc.Drain() }
+// Close drains the connection and waits until it is closed (bounded by
+// nats.go's drain timeout, 30 s by default): every tell published before
+// is on the server when it returns. (nats.go's Drain alone returns at
+// once; a process that exits right after it loses the tells still in its
+// buffer.)
+func (c *Client) Close() error {
+	if err := c.nc.Drain(); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(35 * time.Second); !c.nc.IsClosed(); {
+		if time.Now().After(deadline) {
+			c.nc.Close()
+			return &DisconnectedError{"the drain did not finish"}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// Flush waits until the server has every message published so far.
+func (c *Client) Flush() error { return c.nc.Flush() }
 
 // Stats is a snapshot of the counters.
 func (c *Client) Stats() Stats {
