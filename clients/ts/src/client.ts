@@ -97,6 +97,9 @@ export class Client {
 
   async close(): Promise<void> { await this.nc?.drain(); }
 
+  /** Resolves once the server has every message published so far. */
+  async flush(): Promise<void> { await this.nc?.flush(); }
+
   private sealed(subject: string, frames: Uint8Array): Uint8Array {
     return this.key ? seal(this.key, subject, frames) : frames;
   }

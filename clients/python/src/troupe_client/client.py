@@ -71,6 +71,7 @@ class Client:
         self.stats = ClientStats()
         self._last_log = 0.0
         self._sub: Any = None
+        self._mac: Any = None
 
     @classmethod
     async def connect(
@@ -123,7 +124,11 @@ class Client:
     # -- sending ---------------------------------------------------------
 
     def _sealed(self, subject: str, frames: bytes) -> bytes:
-        return fr.seal(self._key, subject, frames) if self._key is not None else frames
+        if self._key is None:
+            return frames
+        if self._mac is None:
+            self._mac = fr.keyed_mac(self._key)
+        return fr.seal_with(self._mac, subject, frames)
 
     async def tell(self, node: str, actor: str, msg_type: MessageType, value: Any) -> None:
         """Tells ``value`` (CBOR) to ``actor`` on ``node``; fire and forget.
