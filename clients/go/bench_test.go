@@ -13,7 +13,10 @@
 //     answers without an actor (the Rust node's transport cost alone);
 //
 //   - raw: nc.Request of the same request bytes to a responder in this
-//     process answering with the same reply bytes (NATS alone).
+//     process answering with the same reply bytes (NATS alone);
+//
+//   - rawnode: nc.Request of the ask's own sealed bytes, built once, to
+//     the node (the same answer as ask: what the client itself adds).
 //
 //     TROUPE_CART_NODE=../../target/release/examples/cart_node \
 //     go test -run XXX -bench . -benchtime 1x
@@ -62,7 +65,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	nc.Flush()
 	ping := Seal([]byte(e2eSecret), c.Subject("shop"), AppendFrame(nil, KindPing, 0, 0, 0, 0, 0, nil))
 	const rounds, per = 10, 300
-	var ask, pong, raw []time.Duration
+	var ask, pong, raw, rawNode []time.Duration
 	for b.Loop() {
 		for r := 0; r < rounds; r++ {
 			for i := 0; i < per; i++ {
@@ -90,6 +93,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 				}
 				raw = append(raw, time.Since(t0))
 			}
+			for i := 0; i < per; i++ {
+				t0 := time.Now()
+				if _, err := nc.Request(c.Subject("shop"), req, 10*time.Second); err != nil {
+					b.Fatal(err)
+				}
+				rawNode = append(rawNode, time.Since(t0))
+			}
 		}
 	}
 	b.ReportMetric(percentile(ask, 0.5), "ask_p50_us")
@@ -98,7 +108,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 	b.ReportMetric(percentile(pong, 0.99), "ping_p99_us")
 	b.ReportMetric(percentile(raw, 0.5), "raw_p50_us")
 	b.ReportMetric(percentile(raw, 0.99), "raw_p99_us")
+	b.ReportMetric(percentile(rawNode, 0.5), "rawnode_p50_us")
 	b.ReportMetric(percentile(ask, 0.5)/percentile(raw, 0.5), "ask/raw_p50")
+	b.ReportMetric(percentile(ask, 0.5)/percentile(rawNode, 0.5), "ask/rawnode_p50")
 	b.ReportMetric(percentile(ask, 0.5)/percentile(pong, 0.5), "ask/ping_p50")
 }
 

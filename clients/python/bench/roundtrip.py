@@ -5,7 +5,9 @@ alternate (A/B) so the machine's drift hits both sides alike. Three round
 trips: ``ask`` (Client.ask of shop.cart.Get, CBOR, sealed), ``ping`` (a
 sealed ping the node's inbox loop answers without an actor), ``raw``
 (nc.request of the ask's bytes to a responder in this process answering
-with the reply's bytes). Prints one JSON line.
+with the reply's bytes), ``rawnode`` (nc.request of the ask's own sealed
+bytes, built once, to the node: what the client itself adds). Prints one
+JSON line.
 
     TROUPE_CART_NODE=../../target/release/examples/cart_node python3 bench/roundtrip.py
 """
@@ -71,7 +73,7 @@ async def main():
     for _ in range(200):
         await c.ask("shop", "cart", get, {"cart": "bench"}, timeout=10)
         await nc.request("bench.echo", req, timeout=10)
-    ask, pong, raw = [], [], []
+    ask, pong, raw, raw_node = [], [], [], []
     tell_s = raw_pub_s = 0.0
     for _ in range(ROUNDS):
         for _ in range(PER):
@@ -86,6 +88,10 @@ async def main():
             t0 = time.perf_counter()
             await nc.request("bench.echo", req, timeout=10)
             raw.append(time.perf_counter() - t0)
+        for _ in range(PER):
+            t0 = time.perf_counter()
+            await nc.request(subject, req, timeout=10)
+            raw_node.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         for _ in range(TELLS):
             await c.tell("shop", "cart", add, {"cart": "bench", "item": "tea", "qty": 1})
@@ -102,7 +108,9 @@ async def main():
         "ask_p50_us": us(pct(ask, .5)), "ask_p99_us": us(pct(ask, .99)),
         "ping_p50_us": us(pct(pong, .5)), "ping_p99_us": us(pct(pong, .99)),
         "raw_p50_us": us(pct(raw, .5)), "raw_p99_us": us(pct(raw, .99)),
+        "rawnode_p50_us": us(pct(raw_node, .5)),
         "ask_over_raw_p50": round(pct(ask, .5) / pct(raw, .5), 2),
+        "ask_over_rawnode_p50": round(pct(ask, .5) / pct(raw_node, .5), 2),
         "ask_over_ping_p50": round(pct(ask, .5) / pct(pong, .5), 2),
         "tells_per_s": round(ROUNDS * TELLS / tell_s), "raw_publish_per_s": round(ROUNDS * TELLS / raw_pub_s),
         "tell_over_raw": round(raw_pub_s / tell_s, 2),

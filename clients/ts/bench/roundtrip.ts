@@ -5,7 +5,9 @@
 // sides alike. Three round trips: `ask` (Client.ask of shop.cart.Get,
 // CBOR, sealed), `ping` (a sealed ping the node's inbox loop answers
 // without an actor), `raw` (nc.request of the ask's bytes to a responder
-// in this process answering with the reply's bytes).
+// in this process answering with the reply's bytes), `rawnode` (nc.request
+// of the ask's own sealed bytes, built once, to the node: what the client
+// itself adds).
 //
 //   npm run build && TROUPE_CART_NODE=../../target/release/examples/cart_node node dist/bench/roundtrip.js
 import { spawn } from "node:child_process";
@@ -56,7 +58,7 @@ await nc.flush();
 // Warm up both paths.
 for (let i = 0; i < 200; i++) { await c.ask("shop", "cart", get, { cart: "bench" }, 10000); await nc.request("bench.echo", req, { timeout: 10000 }); }
 
-const ask: number[] = [], pong: number[] = [], raw: number[] = [];
+const ask: number[] = [], pong: number[] = [], raw: number[] = [], rawNode: number[] = [];
 let tellMs = 0, rawPubMs = 0;
 for (let r = 0; r < ROUNDS; r++) {
   for (let i = 0; i < PER; i++) {
@@ -74,6 +76,11 @@ for (let r = 0; r < ROUNDS; r++) {
     await nc.request("bench.echo", req, { timeout: 10000 });
     raw.push(performance.now() - t0);
   }
+  for (let i = 0; i < PER; i++) {
+    const t0 = performance.now();
+    await nc.request(subject, req, { timeout: 10000 });
+    rawNode.push(performance.now() - t0);
+  }
   let t0 = performance.now();
   for (let i = 0; i < TELLS; i++) await c.tell("shop", "cart", add, { cart: "bench", item: "tea", qty: 1 });
   await c.flush();
@@ -89,7 +96,9 @@ const out = {
   ask_p50_us: us(pct(ask, 0.5)), ask_p99_us: us(pct(ask, 0.99)),
   ping_p50_us: us(pct(pong, 0.5)), ping_p99_us: us(pct(pong, 0.99)),
   raw_p50_us: us(pct(raw, 0.5)), raw_p99_us: us(pct(raw, 0.99)),
+  rawnode_p50_us: us(pct(rawNode, 0.5)),
   ask_over_raw_p50: +(pct(ask, 0.5) / pct(raw, 0.5)).toFixed(2),
+  ask_over_rawnode_p50: +(pct(ask, 0.5) / pct(rawNode, 0.5)).toFixed(2),
   ask_over_ping_p50: +(pct(ask, 0.5) / pct(pong, 0.5)).toFixed(2),
   tells_per_s: Math.round(ROUNDS * TELLS / (tellMs / 1000)),
   raw_publish_per_s: Math.round(ROUNDS * TELLS / (rawPubMs / 1000)),
