@@ -7,6 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 timeout 900 cargo build -q -p troupe-remote --example cart_node
+timeout 900 cargo build -q -p troupe-sharding --example cart_gateway
 cd "$root/clients/go"
 unformatted="$(gofmt -l .)"
 if [ -n "$unformatted" ]; then
@@ -14,5 +15,6 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 timeout 300 go vet ./...
-TROUPE_CART_NODE="$root/target/debug/examples/cart_node" TROUPE_REQUIRE_NATS=1 \
+TROUPE_CART_NODE="$root/target/debug/examples/cart_node" \
+  TROUPE_CART_GATEWAY="$root/target/debug/examples/cart_gateway" TROUPE_REQUIRE_NATS=1 \
   timeout 300 go test -count=1 ./...

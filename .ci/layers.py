@@ -121,6 +121,7 @@ CRATES = {
             "delivery": 4,
             "singleton": 5,
             "reminders": 5,
+            "gateway": 5,
         },
         {0: "wire", 1: "store", 2: "region", 3: "coordinator", 4: "api", 5: "building blocks"},
     ),

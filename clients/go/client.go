@@ -12,11 +12,14 @@ package troupe
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"log"
 	"sync"
 	"sync/atomic"
@@ -68,8 +71,15 @@ type Client struct {
 	key     []byte
 	maxBody uint32
 
+	macs sync.Pool // keyed HMAC-SHA256 states for seals (hash.Hash)
+
 	mu   sync.Mutex // tell numbering and publish order
 	next map[string]uint64
+	// The tell's frames and its sealed message, reused under mu (nats.go
+	// copies a published message into its own buffer before Publish
+	// returns); tmac is the keyed HMAC of tells, also under mu.
+	tframes, tsealed []byte
+	tmac             hash.Hash
 
 	tells, asks, acks, bad, unauth, badReplies atomic.Uint64
 	ackMu                                      sync.Mutex
@@ -147,8 +157,27 @@ func Connect(url string, o Options) (*Client, error) {
 // Subject is the inbox subject of node.
 func (c *Client) Subject(node string) string { return "troupe." + c.Cluster + ".node." + node }
 
-// Close drains the connection (bounded by nats.go's drain timeout).
-func (c *Client) Close() error { return c.nc.Drain() }
+// Close drains the connection and waits until it is closed (bounded by
+// nats.go's drain timeout, 30 s by default): every tell published before
+// is on the server when it returns. (nats.go's Drain alone returns at
+// once; a process that exits right after it loses the tells still in its
+// buffer.)
+func (c *Client) Close() error {
+	if err := c.nc.Drain(); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(35 * time.Second); !c.nc.IsClosed(); {
+		if time.Now().After(deadline) {
+			c.nc.Close()
+			return &DisconnectedError{"the drain did not finish"}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// Flush waits until the server has every message published so far.
+func (c *Client) Flush() error { return c.nc.Flush() }
 
 // Stats is a snapshot of the counters.
 func (c *Client) Stats() Stats {
@@ -165,7 +194,15 @@ func (c *Client) sealed(subject string, frames []byte) []byte {
 	if c.key == nil {
 		return frames
 	}
-	return Seal(c.key, subject, frames)
+	// A keyed HMAC per concurrent sender, kept: hmac.New hashes the key
+	// pads each time (two SHA-256 blocks and three allocations per seal).
+	m, _ := c.macs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, c.key)
+	}
+	out := sealWith(m, subject, frames)
+	c.macs.Put(m)
+	return out
 }
 
 // Tell sends v (CBOR) to actor on node; fire and forget. The node's acks,
@@ -188,9 +225,18 @@ func (c *Client) Tell(node, actor string, mt MessageType, v any) error {
 	if seq == 0 {
 		seq = 1
 	}
-	frames := AppendLink(nil, c.Epoch, seq, c.Name)
+	frames := AppendLink(c.tframes[:0], c.Epoch, seq, c.Name)
 	frames = AppendFrame(frames, KindTell, 0, FlagCBOR, mt.TypeID(), TypeID(actor), mt.TellFingerprint, body)
-	if err := c.nc.Publish(subject, c.sealed(subject, frames)); err != nil {
+	c.tframes = frames
+	msg := frames
+	if c.key != nil {
+		if c.tmac == nil {
+			c.tmac = hmac.New(sha256.New, c.key)
+		}
+		c.tsealed = sealInto(c.tsealed, c.tmac, subject, frames)
+		msg = c.tsealed
+	}
+	if err := c.nc.Publish(subject, msg); err != nil {
 		return &DisconnectedError{err.Error()}
 	}
 	c.next[node] = seq + 1

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash"
 )
 
 // Frame constants of docs/protocol.md.
@@ -121,21 +122,39 @@ func DecodeFrames(buf []byte, maxBody uint32) ([]Frame, error) {
 }
 
 func sealTag(key []byte, subject string, frames []byte) []byte {
-	m := hmac.New(sha256.New, key)
+	return appendTag(nil, hmac.New(sha256.New, key), subject, frames)
+}
+
+// appendTag appends the seal's tag to dst with m, a keyed HMAC-SHA256
+// (reset here, so one keyed state serves many seals).
+func appendTag(dst []byte, m hash.Hash, subject string, frames []byte) []byte {
+	m.Reset()
 	m.Write([]byte(subject))
 	m.Write([]byte{0})
 	m.Write(frames)
-	return m.Sum(nil)
+	return m.Sum(dst)
 }
 
-func sealHeader() []byte {
-	return AppendFrame(nil, KindSeal, 0, 0, 0, 0, 0, make([]byte, SealLen))[:HeaderLen]
-}
+// theSealHeader is the header of every seal frame.
+var theSealHeader = AppendFrame(nil, KindSeal, 0, 0, 0, 0, 0, make([]byte, SealLen))[:HeaderLen]
+
+func sealHeader() []byte { return theSealHeader }
 
 // Seal appends to frames their seal frame for subject.
 func Seal(key []byte, subject string, frames []byte) []byte {
-	out := append(append([]byte(nil), frames...), sealHeader()...)
-	return append(out, sealTag(key, subject, frames)...)
+	return sealWith(hmac.New(sha256.New, key), subject, frames)
+}
+
+// sealWith is Seal with a keyed HMAC: one allocation, of the whole message.
+func sealWith(m hash.Hash, subject string, frames []byte) []byte {
+	return sealInto(make([]byte, 0, len(frames)+SealFrameLen), m, subject, frames)
+}
+
+// sealInto writes frames and their seal frame to dst[:0] (no allocation
+// when dst has room); frames must not overlap dst.
+func sealInto(dst []byte, m hash.Hash, subject string, frames []byte) []byte {
+	out := append(append(dst[:0], frames...), theSealHeader...)
+	return appendTag(out, m, subject, frames)
 }
 
 // OpenSealed returns the frames of a sealed message, or a bad_seal refusal.

@@ -55,7 +55,8 @@ func readPostcardStr(b []byte, at int) (string, int, error) {
 // AppendLink appends the link frame of a client's epoch: its tells that
 // follow are numbered from first.
 func AppendLink(dst []byte, epoch, first uint64, name string) []byte {
-	return AppendFrame(dst, KindLink, 0, 0, epoch, 0, first, appendPostcardStr(nil, name))
+	var scratch [64]byte // the name's postcard, on the stack for names up to 62 bytes
+	return AppendFrame(dst, KindLink, 0, 0, epoch, 0, first, appendPostcardStr(scratch[:0], name))
 }
 
 // Ack is a receiver's account of a client's link (docs/protocol.md).

@@ -17,6 +17,7 @@ import * as codec from "./codec.js";
 import { Disconnected, NoReply, NoResponders, ProtocolError, Timeout } from "./errors.js";
 import { FLAG_CBOR, Kind, decodeAck, decodeFrames, encodeFrame, linkFrame, openSealed, seal, typeId } from "./frame.js";
 import { readReply } from "./reply.js";
+import { GATEWAY, GATEWAY_ASK, GATEWAY_TELL, askEnvelope, readGatewayReply, tellEnvelope } from "./gateway.js";
 import type { MessageType } from "./schema.js";
 
 /** Bodies above this are refused when read (NATS's default max payload). */
@@ -96,6 +97,9 @@ export class Client {
 
   async close(): Promise<void> { await this.nc?.drain(); }
 
+  /** Resolves once the server has every message published so far. */
+  async flush(): Promise<void> { await this.nc?.flush(); }
+
   private sealed(subject: string, frames: Uint8Array): Uint8Array {
     return this.key ? seal(this.key, subject, frames) : frames;
   }
@@ -147,6 +151,37 @@ export class Client {
       this.stats.badReplies++;
       this.logBad("a bad reply", e);
       throw new NoReply(`the reply could not be read (${e.message})`);
+    }
+  }
+
+  /**
+   * Tells `value` (CBOR) of stable name `type` to entity `id` of sharding
+   * `kind`, through `node`'s shard gateway (any node that runs one: it
+   * routes to the entity's owner). Fire and forget, as `tell`; what the
+   * gateway refuses (unknown kind or type, bad id, undecodable body) it counts.
+   */
+  async tellEntity(node: string, kind: string, id: string, type: string, value: unknown): Promise<void> {
+    await this.tell(node, GATEWAY, GATEWAY_TELL, tellEnvelope(kind, id, type, value));
+  }
+
+  /**
+   * Asks entity `id` of sharding `kind` through `node`'s gateway; the
+   * entity's decoded CBOR reply. The gateway gives the entity `timeoutMs`
+   * (at most 60 s); this client waits half a second more for its answer.
+   * Throws what `ask` throws, and for the gateway's refusals
+   * `EntityRefused` (UnknownKind, BadId, Undecodable: not run),
+   * `UnknownType`, `NoResponders` (the entity could not be reached: not
+   * run), `MailboxFull`, `ActorStopped`, `NoReply`, `Timeout`.
+   */
+  async askEntity(node: string, kind: string, id: string, type: string, value: unknown, timeoutMs = 5000): Promise<unknown> {
+    const reply = await this.ask(node, GATEWAY, GATEWAY_ASK, askEnvelope(kind, id, type, value, timeoutMs), timeoutMs + 500);
+    try {
+      return readGatewayReply(reply);
+    } catch (e) {
+      if (!(e instanceof ProtocolError)) throw e;
+      this.stats.badReplies++;
+      this.logBad("a bad gateway reply", e);
+      throw new NoReply(`the gateway's reply could not be read (${e.message})`);
     }
   }
 

@@ -63,6 +63,18 @@ export class SchemaMismatch extends NoResponders {
   }
 }
 
+/**
+ * The shard gateway refused a call before any entity saw it. `reason`:
+ * `UnknownKind` (no sharding of that kind behind the gateway), `BadId` (an
+ * id of 0 or more than 256 bytes) or `Undecodable` (the body is not the
+ * type's shape). Not run.
+ */
+export class EntityRefused extends TroupeError {
+  constructor(readonly reason: string) {
+    super(`the shard gateway refused it: ${reason}`);
+  }
+}
+
 /** The connection to the NATS server is down or closed. */
 export class Disconnected extends TroupeError {
   override get executed(): boolean | null { return null; }

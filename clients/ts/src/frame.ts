@@ -30,7 +30,18 @@ export function fnv1a64(data: Uint8Array): bigint {
   return h;
 }
 
-export const typeId = (name: string): bigint => fnv1a64(new TextEncoder().encode(name));
+/** Type ids computed so far (bounded): a sender computes the same few on every message. */
+const TYPE_IDS = new Map<string, bigint>();
+
+/** The type id of a stable name (or the target id of an actor name). */
+export function typeId(name: string): bigint {
+  let id = TYPE_IDS.get(name);
+  if (id === undefined) {
+    id = fnv1a64(new TextEncoder().encode(name));
+    if (TYPE_IDS.size < 4096) TYPE_IDS.set(name, id);
+  }
+  return id;
+}
 
 /** The fingerprint of a canonical shape string (never 0). */
 export function fingerprintOfShape(shape: string): bigint {
@@ -90,17 +101,19 @@ export function decodeFrames(buf: Uint8Array, maxBody: number): Frame[] {
   return out;
 }
 
-function sealHeader(): Uint8Array {
-  return encodeFrame(Kind.Seal, 0n, 0n, 0n, new Uint8Array(0)).fill(0, 4).fill(SEAL_LEN, 4, 5);
+let SEAL_HEADER: Buffer | null = null;
+function sealHeader(): Buffer {
+  return SEAL_HEADER ??= Buffer.from(encodeFrame(Kind.Seal, 0n, 0n, 0n, new Uint8Array(0)).fill(0, 4).fill(SEAL_LEN, 4, 5));
 }
 
 function tag(key: Uint8Array, subject: string, frames: Uint8Array): Buffer {
-  return createHmac("sha256", key).update(subject).update(Buffer.of(0)).update(frames).digest();
+  return createHmac("sha256", key).update(subject).update(ZERO).update(frames).digest();
 }
+const ZERO = Buffer.of(0);
 
 /** `frames` followed by their seal frame for `subject`. */
 export function seal(key: Uint8Array, subject: string, frames: Uint8Array): Uint8Array {
-  return Buffer.concat([frames, sealHeader(), tag(key, subject, frames)]);
+  return Buffer.concat([frames, sealHeader(), tag(key, subject, frames)], frames.length + SEAL_FRAME_LEN);
 }
 
 /** The frames of a sealed message; throws `ProtocolError("bad_seal")`. */

@@ -5,3 +5,4 @@ export * from "./errors.js";
 export { MessageType, Schema } from "./schema.js";
 export { typeId, fingerprintOfShape } from "./frame.js";
 export * as codec from "./codec.js";
+export { GATEWAY, GATEWAY_ASK, GATEWAY_TELL, MAX_ASK_MS, REFUSALS, askEnvelope, readGatewayReply, tellEnvelope } from "./gateway.js";

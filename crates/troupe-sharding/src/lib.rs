@@ -118,7 +118,9 @@
 //! and OpenTelemetry), [`delivery`] (the at-least-once producer and the
 //! entity's deduplication, on top of `sharding.rs`'s asks); 5 [`singleton`]
 //! (one entity of a one-shard type, on top of `sharding.rs`), [`reminders`]
-//! (durable timers of entities, in the transport's key-value store).
+//! (durable timers of entities, in the transport's key-value store),
+//! [`gateway`] (the portable entry for clients in other languages, on
+//! top of `sharding.rs`'s entity references).
 
 #![warn(missing_docs)]
 
@@ -127,6 +129,7 @@ pub mod controls;
 pub mod coordinator;
 pub mod delivery;
 pub mod envelope;
+pub mod gateway;
 pub mod metrics;
 pub mod ownership;
 pub mod placement;

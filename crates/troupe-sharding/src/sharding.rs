@@ -460,6 +460,11 @@ impl<A: Actor> Sharding<A> {
         }
     }
 
+    /// The sharding's kind (`cluster.sharding("cart", ..)`: `cart`).
+    pub fn kind(&self) -> &str {
+        &self.shared.kind
+    }
+
     /// This node's counters.
     pub fn stats(&self) -> ShardingStats {
         self.shared.stats.snapshot()

@@ -7,6 +7,7 @@ from .errors import (
     ActorStopped,
     BadFrame,
     Disconnected,
+    EntityRefused,
     MailboxFull,
     NoReply,
     NoResponders,
@@ -24,5 +25,5 @@ __all__ = [
     "Client", "ClientStats", "MessageType", "Schema", "type_id", "fingerprint_of_shape",
     "TroupeError", "ProtocolError", "NoResponders", "UnknownTarget", "UnknownType",
     "ActorStopped", "MailboxFull", "NoReply", "Timeout", "BadFrame", "SchemaMismatch",
-    "Disconnected",
+    "Disconnected", "EntityRefused",
 ]

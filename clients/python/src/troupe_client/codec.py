@@ -14,8 +14,13 @@ import cbor2
 from .errors import ProtocolError
 
 
+_SCALARS = (str, int, float, bool, bytes, type(None))
+
+
 def to_plain(value: Any) -> Any:
     """Dataclasses to dicts (field order kept), recursively."""
+    if type(value) in _SCALARS:
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (list, tuple)):

@@ -75,6 +75,19 @@ class SchemaMismatch(NoResponders):
         self.fingerprint = fingerprint
 
 
+class EntityRefused(TroupeError):
+    """The shard gateway refused a call before any entity saw it.
+
+    ``reason``: ``UnknownKind`` (no sharding of that kind behind the
+    gateway), ``BadId`` (an id of 0 or more than 256 bytes) or
+    ``Undecodable`` (the body is not the type's shape). Not run.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the shard gateway refused it: {reason}")
+        self.reason = reason
+
+
 class Disconnected(TroupeError):
     """The connection to the NATS server is down or closed."""
 
