@@ -8,8 +8,14 @@
 //!   balance.
 //!
 //! Every reply carries a [`Stamp`]: the node and the activation that
-//! handled the command, and when (on the run's one clock,
-//! [`crate::clock::now`]). An activation is a random number drawn when
+//! handled the command, and when its handler ran (on the run's one clock,
+//! [`crate::clock::now`]). For a write or a deposit that is before the
+//! store confirms it: the confirmation of a write the instance began
+//! while it was the only one can arrive after a new instance was created
+//! (under latency, a partition), and that is not a second instance
+//! handling a command. Whether such a late write took effect after the
+//! new instance loaded its state is what the linearizability check (a
+//! stale read) and the store's fencing (a refused write) see. An activation is a random number drawn when
 //! the entity is created, so the checker can tell two instances of one id
 //! apart and find intervals in which both handled commands (a double
 //! activation) without any shared memory between the processes.
@@ -40,7 +46,7 @@ pub struct Stamp {
     pub node: String,
     /// The activation: drawn at random when the instance was created.
     pub act: u64,
-    /// When the command was handled ([`crate::clock::now`], ns).
+    /// When the command's handler ran ([`crate::clock::now`], ns).
     pub at: u64,
 }
 
@@ -159,17 +165,18 @@ impl DurableActor for Register {
     }
 
     fn handle_command(&mut self, state: &Value, cmd: RegisterCmd) -> Change<Self> {
-        let me = self.me.clone();
+        // Stamped when the handler runs (see the module docs).
+        let stamp = self.me.stamp();
         match cmd {
             RegisterCmd::Write(v, reply) => Change::set(Value(v)).then(move |stored| {
                 reply.reply(
                     stored
-                        .map(|s: &Value| (s.0, me.stamp()))
+                        .map(|s: &Value| (s.0, stamp))
                         .map_err(PersistError::to_string),
                 );
             }),
             RegisterCmd::Read(reply) => {
-                reply.reply(Ok((state.0, me.stamp())));
+                reply.reply(Ok((state.0, stamp)));
                 Change::none()
             }
         }
@@ -209,13 +216,14 @@ impl PersistentActor for Ledger {
     }
 
     fn handle_command(&mut self, _: &Value, cmd: LedgerCmd) -> Effect<Self> {
-        let me = self.me.clone();
+        // Stamped when the handler runs (see the module docs).
+        let stamp = self.me.stamp();
         match cmd {
             LedgerCmd::Deposit(n, reply) => {
                 Effect::<Self>::persist(Deposited(n)).then(move |stored| {
                     reply.reply(
                         stored
-                            .map(|s| (s.0, me.stamp()))
+                            .map(|s| (s.0, stamp))
                             .map_err(PersistError::to_string),
                     );
                 })
@@ -223,7 +231,7 @@ impl PersistentActor for Ledger {
             LedgerCmd::Read(reply) => Effect::<Self>::none().then(move |state| {
                 reply.reply(
                     state
-                        .map(|s| (s.0, me.stamp()))
+                        .map(|s| (s.0, stamp))
                         .map_err(PersistError::to_string),
                 );
             }),
