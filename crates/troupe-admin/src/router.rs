@@ -20,7 +20,7 @@ use crate::dashboard;
 use crate::error::ApiError;
 use crate::health;
 use crate::openapi::OPENAPI_YAML;
-use crate::read::{self, actors, cluster, node, persistence, sharding, workers};
+use crate::read::{self, actors, cluster, node, persistence, registry, sharding, workers};
 use crate::security::{self, json_body, Security};
 use crate::target::Target;
 
@@ -38,6 +38,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/stats"),
     ("GET", "/api/v1/workers"),
     ("GET", "/api/v1/controls"),
+    ("GET", "/api/v1/registry"),
     ("GET", "/"),
     ("GET", "/dashboard/app.js"),
     ("GET", "/dashboard/style.css"),
@@ -78,6 +79,7 @@ pub fn router(app: Arc<App>, body_limit: usize) -> Router {
         .route("/api/v1/stats", get(stats))
         .route("/api/v1/workers", get(workers_view))
         .route("/api/v1/controls", get(controls_view))
+        .route("/api/v1/registry", get(registry_view))
         .route("/api/v1/actions/leave", post(leave))
         .route("/api/v1/actions/down", post(down))
         .route("/api/v1/actions/drain", post(drain))
@@ -160,6 +162,10 @@ async fn members(State(app): AppState) -> Reply {
     Ok(Json(
         json!({ "members": cluster::members(need_cluster(&app.target)?) }),
     ))
+}
+
+async fn registry_view(State(app): AppState) -> Reply {
+    Ok(Json(registry::registry(need_cluster(&app.target)?)))
 }
 
 async fn shards(State(app): AppState) -> Reply {

@@ -134,6 +134,38 @@ fn two_nodes_members_shard_map_entities() {
     let n = get("/api/v1/node");
     assert_eq!(n["node"]["incarnation"], c1.incarnation(), "{n}");
 
+    // The registry: a name and a group registered on a2, seen from a1.
+    let worker = system.spawn(Entity);
+    c2.expose("w", &worker)
+        .tell::<Hit>()
+        .serve()
+        .expect("exposed");
+    c2.register::<Hit>("jobs", "w").expect("registered");
+    c2.join_group::<Hit>("pool", "w").expect("joined");
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let r = get("/api/v1/registry");
+            r["names_total"] == 1 && r["groups_total"] == 1
+        }),
+        "{}",
+        get("/api/v1/registry")
+    );
+    let r = get("/api/v1/registry");
+    assert_eq!(r["names"][0]["name"], "jobs", "{r}");
+    assert_eq!(r["names"][0]["actor"], "w", "{r}");
+    assert_eq!(r["names"][0]["node"], "a2", "{r}");
+    assert_eq!(r["groups"][0]["group"], "pool", "{r}");
+    assert_eq!(r["groups"][0]["balanced"], false, "{r}");
+    assert_eq!(r["groups"][0]["members"][0], "w@a2", "{r}");
+    assert_eq!(r["truncated"], false, "{r}");
+    c2.unregister("jobs").expect("unregistered");
+    assert!(
+        wait_until(Duration::from_secs(10), || get("/api/v1/registry")
+            ["names_total"]
+            == 0),
+        "the name stayed"
+    );
+
     // Entities on both nodes: every shard owned by one of the two.
     let ids: Vec<String> = (0..20).map(|i| format!("e{i}")).collect();
     for id in &ids {

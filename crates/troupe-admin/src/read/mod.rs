@@ -3,6 +3,7 @@
 //! node), `cluster.rs` (membership), `sharding.rs` (shard map, entities),
 //! `actors.rs` (the actor system's observability snapshots),
 //! `persistence.rs` (troupe-persistence's process-wide counters),
+//! `registry.rs` (the cluster registry's names and groups),
 //! `workers.rs` (what each worker runs; stalls and ask cycles).
 //!
 //! Reads that call a blocking API (the ownership store, a region's list
@@ -13,6 +14,7 @@ pub mod actors;
 pub mod cluster;
 pub mod node;
 pub mod persistence;
+pub mod registry;
 pub mod sharding;
 pub mod workers;
 
