@@ -128,6 +128,7 @@ pub mod coordinator;
 pub mod delivery;
 pub mod envelope;
 pub mod metrics;
+pub mod moving;
 pub mod ownership;
 pub mod placement;
 pub mod region;

@@ -1,6 +1,7 @@
 //! The reads under `/api/v1/`, one module per layer read (so that a change
 //! of one layer's public API touches one file): `node.rs` (troupe-remote's
-//! node), `cluster.rs` (membership), `sharding.rs` (shard map, entities),
+//! node), `cluster.rs` (membership), `sharding.rs` (shard map, entities), `owners.rs` (entity counts asked of
+//! the other owners through the cluster),
 //! `actors.rs` (the actor system's observability snapshots),
 //! `persistence.rs` (troupe-persistence's process-wide counters),
 //! `registry.rs` (the cluster registry's names and groups),
@@ -13,6 +14,7 @@
 pub mod actors;
 pub mod cluster;
 pub mod node;
+pub mod owners;
 pub mod persistence;
 pub mod registry;
 pub mod sharding;
