@@ -67,8 +67,11 @@ function colour(node) {
 // ---- the cluster ----------------------------------------------------
 
 function nodeStates(members, shards, controls) {
-  const alive = new Set(members.map((m) => m.name));
+  // A member listed `down` (declared down lately) is not alive.
+  const up = members.filter((m) => m.state !== "down");
+  const alive = new Set(up.map((m) => m.name));
   const member = new Map(members.map((m) => [m.name, m]));
+  for (const m of up) member.set(m.name, m);
   const known = new Set(state.seen);
   for (const m of members) known.add(m.name);
   const owned = new Map();
@@ -134,7 +137,7 @@ function drawNodes(rows) {
     const acts = el("td");
     if (r.state === "drained" || r.state === "marked-down") acts.append(actionButton("Undrain", "/api/v1/actions/undrain", r.name));
     else if (r.state === "alive") acts.append(actionButton("Drain", "/api/v1/actions/drain", r.name));
-    if (r.state !== "marked-down" && r.state !== "left") acts.append(actionButton("Mark down", "/api/v1/actions/down", r.name));
+    if (r.state !== "marked-down" && r.state !== "left" && !r.self) acts.append(actionButton("Mark down", "/api/v1/actions/down", r.name));
     tr.append(acts);
     tb.append(tr);
   }
