@@ -67,8 +67,11 @@ function colour(node) {
 // ---- the cluster ----------------------------------------------------
 
 function nodeStates(members, shards, controls) {
-  const alive = new Set(members.map((m) => m.name));
+  // A member listed `down` (declared down lately) is not alive.
+  const up = members.filter((m) => m.state !== "down");
+  const alive = new Set(up.map((m) => m.name));
   const member = new Map(members.map((m) => [m.name, m]));
+  for (const m of up) member.set(m.name, m);
   const known = new Set(state.seen);
   for (const m of members) known.add(m.name);
   const owned = new Map();
@@ -134,7 +137,7 @@ function drawNodes(rows) {
     const acts = el("td");
     if (r.state === "drained" || r.state === "marked-down") acts.append(actionButton("Undrain", "/api/v1/actions/undrain", r.name));
     else if (r.state === "alive") acts.append(actionButton("Drain", "/api/v1/actions/drain", r.name));
-    if (r.state !== "marked-down" && r.state !== "left") acts.append(actionButton("Mark down", "/api/v1/actions/down", r.name));
+    if (r.state !== "marked-down" && r.state !== "left" && !r.self) acts.append(actionButton("Mark down", "/api/v1/actions/down", r.name));
     tr.append(acts);
     tb.append(tr);
   }
@@ -295,6 +298,27 @@ function drawCounters(stats) {
   state.lastAt = now;
 }
 
+// ---- registry -------------------------------------------------------
+
+function drawRegistry(r) {
+  const tb = $("registry").tBodies[0];
+  tb.replaceChildren();
+  if (!r) { $("registry-summary").textContent = "no cluster"; return; }
+  for (const n of r.names) {
+    const tr = el("tr");
+    tr.dataset.name = n.name;
+    tr.append(el("td", n.name), el("td", "name"), el("td", n.actor + "@" + n.node));
+    tb.append(tr);
+  }
+  for (const g of r.groups) {
+    const tr = el("tr");
+    tr.dataset.group = g.group;
+    tr.append(el("td", g.group), el("td", g.balanced ? "balanced group" : "group"), el("td", g.members.join(", ")));
+    tb.append(tr);
+  }
+  $("registry-summary").textContent = r.names_total + " names, " + r.groups_total + " groups" + (r.truncated ? " (lists cut)" : "");
+}
+
 // ---- the loop -------------------------------------------------------
 
 const optional = (p) => p.catch((e) => (e.status === 404 ? null : Promise.reject(e)));
@@ -302,7 +326,7 @@ const optional = (p) => p.catch((e) => (e.status === 404 ? null : Promise.reject
 async function poll() {
   if (!state.token) return;
   try {
-    const [node, members, shards, controls, actors, stats, workers] = await Promise.all([
+    const [node, members, shards, controls, actors, stats, workers, registry] = await Promise.all([
       api("/api/v1/node"),
       optional(api("/api/v1/members")),
       api("/api/v1/shards").catch((e) => (e.status === 404 ? { kinds: [] } : Promise.reject(e))),
@@ -310,6 +334,7 @@ async function poll() {
       optional(api("/api/v1/actors?top=10")),
       api("/api/v1/stats"),
       optional(api("/api/v1/workers")),
+      optional(api("/api/v1/registry")),
     ]);
     state.self = node.node ? node.node.name : null;
     $("node-name").textContent = state.self ? "· " + state.self : "";
@@ -318,6 +343,7 @@ async function poll() {
     drawActors(actors || { actors: [] });
     drawStalls(workers);
     drawCounters(stats);
+    drawRegistry(registry);
     setStatus("connected, " + (node.ready ? "ready" : "not ready: " + node.not_ready_reason) + ", updated " + new Date().toLocaleTimeString());
     document.body.dataset.connected = "yes";
   } catch (e) {

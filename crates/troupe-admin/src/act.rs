@@ -7,6 +7,10 @@
 //!   and `Cluster` (its drop says goodbye), which this crate does not own.
 //! - `passivate`: `Sharding::passivate` on this node (404 if the kind is
 //!   unknown or the entity does not run here).
+//! - `down`: a cluster verdict first
+//!   ([`Cluster::mark_down`](troupe_cluster::Cluster::mark_down): every
+//!   node declares the node down, not only this one), then the sharding
+//!   control below; refused for this node itself.
 //! - `drain`, `undrain`, `down`, `rebalancing/pause`,
 //!   `rebalancing/resume`: troupe-sharding's operator controls
 //!   ([`troupe_sharding::controls`]), written to the ownership store that
@@ -130,14 +134,61 @@ fn each(
     Ok(done)
 }
 
-/// Marks a node down in every kind (blocking: writes the store).
+/// Marks a node down for the whole cluster (blocking): a cluster
+/// verdict ([`Cluster::mark_down`](troupe_cluster::Cluster::mark_down):
+/// every node declares the incarnation it holds alive down at once), and
+/// in every sharded kind served (or `kind`) the sharding control that
+/// keeps it from owning shards until it is undrained or restarts. A node
+/// no longer held alive (killed, gone) is only marked in the kinds. This
+/// node itself is refused (409): a node leaves, it is not marked down.
 pub fn down(t: &Target, b: &NodeBody) -> Result<Value, ApiError> {
     node_name(b)?;
-    let done = each(t, &b.kind, |k| {
-        controls::mark_down(&*k.store, &k.name, &b.node)
-    })?;
+    if let Some(c) = t.cluster.as_deref() {
+        if c.name() == b.node {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "{:?} is this node: a node does not mark itself down; \
+                     POST /api/v1/actions/leave here, or mark it down from another node",
+                    b.node
+                ),
+            ));
+        }
+    }
+    let cluster = match t.cluster.as_deref() {
+        None => Value::Null,
+        Some(c) => match c.mark_down(&b.node) {
+            Ok(inc) => json!({
+                "declared_down": true,
+                "incarnation": inc,
+                "incarnation_hex": format!("{inc:016x}"),
+            }),
+            Err(troupe_cluster::ClusterError::NotAPeer(_)) => {
+                if t.kinds.is_empty() {
+                    return Err(ApiError::not_found(format!(
+                        "{:?} is not a peer this node holds alive, and no sharded kind is served",
+                        b.node
+                    )));
+                }
+                json!({ "declared_down": false, "reason": "not a peer this node holds alive" })
+            }
+            Err(e) => {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("the cluster did not send the mark-down: {e}"),
+                ))
+            }
+        },
+    };
+    let done = if t.kinds.is_empty() && !cluster.is_null() {
+        Vec::new()
+    } else {
+        each(t, &b.kind, |k| {
+            controls::mark_down(&*k.store, &k.name, &b.node)
+        })?
+    };
     tracing::warn!(node = %b.node, kinds = ?done, "management API: node marked down");
-    Ok(json!({ "down": b.node, "kinds": done }))
+    Ok(json!({ "down": b.node, "cluster": cluster, "kinds": done }))
 }
 
 /// Drains (`on`) or undrains a node's shards (blocking: writes the store).

@@ -20,7 +20,7 @@ use crate::dashboard;
 use crate::error::ApiError;
 use crate::health;
 use crate::openapi::OPENAPI_YAML;
-use crate::read::{self, actors, cluster, node, persistence, sharding, workers};
+use crate::read::{self, actors, cluster, node, owners, persistence, registry, sharding, workers};
 use crate::security::{self, json_body, Security};
 use crate::target::Target;
 
@@ -38,6 +38,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/stats"),
     ("GET", "/api/v1/workers"),
     ("GET", "/api/v1/controls"),
+    ("GET", "/api/v1/registry"),
     ("GET", "/"),
     ("GET", "/dashboard/app.js"),
     ("GET", "/dashboard/style.css"),
@@ -78,6 +79,7 @@ pub fn router(app: Arc<App>, body_limit: usize) -> Router {
         .route("/api/v1/stats", get(stats))
         .route("/api/v1/workers", get(workers_view))
         .route("/api/v1/controls", get(controls_view))
+        .route("/api/v1/registry", get(registry_view))
         .route("/api/v1/actions/leave", post(leave))
         .route("/api/v1/actions/down", post(down))
         .route("/api/v1/actions/drain", post(drain))
@@ -162,10 +164,14 @@ async fn members(State(app): AppState) -> Reply {
     ))
 }
 
+async fn registry_view(State(app): AppState) -> Reply {
+    Ok(Json(registry::registry(need_cluster(&app.target)?)))
+}
+
 async fn shards(State(app): AppState) -> Reply {
     let name = need_cluster(&app.target)?.name().to_string();
     let a = app.clone();
-    let kinds = read::blocking(move || {
+    let read = read::blocking(move || {
         a.target
             .kinds
             .iter()
@@ -173,6 +179,28 @@ async fn shards(State(app): AppState) -> Reply {
             .collect::<Vec<_>>()
     })
     .await?;
+    // The other owners' counts and hand-overs, asked through the cluster
+    // (`read/owners.rs`), all at once, bounded by its timeout.
+    let others: std::collections::BTreeSet<String> =
+        read.iter().flat_map(|(_, o)| o.iter().cloned()).collect();
+    let kinds: Vec<(String, u32)> = app
+        .target
+        .kinds
+        .iter()
+        .map(|k| (k.name.clone(), k.shards))
+        .collect();
+    let asked = others.len();
+    let answers = match (&app.target.cluster, asked) {
+        (Some(c), n) if n > 0 => owners::ask_owners(c, others.into_iter().collect(), kinds).await,
+        _ => Default::default(),
+    };
+    let kinds: Vec<Value> = read
+        .into_iter()
+        .map(|(mut v, _)| {
+            sharding::merge_owners(&mut v, asked, &answers);
+            v
+        })
+        .collect();
     Ok(Json(json!({ "kinds": kinds })))
 }
 

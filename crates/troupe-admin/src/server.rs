@@ -16,6 +16,7 @@ use troupe_cluster::Cluster;
 use troupe_sharding::ownership::bucket::BucketOwnership;
 use troupe_sharding::ownership::OwnershipStore;
 
+use crate::read::owners::{CountsMsg, CountsResponder, ShardCounts, COUNTS_ACTOR};
 use crate::router::{router, App};
 use crate::security::Security;
 use crate::target::{Hook, Kind, ShardingView, Target};
@@ -168,6 +169,44 @@ impl AdminBuilder {
             )),
             _ => None,
         };
+        // The other nodes' shard maps ask this node for its counts
+        // (`read/owners.rs`): served by an actor of the given system, or
+        // of a one-thread system of the server's own.
+        let mut own_system = None;
+        let responder = match &self.cluster {
+            Some(c) if !self.kinds.is_empty() => {
+                let sys = match &self.system {
+                    Some(s) => s.clone(),
+                    None => {
+                        let s = troupe::ActorSystem::builder()
+                            .threads(1)
+                            .name("troupe-admin")
+                            .build();
+                        let h = s.handle();
+                        own_system = Some(s);
+                        h
+                    }
+                };
+                let kinds = self
+                    .kinds
+                    .iter()
+                    .map(|(n, _, v)| (n.clone(), v.clone()))
+                    .collect();
+                let actor = sys.spawn(CountsResponder { kinds });
+                // Not fatal: without it, the other nodes' maps show this
+                // node's counts as unknown (e.g. a second server on one
+                // cluster, whose name is taken).
+                if let Err(e) = c
+                    .expose(COUNTS_ACTOR, &actor)
+                    .ask::<ShardCounts>(CountsMsg::Ask)
+                    .serve()
+                {
+                    tracing::warn!(error = %e, "management API: {COUNTS_ACTOR} not exposed; other nodes will not see this node's entity counts");
+                }
+                Some(actor)
+            }
+            _ => None,
+        };
         let kinds = self
             .kinds
             .into_iter()
@@ -210,6 +249,8 @@ impl AdminBuilder {
         Ok(AdminServer {
             addr: local,
             stop: Some(stop),
+            responder,
+            _own_system: own_system,
         })
     }
 }
@@ -218,6 +259,11 @@ impl AdminBuilder {
 pub struct AdminServer {
     addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The actor answering other nodes' count asks (`read/owners.rs`),
+    /// stopped with the server.
+    responder: Option<troupe::ActorRef<CountsResponder>>,
+    /// The server's own actor system, when none was given.
+    _own_system: Option<troupe::ActorSystem>,
 }
 
 impl AdminServer {
@@ -254,6 +300,9 @@ impl AdminServer {
     fn shutdown(&mut self) {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
+        }
+        if let Some(r) = self.responder.take() {
+            r.stop();
         }
     }
 }

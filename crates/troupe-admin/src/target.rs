@@ -24,6 +24,8 @@ pub trait ShardingView: Send + Sync + 'static {
     fn settled(&self) -> bool;
     /// Passivates entity `id` on this node; whether it was running here.
     fn passivate(&self, id: &str) -> bool;
+    /// The shards moving to or from this node now.
+    fn handovers(&self) -> Vec<troupe_sharding::moving::Handover>;
 }
 
 impl<A: Actor> ShardingView for Sharding<A> {
@@ -41,6 +43,9 @@ impl<A: Actor> ShardingView for Sharding<A> {
     }
     fn passivate(&self, id: &str) -> bool {
         Sharding::passivate(self, id)
+    }
+    fn handovers(&self) -> Vec<troupe_sharding::moving::Handover> {
+        Sharding::handovers(self)
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::request;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use troupe::{Actor, ActorSystem, Context};
 use troupe_admin::{AdminServer, CSRF_HEADER};
 use troupe_cluster::Cluster;
@@ -134,6 +135,38 @@ fn two_nodes_members_shard_map_entities() {
     let n = get("/api/v1/node");
     assert_eq!(n["node"]["incarnation"], c1.incarnation(), "{n}");
 
+    // The registry: a name and a group registered on a2, seen from a1.
+    let worker = system.spawn(Entity);
+    c2.expose("w", &worker)
+        .tell::<Hit>()
+        .serve()
+        .expect("exposed");
+    c2.register::<Hit>("jobs", "w").expect("registered");
+    c2.join_group::<Hit>("pool", "w").expect("joined");
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let r = get("/api/v1/registry");
+            r["names_total"] == 1 && r["groups_total"] == 1
+        }),
+        "{}",
+        get("/api/v1/registry")
+    );
+    let r = get("/api/v1/registry");
+    assert_eq!(r["names"][0]["name"], "jobs", "{r}");
+    assert_eq!(r["names"][0]["actor"], "w", "{r}");
+    assert_eq!(r["names"][0]["node"], "a2", "{r}");
+    assert_eq!(r["groups"][0]["group"], "pool", "{r}");
+    assert_eq!(r["groups"][0]["balanced"], false, "{r}");
+    assert_eq!(r["groups"][0]["members"][0], "w@a2", "{r}");
+    assert_eq!(r["truncated"], false, "{r}");
+    c2.unregister("jobs").expect("unregistered");
+    assert!(
+        wait_until(Duration::from_secs(10), || get("/api/v1/registry")
+            ["names_total"]
+            == 0),
+        "the name stayed"
+    );
+
     // Entities on both nodes: every shard owned by one of the two.
     let ids: Vec<String> = (0..20).map(|i| format!("e{i}")).collect();
     for id in &ids {
@@ -159,6 +192,43 @@ fn two_nodes_members_shard_map_entities() {
         e["kinds"][0]["count"].as_u64().unwrap() as usize,
         s1.local_entities().len()
     );
+    // a2 serves no management API yet: its shards' counts are unknown,
+    // and said so.
+    assert_eq!(kind["owners_asked"], 1, "{kind}");
+    assert_eq!(kind["owners_answered"], 0, "{kind}");
+    for row in map.iter().filter(|r| r["owner"] == "a2") {
+        assert_eq!(row["entities_from"], "unknown", "{row}");
+        assert!(row["entities"].is_null(), "{row}");
+    }
+    // With a2's server up, a1 asks a2 through the cluster: every count
+    // is known, and they add up to every entity of the cluster.
+    let s2 = Arc::new(s2);
+    let admin2 = AdminServer::builder(TOKEN)
+        .bind("127.0.0.1:0")
+        .cluster(&c2)
+        .sharding("thing", SHARDS, s2.clone())
+        .start()
+        .expect("admin 2 starts");
+    let kind = get("/api/v1/shards")["kinds"][0].clone();
+    assert_eq!(kind["owners_answered"], 1, "{kind}");
+    let map = kind["map"].as_array().unwrap();
+    let total: u64 = map.iter().map(|r| r["entities"].as_u64().unwrap()).sum();
+    assert_eq!(total as usize, ids.len(), "{kind}");
+    for row in map {
+        let from = if row["owner"] == "a1" {
+            "this_node"
+        } else {
+            "owner"
+        };
+        assert_eq!(row["entities_from"], from, "{row}");
+    }
+    let a2_count: u64 = map
+        .iter()
+        .filter(|r| r["owner"] == "a2")
+        .map(|r| r["entities"].as_u64().unwrap())
+        .sum();
+    assert_eq!(a2_count as usize, s2.local_entities().len(), "{kind}");
+    assert!(kind["handovers"].as_array().unwrap().is_empty(), "{kind}");
 
     let st = get("/api/v1/stats");
     assert!(st["node"]["frames_received"].is_u64(), "{st}");
@@ -211,6 +281,53 @@ fn two_nodes_members_shard_map_entities() {
         b"{\"kind\": \"nope\", \"id\": \"x\"}",
     );
     assert_eq!(a.status, 404, "{}", a.body);
+
+    // Hand-overs in progress: a2 stops at once (releasing nothing) and
+    // leaves; a1 takes its shards over, waiting out a2's lease before its
+    // region delivers, and the map shows those shards as taking over.
+    drop(admin2);
+    assert!(
+        wait_until(Duration::from_secs(10), || Arc::strong_count(&s2) == 1),
+        "admin 2 still holds a2's sharding"
+    );
+    let Ok(s2) = Arc::try_unwrap(s2) else {
+        panic!("a2's sharding is shared")
+    };
+    s2.halt();
+    drop(c2);
+    let mut seen = Value::Null;
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            let k = get("/api/v1/shards")["kinds"][0].clone();
+            let taking = k["handovers"].as_array().unwrap().iter().any(|h| {
+                h["phase"] == "taking_over" && h["node"] == "a1" && h["wait_left_ms"].is_u64()
+            });
+            if taking {
+                seen = k;
+            }
+            taking
+        }),
+        "no hand-over seen"
+    );
+    let row = seen["map"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| !r["moving"].as_array().unwrap().is_empty())
+        .expect("a moving row");
+    assert_eq!(row["moving"][0]["phase"], "taking_over", "{row}");
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            let k = get("/api/v1/shards")["kinds"][0].clone();
+            k["handovers"].as_array().unwrap().is_empty()
+                && k["map"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|r| r["owner"] == "a1")
+        }),
+        "the takeover did not end"
+    );
     drop(admin);
 
     // A kind this node is not a member of: not ready, with the reason.

@@ -32,6 +32,7 @@ pub(crate) enum Inlet {
     ControlReply,
     RegistryValue,
     DownedNotice,
+    MarkDown,
 }
 
 impl fmt::Display for Inlet {
@@ -44,6 +45,7 @@ impl fmt::Display for Inlet {
             Inlet::ControlReply => "control reply",
             Inlet::RegistryValue => "registry value",
             Inlet::DownedNotice => "downed notice",
+            Inlet::MarkDown => "mark-down",
         })
     }
 }

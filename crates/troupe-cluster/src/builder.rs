@@ -271,6 +271,7 @@ impl ClusterBuilder {
             incarnation: AtomicU64::new(incarnation),
             past: Mutex::new(Default::default()),
             downed: Mutex::new(Default::default()),
+            recent_downs: Mutex::new(Default::default()),
             // A lost peer counts as a member for ten down detections; a
             // node out of the quorum is back after two with enough peers.
             quorum: Mutex::new(Quorum::new(
@@ -317,11 +318,12 @@ impl ClusterBuilder {
                     t.subscribe(&format!("troupe.{ns}.down.*")).await?,
                     t.subscribe(&wire::ctl_subject(ns, &i.name)).await?,
                     t.subscribe(&wire::downed_subject(ns, &i.name)).await?,
+                    t.subscribe(&format!("troupe.{ns}.markdown.*")).await?,
                 ))
             }
         })
         .unwrap_or_else(|| Err(troupe_remote::transport::TransportError::Disconnected));
-        let (hb, bye, down, ctl, downed) =
+        let (hb, bye, down, ctl, downed, marks) =
             subscribed.map_err(|e| ClusterError::Nats(e.to_string()))?;
         block_on(&handle, {
             let (inner, violations) = (inner.clone(), violations.clone());
@@ -336,6 +338,7 @@ impl ClusterBuilder {
             handle.spawn(inner.clone().on_stop_events(down)),
             handle.spawn(inner.clone().on_ctl(ctl)),
             handle.spawn(inner.clone().on_downed_notices(downed)),
+            handle.spawn(inner.clone().on_mark_downs(marks)),
             handle.spawn(inner.clone().check()),
             handle.spawn(inner.clone().mirror()),
             handle.spawn(inner.clone().refresh()),

@@ -191,6 +191,67 @@ impl Cluster {
         self.inner.peers.lock().states(std::time::Instant::now())
     }
 
+    /// The peers this node declared down lately, oldest first, each with
+    /// its incarnation, why and how long ago: at most
+    /// [`RECENT_DOWN_CAP`](crate::liveness::RECENT_DOWN_CAP), each until
+    /// [`RECENT_DOWN_KEEP`](crate::liveness::RECENT_DOWN_KEEP) has passed
+    /// or the node is heard again in a new incarnation.
+    pub fn down_peers(&self) -> Vec<crate::liveness::DownPeer> {
+        self.inner
+            .recent_downs
+            .lock()
+            .states(std::time::Instant::now())
+    }
+
+    /// Marks `node` down for the whole cluster, as an operator's verdict:
+    /// every node (this one included) declares the incarnation it holds
+    /// alive down at once, as if that node had said goodbye (Down to the
+    /// watchers of its actors, its registry entries deleted, the sharding
+    /// layer's takeover), and down stays down (see the
+    /// [`liveness`](crate::liveness) module). The node itself, if it still
+    /// runs, learns it from its peers' answer to its next heartbeat and
+    /// rejoins as a new incarnation (or exits, from an
+    /// [`on_self_down`](Self::on_self_down) hook).
+    ///
+    /// The message is sealed with the cluster's key like every other: only
+    /// a node of the cluster can send one. Errors: `BadName` for this node
+    /// itself (leave instead: drop the `Cluster`) or a name that is not a
+    /// token, `NotAPeer` for a node this node does not hold alive, `Nats`
+    /// if the publish failed.
+    pub fn mark_down(&self, node: &str) -> Result<u64, ClusterError> {
+        token("node", node)?;
+        if node == self.inner.name {
+            return Err(ClusterError::BadName(format!(
+                "{node:?} is this node: a node does not mark itself down (leave instead)"
+            )));
+        }
+        let Some((_, incarnation)) = self
+            .peer_incarnations()
+            .into_iter()
+            .find(|(n, _)| n == node)
+        else {
+            return Err(ClusterError::NotAPeer(node.to_string()));
+        };
+        let inner = self.inner.clone();
+        let subject = wire::mark_down_subject(&inner.ns, node);
+        let payload = inner.seal(
+            &subject,
+            encode(&crate::wire::Heartbeat {
+                node: node.to_string(),
+                incarnation,
+                interval_ms: inner.heartbeat().interval_ms,
+            }),
+        );
+        let transport = inner.transport.clone();
+        self.inner
+            .block(async move {
+                transport.publish(&subject, payload).await?;
+                transport.flush().await
+            })
+            .map_err(|e| ClusterError::Nats(e.to_string()))?;
+        Ok(incarnation)
+    }
+
     /// The peers this node holds alive, sorted.
     pub fn peers(&self) -> Vec<String> {
         self.inner.peers.lock().names()
@@ -217,6 +278,8 @@ impl Cluster {
             rejoins: c.rejoins.load(Ordering::Relaxed),
             bad_downed_notices: c.bad_downed_notices.load(Ordering::Relaxed),
             quorum_left: c.quorum_left.load(Ordering::Relaxed),
+            marked_down: c.marked_down.load(Ordering::Relaxed),
+            bad_mark_downs: c.bad_mark_downs.load(Ordering::Relaxed),
         }
     }
 

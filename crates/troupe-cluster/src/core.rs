@@ -26,7 +26,7 @@ use troupe_remote::transport::kv::Bucket;
 use troupe_remote::transport::Transport;
 
 use crate::bad_input::{Inlet, RateLog};
-use crate::liveness::{Downed, Intake, Peers};
+use crate::liveness::{Downed, Intake, Peers, RecentDowns};
 use crate::monitor::StandIns;
 use crate::registry::Cache;
 use crate::split_brain::Quorum;
@@ -52,6 +52,8 @@ pub(crate) struct Counters {
     pub(crate) rejoins: AtomicU64,
     pub(crate) bad_downed_notices: AtomicU64,
     pub(crate) quorum_left: AtomicU64,
+    pub(crate) marked_down: AtomicU64,
+    pub(crate) bad_mark_downs: AtomicU64,
 }
 
 impl Counters {
@@ -64,6 +66,7 @@ impl Counters {
             Inlet::ControlReply => &self.bad_control_replies,
             Inlet::RegistryValue => &self.bad_registry_values,
             Inlet::DownedNotice => &self.bad_downed_notices,
+            Inlet::MarkDown => &self.bad_mark_downs,
         }
     }
 }
@@ -119,6 +122,13 @@ pub struct ClusterStats {
     /// Times this node found itself on the losing side of a partition and
     /// left the quorum ([`SplitBrain`](crate::SplitBrain)).
     pub quorum_left: u64,
+    /// Peers this node declared down because an operator marked them
+    /// down ([`Cluster::mark_down`](crate::Cluster::mark_down), here or on
+    /// another node); also counted in `nodes_down`.
+    pub marked_down: u64,
+    /// Mark-downs that did not decode, named another node than their
+    /// subject, or a node or incarnation this node does not hold.
+    pub bad_mark_downs: u64,
 }
 
 pub(crate) struct ExposedActor {
@@ -154,6 +164,8 @@ pub(crate) struct Inner {
     pub(crate) past: Mutex<VecDeque<u64>>,
     /// The incarnations of peers this node declared down.
     pub(crate) downed: Mutex<Downed>,
+    /// The peers declared down lately, for an operator's view (bounded).
+    pub(crate) recent_downs: Mutex<RecentDowns>,
     /// The split-brain state (`split_brain.rs`), and whether this node is
     /// in the quorum (read by the sharding coordinators on every tick).
     pub(crate) quorum: Mutex<Quorum>,

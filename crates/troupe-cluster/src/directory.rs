@@ -139,6 +139,43 @@ impl Cluster {
         v
     }
 
+    /// Every registered name, from the cache, sorted: `(name,
+    /// "actor@node")` (an operator's view; [`find`](Self::find) to use one).
+    pub fn registered(&self) -> Vec<(String, String)> {
+        let maps = self.inner.cache.maps.read();
+        let mut v: Vec<(String, String)> = maps
+            .names
+            .iter()
+            .map(|(n, s)| (n.clone(), format!("{}@{}", s.entry.actor, s.entry.node)))
+            .collect();
+        drop(maps);
+        v.sort();
+        v
+    }
+
+    /// Every broadcast group, from the cache, sorted, each with its
+    /// members as `actor@node`, sorted (an operator's view).
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let maps = self.inner.cache.maps.read();
+        let mut v: Vec<(String, Vec<String>)> = maps
+            .groups
+            .iter()
+            .map(|(g, m)| {
+                let members = m
+                    .values()
+                    .map(|s| format!("{}@{}", s.entry.actor, s.entry.node))
+                    .collect();
+                (g.clone(), members)
+            })
+            .collect();
+        drop(maps);
+        for (_, m) in v.iter_mut() {
+            m.sort();
+        }
+        v.sort();
+        v
+    }
+
     /// Tells every member of `group` (registered for `M`) a copy of `msg`;
     /// returns how many accepted it.
     pub fn dispatch_group<M: RemoteMessage + Clone>(&self, group: &str, msg: M) -> usize {

@@ -23,6 +23,10 @@ pub enum ClusterError {
     /// The load-balanced group has no member this node knows of.
     #[error("the load-balanced group {0} has no member")]
     NoMember(String),
+    /// The node named is not a peer this node holds alive (unknown, gone,
+    /// or declared down already).
+    #[error("{0} is not a peer this node holds alive")]
+    NotAPeer(String),
     /// The node refused to send a message (its outbox is full or closed).
     #[error("not sent: {0}")]
     Refused(String),

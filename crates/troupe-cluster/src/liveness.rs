@@ -220,6 +220,68 @@ impl Downed {
     }
 }
 
+/// How many peers declared down a node lists ([`Cluster::down_peers`](crate::Cluster::down_peers));
+/// the oldest is forgotten first.
+pub const RECENT_DOWN_CAP: usize = 64;
+/// How long a peer declared down stays listed, unless it comes back
+/// sooner (a heartbeat of a new incarnation) or is pushed out by newer ones.
+pub const RECENT_DOWN_KEEP: Duration = Duration::from_secs(600);
+
+/// A peer this node declared down, for an operator's view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DownPeer {
+    /// The peer's node name.
+    pub name: String,
+    /// The incarnation declared down.
+    pub incarnation: u64,
+    /// Why: `silent`, `left`, `restarted` or `marked down`.
+    pub why: &'static str,
+    /// How long ago.
+    pub since: Duration,
+}
+
+/// The peers declared down lately, newest last: at most
+/// [`RECENT_DOWN_CAP`], each until [`RECENT_DOWN_KEEP`] has passed or its
+/// node is heard again in a new incarnation (it leaves the view).
+#[derive(Default)]
+pub(crate) struct RecentDowns {
+    list: VecDeque<(String, u64, &'static str, Instant)>,
+}
+
+impl RecentDowns {
+    /// `node`'s `incarnation` was declared down at `now` (an earlier row of
+    /// that node goes: one row per node).
+    pub fn insert(&mut self, node: &str, incarnation: u64, why: &'static str, now: Instant) {
+        self.list.retain(|(n, _, _, _)| n != node);
+        if self.list.len() >= RECENT_DOWN_CAP {
+            self.list.pop_front();
+        }
+        self.list
+            .push_back((node.to_string(), incarnation, why, now));
+    }
+
+    /// `node` is back (a new incarnation heard): no longer listed down.
+    pub fn back(&mut self, node: &str) {
+        self.list.retain(|(n, _, _, _)| n != node);
+    }
+
+    /// The rows younger than [`RECENT_DOWN_KEEP`] at `now`, oldest first
+    /// (older ones are dropped).
+    pub fn states(&mut self, now: Instant) -> Vec<DownPeer> {
+        self.list
+            .retain(|(_, _, _, at)| now.saturating_duration_since(*at) < RECENT_DOWN_KEEP);
+        self.list
+            .iter()
+            .map(|(n, i, w, at)| DownPeer {
+                name: n.clone(),
+                incarnation: *i,
+                why: w,
+                since: now.saturating_duration_since(*at),
+            })
+            .collect()
+    }
+}
+
 /// One peer as last heard.
 #[derive(Clone, Debug)]
 pub(crate) struct Peer {
@@ -541,6 +603,33 @@ mod tests {
             .states(t0 + Duration::from_secs(1))
             .iter()
             .all(|s| s.since_heard.is_zero()));
+    }
+
+    #[test]
+    fn recent_downs_are_bounded_and_leave_when_back_or_old() {
+        let t0 = Instant::now();
+        let mut r = RecentDowns::default();
+        r.insert("a", 1, "silent", t0);
+        r.insert("b", 2, "left", t0);
+        r.insert("a", 3, "marked down", t0 + Duration::from_secs(1));
+        let s = r.states(t0 + Duration::from_secs(2));
+        assert_eq!(s.len(), 2, "one row per node");
+        assert_eq!(
+            (s[1].name.as_str(), s[1].incarnation, s[1].why),
+            ("a", 3, "marked down")
+        );
+        assert_eq!(s[1].since, Duration::from_secs(1));
+        r.back("b");
+        assert_eq!(r.states(t0 + Duration::from_secs(2)).len(), 1);
+        assert!(r
+            .states(t0 + RECENT_DOWN_KEEP + Duration::from_secs(2))
+            .is_empty());
+        for i in 0..(RECENT_DOWN_CAP + 10) {
+            r.insert(&format!("m{i}"), 1, "silent", t0);
+        }
+        let s = r.states(t0);
+        assert_eq!(s.len(), RECENT_DOWN_CAP);
+        assert_eq!(s[0].name, "m10", "the oldest go first");
     }
 
     #[test]

@@ -154,6 +154,20 @@ pub const CLUSTER_STATS: &[Family<ClusterStats>] = &[
         unit: "{event}",
         value: |s| s.quorum_left,
     },
+    Family {
+        name: "marked_down",
+        help: "Peers declared down because an operator marked them down.",
+        kind: Kind::Counter,
+        unit: "{node}",
+        value: |s| s.marked_down,
+    },
+    Family {
+        name: "bad_mark_downs",
+        help: "Mark-downs that did not decode or named a node or incarnation this node does not hold.",
+        kind: Kind::Counter,
+        unit: "{message}",
+        value: |s| s.bad_mark_downs,
+    },
 ];
 
 /// An export of [`CLUSTER_STATS`] with no source yet.
@@ -219,6 +233,8 @@ mod tests {
         s.rejoins = 15;
         s.bad_downed_notices = 16;
         s.quorum_left = 17;
+        s.marked_down = 18;
+        s.bad_mark_downs = 19;
         for (field, v) in debug_fields(&format!("{s:?}")) {
             let fam = CLUSTER_STATS
                 .iter()

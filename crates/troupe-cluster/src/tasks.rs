@@ -117,6 +117,7 @@ impl Inner {
             let heard = self.peers.lock().heard(&hb, Instant::now());
             match heard {
                 Heard::New => {
+                    self.recent_downs.lock().back(&hb.node);
                     self.quorum.lock().found(&hb.node);
                     tracing::info!(node = %self.name, peer = %hb.node, "peer up");
                 }
@@ -124,6 +125,7 @@ impl Inner {
                 Heard::Restarted { old } => {
                     self.quorum.lock().found(&hb.node);
                     self.node_down(&hb.node, old, "restarted");
+                    self.recent_downs.lock().back(&hb.node);
                 }
                 Heard::Full => {
                     self.counters.peers_refused.fetch_add(1, Ordering::Relaxed);
@@ -206,6 +208,42 @@ impl Inner {
             });
         }
         true
+    }
+
+    /// An operator's mark-down (`troupe.<ns>.markdown.<node>`, sealed like
+    /// every message, so only a node of the cluster can send one; see
+    /// [`Cluster::mark_down`](crate::Cluster::mark_down)): the named
+    /// incarnation is declared down here as if it had said goodbye, and
+    /// down stays down. The node named ignores it: it learns from its
+    /// peers' notices (their answer to its next heartbeat) and rejoins as a
+    /// new incarnation. One naming a node or incarnation this node does
+    /// not hold is counted as bad input (a late or repeated one included).
+    pub(crate) async fn on_mark_downs(self: Arc<Self>, mut sub: Subscription) {
+        while let Some(msg) = sub.next().await {
+            let Some(hb) = self.membership(Inlet::MarkDown, &msg) else {
+                continue;
+            };
+            if hb.node == self.name {
+                continue;
+            }
+            let removed = self
+                .peers
+                .lock()
+                .remove_incarnation(&hb.node, hb.incarnation);
+            match removed {
+                Some(_) => {
+                    self.quorum.lock().found(&hb.node);
+                    self.counters.marked_down.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(node = %self.name, peer = %hb.node, incarnation = hb.incarnation, "peer marked down by an operator");
+                    self.declared_down(&hb.node, hb.incarnation, "marked down");
+                }
+                None => self.bad(
+                    Inlet::MarkDown,
+                    &msg.subject,
+                    &"a mark-down of a node or incarnation this node does not hold",
+                ),
+            }
+        }
     }
 
     /// Notices that this node was declared down (`troupe.<ns>.downed.<me>`):
@@ -384,18 +422,21 @@ impl Inner {
         dead
     }
 
-    pub(crate) fn node_down(&self, node: &str, incarnation: u64, why: &str) {
+    pub(crate) fn node_down(&self, node: &str, incarnation: u64, why: &'static str) {
         self.declared_down(node, incarnation, why);
     }
 
     /// `node` (that incarnation) is down: Down to watchers of its actors,
     /// its registry entries out of the cache and the bucket, hooks told.
-    pub(crate) fn declared_down(&self, node: &str, incarnation: u64, why: &str) {
+    pub(crate) fn declared_down(&self, node: &str, incarnation: u64, why: &'static str) {
         if let Some(left_out) = self.down_log.admit(Instant::now()) {
             tracing::warn!(node = %self.name, peer = %node, why, left_out, "peer down");
         }
         self.counters.nodes_down.fetch_add(1, Ordering::Relaxed);
         self.downed.lock().insert(node, incarnation);
+        self.recent_downs
+            .lock()
+            .insert(node, incarnation, why, Instant::now());
         self.standins.stop_node(node);
         let gone = self.cache.maps.write().drop_node(node, incarnation);
         if !gone.is_empty() {

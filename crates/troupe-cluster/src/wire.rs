@@ -8,6 +8,8 @@
 //! troupe.<cluster>.ctl.<node>    request/reply: watch or kill an exposed actor   Ctl -> CtlReply
 //! troupe.<cluster>.downed.<node> to <node>: "your incarnation was declared
 //!                                down here" (answers its heartbeats)    Heartbeat
+//! troupe.<cluster>.markdown.<node> to every node: an operator marked
+//!                                <node> (this incarnation) down         Heartbeat
 //! KV bucket troupe-<cluster>-registry (JetStream, history 1, max_age = registry_ttl)
 //!   n.<name>                      a registered name           -> RegEntry
 //!   g.<group>.<node>.<actor>      one member of a group       -> RegEntry
@@ -69,6 +71,11 @@ pub fn down_subject(cluster: &str, node: &str) -> String {
 /// declared down ([`crate::liveness`], "Down stays down").
 pub fn downed_subject(cluster: &str, node: &str) -> String {
     format!("troupe.{cluster}.downed.{node}")
+}
+/// Subject of an operator's "mark `node` down" to every node
+/// ([`Cluster::mark_down`](crate::Cluster::mark_down)).
+pub fn mark_down_subject(cluster: &str, node: &str) -> String {
+    format!("troupe.{cluster}.markdown.{node}")
 }
 /// Subject of a node's control requests.
 pub fn ctl_subject(cluster: &str, node: &str) -> String {

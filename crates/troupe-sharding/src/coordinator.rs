@@ -122,6 +122,9 @@ pub(crate) struct Control {
     pub cv: Condvar,
     /// Whether ownership matched placement at the last tick.
     pub settled: AtomicBool,
+    /// Hand-overs in progress, as this coordinator last published them
+    /// (`moving.rs`; read by `Sharding::handovers`).
+    pub moving: Mutex<Vec<crate::moving::Row>>,
 }
 
 impl Control {
@@ -130,6 +133,7 @@ impl Control {
             command: Mutex::new(Command::Run),
             cv: Condvar::new(),
             settled: AtomicBool::new(false),
+            moving: Mutex::new(Vec::new()),
         }
     }
 
@@ -350,16 +354,24 @@ impl<A: Actor> Coordinator<A> {
         };
         let movers = if holders.is_empty() { &live } else { &holders };
         let mut settled = true;
+        // Shards this process owns that placement wants elsewhere (for
+        // the operator's view, `moving.rs`).
+        let mut releasing: Vec<(u32, Option<String>)> = Vec::new();
         for (s, r) in records.iter().enumerate() {
             let s = s as u32;
             let desired = match r.node.as_deref() {
                 Some(o) if controls.paused && live.iter().any(|l| l == o) => Some(o),
                 _ => desired_owner(movers, s),
             };
+            let mine = r.node.as_deref() == Some(self.me()) && r.incarnation == self.incarnation;
+            if mine && desired != Some(self.me()) {
+                releasing.push((s, desired.map(str::to_string)));
+            }
             if !self.step(s, r, desired) {
                 settled = false;
             }
         }
+        self.publish_moving(releasing);
         sh.stats
             .shards_owned
             .store(self.owned.len() as u64, Ordering::Relaxed);
@@ -460,6 +472,7 @@ impl<A: Actor> Coordinator<A> {
     /// over.
     fn give_up_all(&mut self) {
         self.deferred.clear();
+        self.control.moving.lock().clear();
         for (s, _) in self.owned.drain() {
             let _ = self.region.tell(RegionMsg::Lost { shard: s });
         }
@@ -489,12 +502,56 @@ impl<A: Actor> Coordinator<A> {
         }
     }
 
+    /// Publishes the shards moving to or from this node (`moving.rs`):
+    /// `releasing` (those still owned here) and the deferred takeovers.
+    fn publish_moving(&self, releasing: Vec<(u32, Option<String>)>) {
+        use crate::moving::{since, Phase, Row};
+        let now = Instant::now();
+        let mut list = self.control.moving.lock();
+        let mut rows: Vec<Row> = Vec::new();
+        for (s, to) in releasing {
+            if self.owned.contains_key(&s) && !self.deferred.contains_key(&s) {
+                rows.push(Row {
+                    shard: s,
+                    phase: Phase::Releasing,
+                    to,
+                    since: since(&list, s, Phase::Releasing, now),
+                    due: None,
+                });
+            }
+        }
+        for (&s, &due) in &self.deferred {
+            rows.push(Row {
+                shard: s,
+                phase: Phase::TakingOver,
+                to: Some(self.me().to_string()),
+                since: since(&list, s, Phase::TakingOver, now),
+                due: Some(due),
+            });
+        }
+        *list = rows;
+    }
+
     /// Stops the shard's entities through the region (kills them with
     /// `kill`), then releases the record; `true` if released.
     fn hand_over(&mut self, s: u32, token: u64, kill: bool) -> bool {
         // A shard still waiting was never the region's: nothing to stop.
         self.deferred.remove(&s);
         let sh = self.shared.clone();
+        {
+            // Seen as releasing while the region stops its entities.
+            let mut list = self.control.moving.lock();
+            list.retain(|r| r.shard != s || r.phase == crate::moving::Phase::Releasing);
+            if !list.iter().any(|r| r.shard == s) {
+                list.push(crate::moving::Row {
+                    shard: s,
+                    phase: crate::moving::Phase::Releasing,
+                    to: None,
+                    since: Instant::now(),
+                    due: None,
+                });
+            }
+        }
         let stopped = self.region.ask(
             |done| RegionMsg::Release {
                 shard: s,
@@ -519,6 +576,7 @@ impl<A: Actor> Coordinator<A> {
             return false;
         }
         self.owned.remove(&s);
+        self.control.moving.lock().retain(|r| r.shard != s);
         match sh.store.release(&sh.kind, s, token) {
             Ok(_) => {
                 Counters::add(&sh.stats.handovers);

@@ -131,6 +131,7 @@ pub mod delivery;
 pub mod envelope;
 pub mod gateway;
 pub mod metrics;
+pub mod moving;
 pub mod ownership;
 pub mod placement;
 pub mod region;

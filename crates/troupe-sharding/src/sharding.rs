@@ -496,6 +496,22 @@ impl<A: Actor> Sharding<A> {
             .unwrap_or(false)
     }
 
+    /// The shards moving to or from this node now, by shard (see
+    /// [`moving`](crate::moving)): those it hands over and those it
+    /// takes over, as its coordinator last published them.
+    pub fn handovers(&self) -> Vec<crate::moving::Handover> {
+        let now = std::time::Instant::now();
+        let mut v: Vec<_> = self
+            .control
+            .moving
+            .lock()
+            .iter()
+            .map(|r| r.view(now))
+            .collect();
+        v.sort_by_key(|h| h.shard);
+        v
+    }
+
     /// The shard of `id`.
     pub fn shard_of(&self, id: &str) -> u32 {
         shard_of(id, self.shared.config.shards)

@@ -66,7 +66,13 @@ impl App {
                 let members = self
                     .get_json("/api/v1/members", token)
                     .ok()
-                    .and_then(|m| m["members"].as_array().map(|a| a.len()));
+                    // Members listed `down` (declared down lately) are
+                    // not counted.
+                    .and_then(|m| {
+                        m["members"]
+                            .as_array()
+                            .map(|a| a.iter().filter(|m| m["state"] != "down").count())
+                    });
                 self.node = Some(match (name, members) {
                     (Some(n), Some(m)) => format!("node {n} ({m} members)"),
                     (Some(n), None) => format!("node {n}"),

@@ -9,9 +9,11 @@
 //! to be declared down. An incarnation is a full `u64`, beyond the 2^53
 //! a JavaScript number holds exactly: `incarnation_hex` is the same
 //! number as 16 hex digits, for the dashboard and such clients. A peer
-//! declared down is not held, so it is not
-//! listed: every listed member is `alive`. `last_heartbeat` stays `null`
-//! (the field `/api/v1` had first; `/api/v1` changes only by adding).
+//! this node declared down ([`Cluster::down_peers`]) is listed after the
+//! live ones with state `down`, why and how long ago, until it is heard
+//! again in a new incarnation or ten minutes have passed (at most 64).
+//! `last_heartbeat` stays `null` (the field `/api/v1` had first;
+//! `/api/v1` changes only by adding).
 
 use serde_json::{json, Value};
 use troupe_cluster::Cluster;
@@ -37,7 +39,8 @@ pub fn members(cluster: &Cluster) -> Value {
         "heartbeat_ms": ms(cluster.heartbeat()),
         "down_after_ms": down_after,
     })];
-    for p in cluster.peer_states() {
+    let alive = cluster.peer_states();
+    for p in &alive {
         out.push(json!({
             "name": p.name,
             "state": "alive",
@@ -48,6 +51,26 @@ pub fn members(cluster: &Cluster) -> Value {
             "last_heartbeat_ms_ago": ms(p.since_heard),
             "heartbeat_ms": ms(p.heartbeat),
             "down_after_ms": down_after,
+        }));
+    }
+    for d in cluster.down_peers() {
+        // A row of a node alive again (a new incarnation heard) is gone
+        // already; this guards the instant between the two tables.
+        if alive.iter().any(|p| p.name == d.name) {
+            continue;
+        }
+        out.push(json!({
+            "name": d.name,
+            "state": "down",
+            "self": false,
+            "incarnation": d.incarnation,
+            "incarnation_hex": format!("{:016x}", d.incarnation),
+            "last_heartbeat": Value::Null,
+            "last_heartbeat_ms_ago": Value::Null,
+            "heartbeat_ms": Value::Null,
+            "down_after_ms": down_after,
+            "down_why": d.why,
+            "down_ms_ago": ms(d.since),
         }));
     }
     Value::Array(out)

@@ -1,8 +1,10 @@
 //! The reads under `/api/v1/`, one module per layer read (so that a change
 //! of one layer's public API touches one file): `node.rs` (troupe-remote's
-//! node), `cluster.rs` (membership), `sharding.rs` (shard map, entities),
+//! node), `cluster.rs` (membership), `sharding.rs` (shard map, entities), `owners.rs` (entity counts asked of
+//! the other owners through the cluster),
 //! `actors.rs` (the actor system's observability snapshots),
 //! `persistence.rs` (troupe-persistence's process-wide counters),
+//! `registry.rs` (the cluster registry's names and groups),
 //! `workers.rs` (what each worker runs; stalls and ask cycles).
 //!
 //! Reads that call a blocking API (the ownership store, a region's list
@@ -12,7 +14,9 @@
 pub mod actors;
 pub mod cluster;
 pub mod node;
+pub mod owners;
 pub mod persistence;
+pub mod registry;
 pub mod sharding;
 pub mod workers;
 
