@@ -170,11 +170,10 @@ async fn fill(
     let other = PersistenceId::new("audit", "log").unwrap();
     let mut seqs = vec![0u64; orders.len()];
     let mut other_seq = 0u64;
-    let every = if args.others == 0 {
-        u64::MAX
-    } else {
-        (args.events / args.others).max(1)
-    };
+    let every = args
+        .events
+        .checked_div(args.others)
+        .map_or(u64::MAX, |n| n.max(1));
     let mut appends: Vec<(PersistenceId, u64, EventRecord)> = Vec::new();
     let mut others_left = args.others;
     for n in 0..args.events {

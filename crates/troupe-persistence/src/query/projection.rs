@@ -95,7 +95,8 @@ pub struct ProjectionConfig {
     /// Live (the default: run until stopped) or up to now (return once
     /// caught up).
     pub follow: Follow,
-    /// Store the offset after this many events (default 100; 1: after
+    /// Store the offset after this many events (default 1,000, chosen by
+    /// measurement: bench/results/2026-12-03-read-side; 1: after
     /// every event).
     pub save_every: u64,
     /// Store the offset when this long has passed with events unsaved
@@ -104,14 +105,14 @@ pub struct ProjectionConfig {
 }
 
 impl ProjectionConfig {
-    /// Projection `name` of tag `tag`, live, saving every 100 events or
+    /// Projection `name` of tag `tag`, live, saving every 1,000 events or
     /// every second.
     pub fn new(name: &str, tag: &str) -> Self {
         ProjectionConfig {
             name: name.to_string(),
             tag: tag.to_string(),
             follow: Follow::Live,
-            save_every: 100,
+            save_every: 1000,
             save_interval: Duration::from_secs(1),
         }
     }
