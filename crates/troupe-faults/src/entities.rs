@@ -229,11 +229,7 @@ impl PersistentActor for Ledger {
                 })
             }
             LedgerCmd::Read(reply) => Effect::<Self>::none().then(move |state| {
-                reply.reply(
-                    state
-                        .map(|s| (s.0, stamp))
-                        .map_err(PersistError::to_string),
-                );
+                reply.reply(state.map(|s| (s.0, stamp)).map_err(PersistError::to_string));
             }),
         }
     }

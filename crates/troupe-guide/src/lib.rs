@@ -44,6 +44,7 @@ chapters! {
     singletons => "singletons.md",
     reminders => "reminders.md",
     persistence => "persistence.md",
+    projections => "projections.md",
     from_one_node_to_many => "from-one-node-to-many.md",
     production => "production.md",
     performance => "performance.md",

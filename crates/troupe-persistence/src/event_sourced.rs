@@ -64,10 +64,11 @@
 use crate::codec::Codec;
 use crate::error::PersistError;
 use crate::id::PersistenceId;
-use crate::journal::{Journal, SnapshotStore};
+use crate::journal::{EventRecord, Journal, SnapshotStore};
 use crate::pipeline::{Deferred, Pending, Pipeline};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use troupe::{
@@ -144,6 +145,14 @@ pub trait PersistentActor: Sized + Send + 'static {
         Codec::postcard()
     }
 
+    /// The tags of `event`, stored with it for the read side to select by
+    /// (added to those of [`Effect::tagged`]); the default gives none.
+    /// Tags are ASCII letters, digits, `-`, `_`, `=`, at most
+    /// [`MAX_TAG_LEN`](crate::journal::MAX_TAG_LEN) bytes each.
+    fn tags(_event: &Self::Event) -> &'static [&'static str] {
+        &[]
+    }
+
     /// A command that could not be handled because the actor could not
     /// reload its state; the default drops it (an ask then fails with
     /// `NoReply`). Override to answer with `error`.
@@ -218,6 +227,8 @@ pub struct Effect<A: PersistentActor> {
     events: Vec<A::Event>,
     after: Vec<After<A::State>>,
     snapshot: bool,
+    /// Tags of every event of this effect.
+    tags: Vec<Cow<'static, str>>,
 }
 
 impl<A: PersistentActor> Effect<A> {
@@ -227,6 +238,7 @@ impl<A: PersistentActor> Effect<A> {
             events: Vec::new(),
             after: Vec::new(),
             snapshot: false,
+            tags: Vec::new(),
         }
     }
 
@@ -267,6 +279,17 @@ impl<A: PersistentActor> Effect<A> {
             f: Some(f),
             value: None,
         })));
+        self
+    }
+
+    /// Tags every event of this effect with `tag` (beside the tags of
+    /// [`PersistentActor::tags`]), for the read side to select them by
+    /// ([`query`](crate::query)). A tag is ASCII letters, digits, `-`,
+    /// `_`, `=`, at most [`MAX_TAG_LEN`](crate::journal::MAX_TAG_LEN)
+    /// bytes; an invalid one fails the command with
+    /// [`PersistError::Encode`], storing nothing.
+    pub fn tagged(mut self, tag: impl Into<Cow<'static, str>>) -> Self {
+        self.tags.push(tag.into());
         self
     }
 
@@ -557,9 +580,10 @@ impl<A: PersistentActor> Persistent<A> {
             events,
             after,
             snapshot,
+            tags,
         } = self.actor.handle_command(&self.state, cmd);
         if !events.is_empty() {
-            let stored = self.append(events).await;
+            let stored = self.append(events, &tags).await;
             if let Err(e) = stored {
                 self.stale = true;
                 crate::stats::write_failed(&self.id, &e, after.is_empty());
@@ -605,6 +629,7 @@ impl<A: PersistentActor> Persistent<A> {
             events,
             after,
             snapshot,
+            tags,
         } = self.actor.handle_command(&self.state, cmd);
         let pipe = self.pipeline.as_mut().expect("started");
         if events.is_empty() && pipe.in_flight() == 0 {
@@ -620,7 +645,7 @@ impl<A: PersistentActor> Persistent<A> {
         let mut records = Vec::with_capacity(events.len());
         for (i, e) in (1u64..).zip(&events) {
             match self.codec.encode_event(&self.id, self.seq + i, e) {
-                Ok(r) => records.push(r),
+                Ok(r) => records.push(tag::<A>(r, e, &tags)),
                 Err(e) => {
                     // Nothing of it is queued: the state is unchanged.
                     crate::stats::write_failed(&self.id, &e, after.is_empty());
@@ -698,10 +723,15 @@ impl<A: PersistentActor> Persistent<A> {
     }
 
     /// Journals `events`, then applies them.
-    async fn append(&mut self, events: Vec<A::Event>) -> Result<(), PersistError> {
+    async fn append(
+        &mut self,
+        events: Vec<A::Event>,
+        tags: &[Cow<'static, str>],
+    ) -> Result<(), PersistError> {
         let mut records = Vec::with_capacity(events.len());
         for (i, e) in (1u64..).zip(&events) {
-            records.push(self.codec.encode_event(&self.id, self.seq + i, e)?);
+            let record = self.codec.encode_event(&self.id, self.seq + i, e)?;
+            records.push(tag::<A>(record, e, tags));
         }
         let last = self.journal.append(&self.id, self.seq, records).await?;
         for e in &events {
@@ -711,6 +741,22 @@ impl<A: PersistentActor> Persistent<A> {
         self.seq = last;
         Ok(())
     }
+}
+
+/// `record` with the effect's tags and the event's own
+/// ([`PersistentActor::tags`]); no allocation for an untagged event.
+fn tag<A: PersistentActor>(
+    mut record: EventRecord,
+    event: &A::Event,
+    tags: &[Cow<'static, str>],
+) -> EventRecord {
+    let own = A::tags(event);
+    if !tags.is_empty() || !own.is_empty() {
+        record.tags.reserve_exact(tags.len() + own.len());
+        record.tags.extend_from_slice(tags);
+        record.tags.extend(own.iter().map(|t| Cow::Borrowed(*t)));
+    }
+    record
 }
 
 impl<A: PersistentActor> AsyncActor for Persistent<A> {

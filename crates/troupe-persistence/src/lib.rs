@@ -21,7 +21,8 @@
 //! fingerprints, in postcard or CBOR, and the upcasters that read older
 //! shapes) →
 //! [`event_sourced`] and [`durable`] (the actor kinds, which name no store
-//! type).
+//! type) → [`query`] (the read side: typed events by persistence id or by
+//! tag, and [`query::projection`], the runner that feeds a read model).
 //!
 //! Invariants every part keeps: nothing is acknowledged to a caller that
 //! the store has not confirmed; an actor's state holds only what is stored
@@ -46,6 +47,7 @@ pub mod event_sourced;
 pub mod id;
 pub mod journal;
 mod pipeline;
+pub mod query;
 pub mod stats;
 
 pub use codec::{Codec, Encoding};
@@ -58,5 +60,8 @@ pub use event_sourced::{
 pub use id::PersistenceId;
 pub use journal::jetstream::{JetStreamBuilder, JetStreamStore};
 pub use journal::memory::MemoryStore;
-pub use journal::{EventRecord, Journal, Revisioned, Snapshot, SnapshotStore, StateStore};
+pub use journal::{
+    EventRecord, Follow, Journal, Offset, OffsetStore, Query, ReadJournal, Revisioned, Selection,
+    Snapshot, SnapshotStore, StateStore, StoredEvent,
+};
 pub use stats::{stats, PersistenceStats};

@@ -400,6 +400,7 @@ fn a_replay_through_a_journal_electing_its_leader_is_whole() {
         name: "test.Event".into(),
         fingerprint: 7,
         payload: seq.to_le_bytes().to_vec(),
+        tags: Vec::new(),
     };
     let ids: Vec<PersistenceId> = (0..ENTITIES)
         .map(|i| PersistenceId::new("acct", format!("e{i}")).unwrap())

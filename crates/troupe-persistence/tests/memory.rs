@@ -58,6 +58,7 @@ fn the_journal_refuses_a_stale_expected_sequence() {
         name: "x".into(),
         fingerprint: 0,
         payload: vec![],
+        tags: Vec::new(),
     };
     assert_eq!(
         futures::executor::block_on(store.append(&id, 0, vec![rec(1), rec(2)])),
@@ -209,6 +210,7 @@ fn a_stored_event_of_another_shape_stops_recovery_naming_both() {
         name: "test.account.Event".into(),
         fingerprint: 0xdead_beef,
         payload: vec![0, 1],
+        tags: Vec::new(),
     };
     futures::executor::block_on(store.append(&id, 0, vec![alien])).unwrap();
     let system = ActorSystem::new();

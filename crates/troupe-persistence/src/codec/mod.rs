@@ -196,6 +196,7 @@ where
             name: Cow::Borrowed(self.name),
             fingerprint,
             payload,
+            tags: Vec::new(),
         })
     }
 

@@ -13,6 +13,13 @@
 //!   revisions of the key.
 //! * durable states: KV bucket `troupe-<ns>-state`, key `<kind>.<id>`,
 //!   updated with the KV's revision check.
+//! * projection offsets: KV bucket `troupe-<ns>-offsets`, key the
+//!   projection's name, updated with the KV's revision check
+//!   (`offsets.rs`; the bucket is made at the first projection's start).
+//!
+//! Tags: an append whose events carry tags has a `Troupe-Tags` header
+//! (`batch.rs`); the read side (`read.rs`) selects messages by it without
+//! decoding their bodies. The stored format is docs/journal-format.md.
 //!
 //! Optimistic concurrency: an append is published with JetStream's
 //! `Nats-Expected-Last-Subject-Sequence` header set to the *stream*
@@ -65,7 +72,7 @@ use crate::error::PersistError;
 use crate::id::{check, PersistenceId};
 use async_nats::jetstream::{self, context::Publish, kv, stream};
 use async_nats::Subject;
-use batch::{encode_batch, Batch, Replay};
+use batch::{encode_batch, tags_header, Batch, Replay, TAGS_HEADER};
 use cache::{cache, Position};
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
@@ -78,6 +85,8 @@ use std::time::Duration;
 mod batch;
 mod cache;
 mod delete;
+mod offsets;
+mod read;
 mod replay;
 
 /// How many revisions of each key the snapshot bucket keeps at most (the
@@ -115,6 +124,10 @@ struct Shared {
     /// Until when replays skip the ordered consumer, whose creation
     /// failed last (written by replays, `replay.rs`).
     direct_until: Mutex<Option<tokio::time::Instant>>,
+    /// The projections' offset bucket, opened at its first use
+    /// (`offsets.rs`).
+    offsets: tokio::sync::OnceCell<kv::Store>,
+    replicas: usize,
 }
 
 /// Configures a [`JetStreamStore`].
@@ -208,6 +221,8 @@ impl JetStreamBuilder {
                 positions: Mutex::new(HashMap::new()),
                 hints: Mutex::new(HashMap::new()),
                 direct_until: Mutex::new(None),
+                offsets: tokio::sync::OnceCell::new(),
+                replicas: self.replicas,
             }),
         })
     }
@@ -441,9 +456,12 @@ impl Shared {
         if events.is_empty() {
             return Ok(expected);
         }
-        let publish = Publish::build()
+        let mut publish = Publish::build()
             .payload(encode_batch(id, &events)?)
             .expected_last_subject_sequence(stream_seq);
+        if let Some(tags) = tags_header(&events) {
+            publish = publish.header(TAGS_HEADER, tags.as_str());
+        }
         let acked = match self.js.send_publish(subject.clone(), publish).await {
             Ok(ack) => ack.await,
             Err(e) => Err(e),

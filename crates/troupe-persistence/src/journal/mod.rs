@@ -31,12 +31,13 @@ pub mod memory;
 use crate::error::PersistError;
 use crate::id::PersistenceId;
 use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 /// One stored event: its sequence number, its type's stable name and
-/// schema fingerprint, and its postcard bytes.
+/// schema fingerprint, its bytes, and its tags.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventRecord {
     /// 1 for the first event of a persistence id, then 2, 3, … .
@@ -49,6 +50,154 @@ pub struct EventRecord {
     pub fingerprint: u64,
     /// The event, encoded with postcard.
     pub payload: Vec<u8>,
+    /// The event's tags (see [`check_tags`] for what a tag may hold),
+    /// which the read side selects by. Not part of the record's postcard
+    /// bytes: JetStream stores them in the message's `Troupe-Tags` header
+    /// (docs/journal-format.md), readable without decoding the body.
+    /// [`Journal::read`] (recovery) may return them empty.
+    #[serde(skip)]
+    pub tags: Vec<Cow<'static, str>>,
+}
+
+/// The longest tag accepted, in bytes.
+pub const MAX_TAG_LEN: usize = 64;
+
+/// The most tags one event may carry.
+pub const MAX_TAGS: usize = 16;
+
+/// Checks an event's tags: at most [`MAX_TAGS`], each non-empty, at most
+/// [`MAX_TAG_LEN`] bytes of ASCII letters, digits, `-`, `_` and `=` (so a
+/// tag is one NATS subject token and needs no escaping in a header).
+pub fn check_tags(id: &PersistenceId, tags: &[Cow<'static, str>]) -> Result<(), PersistError> {
+    let bad = |reason: String| PersistError::Encode {
+        id: id.to_string(),
+        reason,
+    };
+    if tags.len() > MAX_TAGS {
+        return Err(bad(format!(
+            "an event has {} tags; at most {MAX_TAGS}",
+            tags.len()
+        )));
+    }
+    for tag in tags {
+        if !is_tag(tag) {
+            return Err(bad(format!(
+                "the tag {tag:?} is empty, longer than {MAX_TAG_LEN} bytes, or holds a character other than ASCII letters, digits, '-', '_', '='"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `tag` is a valid tag (see [`check_tags`]).
+pub fn is_tag(tag: &str) -> bool {
+    !tag.is_empty()
+        && tag.len() <= MAX_TAG_LEN
+        && tag
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'='))
+}
+
+/// Where an event stands in the journal as a whole: the stream sequence
+/// of the message (the append) that holds it, then the event's number in
+/// its persistence id. Offsets order every stored event (appends in the
+/// order the store took them, events of one append in their order);
+/// [`Offset::START`] is before all of them.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Offset {
+    /// The stream sequence of the append (JetStream: the journal stream's
+    /// message sequence).
+    pub append: u64,
+    /// The event's sequence number in its persistence id.
+    pub seq: u64,
+}
+
+impl Offset {
+    /// Before every event.
+    pub const START: Offset = Offset { append: 0, seq: 0 };
+}
+
+impl std::fmt::Display for Offset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.append, self.seq)
+    }
+}
+
+/// An event as the read side sees it: whose it is, where it stands, and
+/// the record (with its tags).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// Whose journal it is in.
+    pub id: PersistenceId,
+    /// Where it stands in the journal as a whole.
+    pub offset: Offset,
+    /// The stored record; `record.seq == offset.seq`.
+    pub record: EventRecord,
+}
+
+/// Which events a [`ReadJournal`] query returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// One persistence id's events, those numbered after `after.seq`
+    /// (`after.append`, if not 0, is where the store may start looking).
+    Id(PersistenceId),
+    /// Every event that carries this tag, after the offset `after`.
+    Tag(String),
+}
+
+/// Whether a query ends once it has returned what is stored now, or
+/// follows new events as they are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Follow {
+    /// Up to the last event stored when the query started, then the
+    /// stream ends.
+    UpToNow,
+    /// Every event stored so far, then each new one as it is stored; the
+    /// stream never ends by itself (drop it to stop).
+    Live,
+}
+
+/// A read-side query of a [`ReadJournal`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Query {
+    /// Which events.
+    pub select: Selection,
+    /// Only the events after this one (see [`Selection`]).
+    pub after: Offset,
+    /// Up to now, or live.
+    pub follow: Follow,
+}
+
+/// The read side of a journal: stored events by persistence id or by tag,
+/// in offset order, as raw records (the typed reader,
+/// [`query::EventReader`](crate::query::EventReader), decodes them).
+pub trait ReadJournal: Send + Sync + 'static {
+    /// The events `query` selects, in offset order. A stream that fails
+    /// ends after its `Err`.
+    fn events(&self, query: Query) -> BoxStream<'static, Result<StoredEvent, PersistError>>;
+}
+
+/// Where each projection stands: an offset per projection name, stored
+/// with a revision that every update must name (0: none yet), so that a
+/// second runner of one projection is fenced off.
+pub trait OffsetStore: Send + Sync + 'static {
+    /// The stored offset of projection `name` and its revision.
+    fn load<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(Offset, u64)>, PersistError>>;
+
+    /// Stores `offset` for `name` if the stored revision is `expected` (0:
+    /// nothing stored yet) and returns the new revision; otherwise
+    /// [`PersistError::StateConflict`] and nothing is stored.
+    fn save<'a>(
+        &'a self,
+        name: &'a str,
+        offset: Offset,
+        expected: u64,
+    ) -> BoxFuture<'a, Result<u64, PersistError>>;
 }
 
 /// A stored snapshot: a state that includes events `1..=seq`.
@@ -153,7 +302,8 @@ pub trait StateStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<u64, PersistError>>;
 }
 
-/// Checks that `events` are numbered `expected + 1, expected + 2, …`.
+/// Checks that `events` are numbered `expected + 1, expected + 2, …`
+/// and that their tags are valid.
 pub(crate) fn check_numbering(
     id: &PersistenceId,
     expected: u64,
@@ -161,6 +311,7 @@ pub(crate) fn check_numbering(
 ) -> Result<u64, PersistError> {
     let mut last = expected;
     for e in events {
+        check_tags(id, &e.tags)?;
         if Some(e.seq) != last.checked_add(1) {
             return Err(PersistError::Corrupt {
                 id: id.to_string(),
