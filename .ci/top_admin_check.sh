@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v tmux >/dev/null || apt-get install -y tmux >/dev/null
-command -v nats-server >/dev/null || { echo "top_admin_check: no nats-server, skipped"; exit 0; }
+command -v nats-server >/dev/null || { [ "${TROUPE_REQUIRE_NATS:-}" = 1 ] && { echo "top_admin_check: no nats-server, and TROUPE_REQUIRE_NATS=1"; exit 1; }; echo "top_admin_check: no nats-server, skipped"; exit 0; }
 cargo build -q -p troupe-admin --example admin_node
 cargo build -q -p troupe-top
 base=${TROUPE_CI_TOP_ADMIN_PORT:-9480}
