@@ -81,12 +81,17 @@ func (e *UnknownTypeError) Error() string    { return msg("unknown type", e.Deta
 func (e *UnknownTypeError) Is(t error) bool  { return is(t, ErrUnknownType, ErrNoResponders) }
 func (e *UnknownTypeError) MayHaveRun() bool { return false }
 
-// ActorStoppedError is status 3.
-type ActorStoppedError struct{ Detail string }
+// ActorStoppedError is status 3, or the shard gateway's ActorStopped.
+// Entity is set for the gateway's: an entity that stopped may have
+// stopped after handling the ask, so it may have run.
+type ActorStoppedError struct {
+	Detail string
+	Entity bool
+}
 
 func (e *ActorStoppedError) Error() string    { return msg("actor stopped", e.Detail) }
 func (e *ActorStoppedError) Is(t error) bool  { return is(t, ErrActorStopped) }
-func (e *ActorStoppedError) MayHaveRun() bool { return false }
+func (e *ActorStoppedError) MayHaveRun() bool { return e.Entity }
 
 // MailboxFullError is status 4: the actor's bounded mailbox was full.
 type MailboxFullError struct{ Detail string }
@@ -151,7 +156,7 @@ func statusError(status uint8) error {
 	case 2:
 		return &UnknownTypeError{d}
 	case 3:
-		return &ActorStoppedError{d}
+		return &ActorStoppedError{Detail: d}
 	case 4:
 		return &MailboxFullError{d}
 	case 5:

@@ -62,7 +62,7 @@ func refusalError(name string) error {
 	case "MailboxFull":
 		return &MailboxFullError{d}
 	case "ActorStopped":
-		return &ActorStoppedError{d}
+		return &ActorStoppedError{Detail: d, Entity: true}
 	case "NoReply", "Disconnected":
 		return &NoReplyError{d}
 	case "Timeout":

@@ -181,3 +181,16 @@ func TestGatewayReplyGarbageIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A refusal says whether the entity may have run the ask: an entity that
+// stopped may have stopped after handling it.
+func TestAGatewayRefusalSaysWhetherTheEntityMayHaveRun(t *testing.T) {
+	may := map[string]bool{"ActorStopped": true, "NoReply": true, "Timeout": true, "Disconnected": true}
+	for _, name := range GatewayRefusals {
+		err := refusalError(name)
+		var r interface{ MayHaveRun() bool }
+		if !errors.As(err, &r) || r.MayHaveRun() != may[name] {
+			t.Fatalf("%s: %T may have run %v", name, err, may[name])
+		}
+	}
+}

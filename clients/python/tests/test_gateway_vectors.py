@@ -66,3 +66,11 @@ def test_each_reply_reads_as_written(r):
         assert isinstance(e.value, gateway.REFUSALS[r["refusal"]])
         if isinstance(e.value, EntityRefused):
             assert e.value.reason == r["refusal"]
+
+
+@pytest.mark.parametrize("name", sorted(gateway.REFUSALS))
+def test_a_refusal_says_whether_the_entity_may_have_run(name):
+    with pytest.raises(TroupeError) as e:
+        gateway.read_reply(name)
+    may = name in {"ActorStopped", "NoReply", "Timeout", "Disconnected"}
+    assert e.value.executed is (None if may else False), name

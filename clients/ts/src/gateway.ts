@@ -38,6 +38,13 @@ export const REFUSALS: ReadonlyMap<string, Refusal> = new Map<string, Refusal>([
   ["Disconnected", NoReply],
 ]);
 
+/**
+ * Refusals after which the entity may have run the ask (`executed` is
+ * null): an entity that stopped may have stopped after handling it, unlike
+ * an actor's status 3 (docs/protocol.md, the gateway's table).
+ */
+export const MAY_HAVE_RUN: ReadonlySet<string> = new Set(["ActorStopped", "NoReply", "Timeout", "Disconnected"]);
+
 export function tellEnvelope(kind: string, id: string, type: string, value: unknown) {
   return { kind, id, type, body: codec.encode(value) };
 }
@@ -54,7 +61,10 @@ export function readGatewayReply(value: unknown): unknown {
   if (typeof value === "string") {
     const cls = REFUSALS.get(value);
     if (!cls) throw new ProtocolError("undecodable", `an unknown gateway refusal ${JSON.stringify(value.slice(0, 64))}`);
-    throw cls === EntityRefused ? new EntityRefused(value) : new cls(`the gateway: ${value}`);
+    if (cls === EntityRefused) throw new EntityRefused(value);
+    const err = new cls(`the gateway: ${value}`);
+    if (MAY_HAVE_RUN.has(value)) Object.defineProperty(err, "executed", { value: null });
+    throw err;
   }
   if (value !== null && typeof value === "object" && !Array.isArray(value)) {
     const keys = Object.keys(value);

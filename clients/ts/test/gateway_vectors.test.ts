@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { FLAG_CBOR, Kind, encodeFrame, fingerprintOfShape, linkFrame, seal, typeId } from "../src/frame.js";
 import * as codec from "../src/codec.js";
-import { EntityRefused, ProtocolError } from "../src/errors.js";
+import { EntityRefused, ProtocolError, TroupeError } from "../src/errors.js";
 import { GATEWAY, GATEWAY_ASK, GATEWAY_TELL, REFUSALS, askEnvelope, readGatewayReply, tellEnvelope } from "../src/gateway.js";
 import { readReply } from "../src/reply.js";
 
@@ -64,4 +64,15 @@ for (const r of V.replies) {
 test("anything else in a gateway reply is refused", () => {
   for (const v of [null, 7, "Foo", { Ok: 1 }, { Ok: new Uint8Array([0x41]) }, { Ok: new Uint8Array(), x: 1 }, []])
     assert.throws(() => readGatewayReply(v), ProtocolError);
+});
+
+test("a refusal says whether the entity may have run", () => {
+  for (const name of REFUSALS.keys()) {
+    const may = ["ActorStopped", "NoReply", "Timeout", "Disconnected"].includes(name);
+    assert.throws(() => readGatewayReply(name), (e: unknown) => {
+      assert.ok(e instanceof TroupeError);
+      assert.equal(e.executed, may ? null : false, name);
+      return true;
+    });
+  }
 });

@@ -49,6 +49,12 @@ REFUSALS = {
 }
 
 
+#: Refusals after which the entity may have run the ask (``executed`` is
+#: ``None``): an entity that stopped may have stopped after handling it,
+#: unlike an actor's status 3 (docs/protocol.md, the gateway's table).
+MAY_HAVE_RUN = frozenset({"ActorStopped", "NoReply", "Timeout", "Disconnected"})
+
+
 def tell_envelope(kind: str, entity_id: str, msg_type: str, value: Any) -> dict:
     return {"kind": kind, "id": entity_id, "type": msg_type, "body": codec.encode(value)}
 
@@ -71,7 +77,10 @@ def read_reply(value: Any) -> Any:
             raise ProtocolError("undecodable", f"an unknown gateway refusal {value[:64]!r}")
         if cls is EntityRefused:
             raise EntityRefused(value)
-        raise cls(f"the gateway: {value}")
+        err = cls(f"the gateway: {value}")
+        if value in MAY_HAVE_RUN:
+            err.executed = None
+        raise err
     if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("Ok"), bytes):
         return codec.decode(value["Ok"])
     raise ProtocolError("undecodable", "not a gateway reply")
