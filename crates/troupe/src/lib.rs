@@ -107,7 +107,6 @@ pub use engine::sync::contention;
 pub mod loom_exports {
     pub use crate::engine::mailbox::unbounded::{Mutation, Release, Unbounded};
     pub use crate::engine::reply_slot::ReplySlot;
-    pub use crate::engine::scheduler::overtime::{Overtime, OvertimeMutation};
     pub use crate::engine::scheduler::park::{Idle, ParkMutation, Unpark};
     pub use crate::engine::state_word::ActorState;
     pub use crate::engine::state_word::{CLOSED, SCHEDULED, STOPPED, STOP_DRAIN, STOP_NOW};

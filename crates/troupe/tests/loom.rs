@@ -20,18 +20,12 @@
 //! * the idle-to-scheduled decision: `ScheduleWithoutRace` (against a
 //!   send, and against a stop request), `ReleaseKeepsEpoch` (a release
 //!   that fails against a claim).
-//!
-//! The scheduler's parking (`ParkMutation`) and its overtime cap
-//! (`OvertimeMutation::CheckThenAdd`) have models of their own below.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use troupe::loom_exports::{
-    Idle, Mutation, Overtime, OvertimeMutation, ParkMutation, Release, Unbounded, Unpark,
-    STOP_DRAIN,
-};
+use troupe::loom_exports::{Idle, Mutation, ParkMutation, Release, Unbounded, Unpark, STOP_DRAIN};
 
 /// Bounded preemptions keep each model to seconds while still covering the
 /// interleavings that matter (every known bug class in such queues shows up
@@ -827,46 +821,4 @@ fn skipped_wake_ups_are_made_up_by_the_recheck() {
 #[should_panic(expected = "stranded")]
 fn mutation_no_wake_after_the_recheck_is_caught() {
     skipped_wake_ups_are_made_up(ParkMutation::NoWakeAfterRecheck);
-}
-
-/// Overtime places (`engine/scheduler/overtime.rs`): in a pool of 3
-/// workers (a cap of one place), three workers reach a budget end at once
-/// and try to go on; each that enters stays in overtime while it checks
-/// how many are in, then leaves. At most one may be in at any moment, and
-/// when none holds a place, one may enter again (the count comes back to
-/// zero).
-fn overtime_is_capped(mutation: OvertimeMutation) {
-    model(move || {
-        let places = Arc::new(Overtime::with_mutation(mutation));
-        let inside = Arc::new(AtomicUsize::new(0));
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                let (places, inside) = (places.clone(), inside.clone());
-                thread::spawn(move || {
-                    if places.try_enter(3) {
-                        let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                        assert!(now <= 1, "{now} workers in overtime, cap 1");
-                        inside.fetch_sub(1, Ordering::SeqCst);
-                        places.leave();
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
-        }
-        assert!(places.try_enter(3), "a place was lost");
-        assert!(!places.try_enter(3), "two places of a cap of one");
-    });
-}
-
-#[test]
-fn at_most_half_the_workers_work_overtime() {
-    overtime_is_capped(OvertimeMutation::None);
-}
-
-#[test]
-#[should_panic(expected = "workers in overtime, cap 1")]
-fn mutation_an_overtime_check_then_add_is_caught() {
-    overtime_is_capped(OvertimeMutation::CheckThenAdd);
 }

@@ -385,24 +385,6 @@ impl<A: Actor> ActorCell<A> {
         }
     }
 
-    /// An overtime turn's wait on a dry mailbox (`scheduler/overtime.rs`):
-    /// `true` as soon as a slot is claimed, `false` after
-    /// `OVERTIME_SPIN_STEPS` doubling spins. Loads only (the tail word,
-    /// once per step), no RMW, no `sched_yield`.
-    #[cold]
-    #[inline(never)]
-    fn overtime_wait(&self) -> bool {
-        for step in 0..scheduler::OVERTIME_SPIN_STEPS {
-            for _ in 0..1u32 << step {
-                std::hint::spin_loop();
-            }
-            if !self.mailbox.is_empty() {
-                return true;
-            }
-        }
-        false
-    }
-
     #[cold]
     #[inline(never)]
     fn sample_send(&self) {
@@ -827,12 +809,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 // visible here; with none, a hand-off would only wake a
                 // worker to steal this one back: go on, with the stop bits
                 // read again.
-                // Unless this turn may go on in overtime (at most half the
-                // workers at once, with this worker's deque handed to the
-                // injector: `scheduler/overtime.rs`), so that a fan-in
-                // receiver does not wait behind every long handler queued
-                // here.
-                if worker.other_work_visible() && !worker.may_work_overtime() {
+                if worker.other_work_visible() {
                     sync::count(Event::BudgetYield);
                     worker.yield_task(Task::new(self));
                     return None;
@@ -842,15 +819,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 bits = self.mailbox.flags();
                 continue;
             }
-            // The mailbox looked empty. In overtime, other workers run
-            // this actor's senders: wait a bounded while for the next claim
-            // rather than release and have the next tell queue the actor
-            // behind a whole handler. Not after a look that handled
-            // nothing (a half-written slot: requeued below, as ever).
-            if worker.in_overtime() && handled != before && self.overtime_wait() {
-                bits = self.mailbox.flags();
-                continue;
-            }
+            // The mailbox looked empty.
             // SAFETY: we hold the task.
             match unsafe { self.mailbox.try_release() } {
                 Release::Released => return None,

@@ -97,12 +97,6 @@ pub(crate) enum Event {
     /// A task handed out of a LIFO slot to the stealable deque because its
     /// scheduler's turn went on (`WorkerLocal::spill_lifo`).
     LifoSpill,
-    /// A turn that used its budget with other work visible went on, taking
-    /// one of the pool's overtime places (`scheduler/overtime.rs`).
-    Overtime,
-    /// A task an overtime turn's worker handed from its deque to the
-    /// injector.
-    OvertimeHandoff,
 }
 
 /// Counts `event` on the calling thread (the `contention` build only).

@@ -27,8 +27,6 @@
 //! back, and `is_empty` callable from any thread without touching memory the
 //! consumer may free.
 
-#[cfg(not(loom))]
-mod block_cache;
 pub(crate) mod bounded;
 pub(crate) mod unbounded;
 

@@ -113,8 +113,7 @@
 //!   `CLOSED` is set (and, in the instant before `closed_at` is stored,
 //!   count every claim: conservative, never empty too early).
 //! * **Drop.** With `&mut self` no send is in flight: the remaining values
-//!   are popped and dropped, and every block is freed (into the thread's
-//!   block cache, `block_cache.rs`, or to the allocator) by walking `next` from
+//!   are popped and dropped, and every block is freed by walking `next` from
 //!   `free_head` (every block ever allocated is on that one list, or was
 //!   freed by a failed recycle).
 //!
@@ -274,13 +273,13 @@ impl<T> Block<T> {
     /// the initialisation; see `bench/results/2026-12-02-engine-ab`.)
     #[cfg(not(loom))]
     fn new(start: usize, prev: *mut Block<T>) -> *mut Block<T> {
-        use std::alloc::{handle_alloc_error, Layout};
+        use std::alloc::{alloc, handle_alloc_error, Layout};
         #[cfg(test)]
         tests::BLOCKS_ALLOCATED.with(|n| n.set(n.get() + 1));
         let layout = Layout::new::<Block<T>>();
-        // The layout is a `Block<T>`'s, never zero-sized (it holds atomics);
-        // a block this thread freed recently comes back from its cache.
-        let block = super::block_cache::alloc_block(layout) as *mut Block<T>;
+        // SAFETY: the layout is a `Block<T>`'s, never zero-sized (it holds
+        // atomics).
+        let block = unsafe { alloc(layout) } as *mut Block<T>;
         if block.is_null() {
             handle_alloc_error(layout);
         }
@@ -288,7 +287,7 @@ impl<T> Block<T> {
         // `next` null, `released` 0, each slot's state 0 and its value
         // uninitialized (the shim's atomics, counted or not, wrap the
         // standard ones, and its `UnsafeCell` the standard one).
-        // `Block::free` gives it back with the same layout.
+        // `Box::from_raw` frees the block with the same layout.
         // SAFETY: `block` is a fresh allocation for one `Block<T>`, ours
         // alone, and initialized by the zeroing (above).
         unsafe {
@@ -296,24 +295,6 @@ impl<T> Block<T> {
             Block::place(block, start, prev);
         }
         block
-    }
-
-    /// Frees a block made by [`Block::new`] (into this thread's block
-    /// cache, or to the allocator).
-    ///
-    /// # Safety
-    /// Nothing refers to `block` any more, and its values were all read.
-    unsafe fn free(block: *mut Block<T>) {
-        #[cfg(not(loom))]
-        // SAFETY: caller contract; `Block::new` allocated it with this
-        // layout, and a block has no drop glue (atomics, raw pointers and
-        // `MaybeUninit` values).
-        unsafe {
-            super::block_cache::free_block(block as *mut u8, std::alloc::Layout::new::<Block<T>>())
-        };
-        #[cfg(loom)]
-        // SAFETY: caller contract; under loom blocks are boxed.
-        drop(unsafe { Box::from_raw(block) });
     }
 
     #[cfg(loom)]
@@ -800,7 +781,7 @@ impl<T> Unbounded<T> {
                 .compare_exchange(ptr::null_mut(), block, Ordering::AcqRel, Ordering::Relaxed)
                 .is_err()
             {
-                Block::free(block);
+                drop(Box::from_raw(block));
             }
         }
     }
@@ -953,7 +934,7 @@ impl<T> Drop for Unbounded<T> {
             let mut block = self.free_head.load(Ordering::Relaxed);
             while !block.is_null() {
                 let next = (*block).next.load(Ordering::Relaxed);
-                Block::free(block);
+                drop(Box::from_raw(block));
                 block = next;
             }
         }

@@ -24,7 +24,6 @@
 //! call). A pool may pin each worker to a CPU (`PoolConfig::pin`).
 
 pub(crate) mod defer;
-pub(crate) mod overtime;
 pub(crate) mod park;
 pub(crate) mod stats;
 #[cfg(feature = "async")]
@@ -41,7 +40,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-pub(crate) use overtime::OVERTIME_SPIN_STEPS;
 pub(crate) use worker::{
     current_actor, is_pool_thread, is_worker_thread, may_block_here, tell_to_busy, WorkerLocal,
 };
@@ -126,9 +124,6 @@ pub(crate) struct Pool {
     pub(crate) stealers: Box<[Stealer<Task>]>,
     pub(crate) unparkers: Box<[Unpark]>,
     pub(crate) idle: park::Idle,
-    /// Workers whose turn went on past its budget while other work was
-    /// visible (`overtime.rs`).
-    pub(crate) overtime: overtime::Overtime,
     pub(crate) shutdown: AtomicBool,
     pub(crate) throughput: usize,
     pub(crate) shared_queue: bool,
@@ -162,7 +157,6 @@ impl Pool {
             stealers: deques.iter().map(|d| d.stealer()).collect(),
             unparkers: parkers.iter().map(wake).collect(),
             idle: park::Idle::new(threads),
-            overtime: overtime::Overtime::new(),
             shutdown: AtomicBool::new(false),
             throughput: config.throughput.max(1),
             shared_queue: config.shared_queue,

@@ -16,13 +16,6 @@
 //! injector or its oldest task next ([`WorkerLocal::yield_task`]); with
 //! nothing else visible the turn goes on, and nothing is pushed or woken.
 //!
-//! A turn that used its budget while other work was visible may go on
-//! instead, in *overtime*, on at most half the workers
-//! ([`WorkerLocal::may_work_overtime`], `overtime.rs`): its worker hands its
-//! deque to the injector, where the other workers take it in order. That
-//! is what keeps a fan-in receiver from waiting behind every long sender
-//! handler queued here.
-//!
 //! The LIFO slot is not stealable, so a task placed there waits for the rest
 //! of its scheduler's handler. That is what ping-pong wants (the handler ends
 //! right after its tell), not fan-in (a handler that goes on telling the
@@ -165,9 +158,6 @@ pub(crate) struct WorkerLocal {
     counting: bool,
     /// Set by `run`: this thread is the worker's own (`is_pool_thread`).
     own_thread: Cell<bool>,
-    /// The running turn holds one of the pool's overtime places
-    /// (`overtime.rs`); given back after the turn (`end_overtime`).
-    overtime: Cell<bool>,
 }
 
 struct ClearCurrent;
@@ -197,7 +187,6 @@ impl WorkerLocal {
             rng: Cell::new(0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B)),
             cpu,
             own_thread: Cell::new(false),
-            overtime: Cell::new(false),
         }
     }
 
@@ -266,70 +255,6 @@ impl WorkerLocal {
         self.lifo_occupied() || !self.deque.is_empty() || !self.pool.injector.is_empty()
     }
 
-    /// At a budget end with other work visible: may the turn go on
-    /// (`overtime.rs`)? Yes when this is a pool's own worker thread of a
-    /// work-stealing pool, its LIFO slot is empty (a task there cannot be
-    /// stolen: the turn yields to it), and the turn holds or now takes one
-    /// of the pool's `threads / 2` overtime places. Then every task of
-    /// this worker's deque goes to the injector, oldest first, with one
-    /// notify: the other workers, never all in overtime, take them there.
-    pub(crate) fn may_work_overtime(&self) -> bool {
-        if self.pool.shared_queue || !self.own_thread.get() || self.lifo_occupied() {
-            return false;
-        }
-        if !self.overtime.get() {
-            if !self.pool.overtime.try_enter(self.threads_for_overtime()) {
-                return false;
-            }
-            sync::count(Event::Overtime);
-            self.overtime.set(true);
-        }
-        if !self.deque.is_empty() {
-            self.hand_deque_to_injector();
-        }
-        true
-    }
-
-    /// The pool's worker count, for the overtime cap.
-    #[inline]
-    fn threads_for_overtime(&self) -> usize {
-        self.pool.threads()
-    }
-
-    /// Moves every task of this worker's deque to the injector, oldest
-    /// first, then notifies once.
-    #[cold]
-    #[inline(never)]
-    fn hand_deque_to_injector(&self) {
-        let own = &self.pool.stealers[self.index];
-        let mut moved = false;
-        while let Some(t) = steal_one(|| own.steal()) {
-            sync::count(Event::OvertimeHandoff);
-            sync::count(Event::InjectorPush);
-            self.pool.injector.push(t);
-            moved = true;
-        }
-        if moved {
-            self.pool.notify();
-        }
-    }
-
-    /// Whether the running turn is in overtime (it then waits a bounded
-    /// while for a claim before it releases: `overtime.rs`).
-    #[inline(always)]
-    pub(crate) fn in_overtime(&self) -> bool {
-        self.overtime.get()
-    }
-
-    /// After every task: gives back the turn's overtime place, if it took one.
-    #[inline(always)]
-    fn end_overtime(&self) {
-        if self.overtime.get() {
-            self.overtime.set(false);
-            self.pool.overtime.leave();
-        }
-    }
-
     /// Whether the LIFO slot holds a task (a load; the slot is unchanged).
     #[inline(always)]
     fn lifo_occupied(&self) -> bool {
@@ -379,14 +304,12 @@ impl WorkerLocal {
             if let Some(task) = self.next_local() {
                 self.count(|s| &s.tasks);
                 task.run(&self);
-                self.end_overtime();
                 continue;
             }
             match self.search() {
                 Some(task) => {
                     self.count(|s| &s.tasks);
-                    task.run(&self);
-                    self.end_overtime();
+                    task.run(&self)
                 }
                 None => return,
             }

@@ -48,7 +48,7 @@ const STORE: usize = 2;
 const KIND_NAMES: [&str; KINDS] = ["rmw", "cas_fail", "store"];
 
 /// The events, in `Event`'s order, then the allocator's two.
-const EVENT_NAMES: [&str; 17] = [
+const EVENT_NAMES: [&str; 15] = [
     "injector_push",
     "notify",
     "unpark",
@@ -62,13 +62,11 @@ const EVENT_NAMES: [&str; 17] = [
     "budget_continue",
     "half_written",
     "lifo_spill",
-    "overtime",
-    "overtime_handoff",
     "alloc",
     "free",
 ];
-const ALLOC: usize = 15;
-const FREE: usize = 16;
+const ALLOC: usize = 13;
+const FREE: usize = 14;
 const EVENTS_AT: usize = SITES * KINDS;
 const SLOTS: usize = EVENTS_AT + EVENT_NAMES.len();
 /// Threads with a block of their own.
@@ -211,8 +209,7 @@ pub fn reset_gauges() {
 /// a `mod.rs` by its folder); `site.rmw.<folder>/<file>:<line>` per call
 /// site; the events (`injector_push`, `notify`, `unpark`, `park`, `search`,
 /// `search_capped`, `lifo_place`, `deque_push`, `steal`, `budget_yield`,
-/// `budget_continue`, `half_written`, `lifo_spill`, `overtime`,
-/// `overtime_handoff`, `alloc`, `free`); and
+/// `budget_continue`, `half_written`, `lifo_spill`, `alloc`, `free`); and
 /// the gauge `searching_max`.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
