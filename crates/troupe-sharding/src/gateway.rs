@@ -8,7 +8,7 @@
 //! `type_id("shard-gateway")`), which takes two portable types: a client
 //! sends them as it sends any tell or ask to an exposed actor (link frame,
 //! numbering, seal, CBOR flag), and the gateway routes each with this
-//! node's [`EntityRef`](crate::EntityRef), so the entity is reached
+//! node's [`EntityRef`], so the entity is reached
 //! wherever its shard lives (forwarded, or buffered while it moves).
 //!
 //! # The messages, in order
