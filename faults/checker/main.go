@@ -144,13 +144,9 @@ func Verify(w io.Writer, dir string, timeout time.Duration, only string) (anomal
 		anomalies++
 		fmt.Fprintf(w, "  lost confirmed: tally/producer %s\n", l)
 	}
-	seenDis := map[string]bool{}
 	for _, d := range pc.Disordered {
-		if !seenDis[d] {
-			seenDis[d] = true
-			anomalies++
-			fmt.Fprintf(w, "  handled twice or out of order: tally/producer %s\n", d)
-		}
+		anomalies++
+		fmt.Fprintf(w, "  handled twice or out of order: tally/producer %s\n", d)
 	}
 	if pc.Tallies > 0 && pc.FinalRead < pc.Tallies {
 		fmt.Fprintf(w, "  %d tallies were not read in the final quiet interval\n", pc.Tallies-pc.FinalRead)

@@ -11,8 +11,9 @@ type ProducerCheck struct {
 	Producers int    // producers that had something confirmed
 	Confirmed uint64 // messages confirmed, over producers and tallies
 	Reads     int    // tally reads answered
-	// Reads in which some producer's messages were not each handled once
-	// and in order (count != last, or out_of_order > 0).
+	// Tally/producer pairs whose messages some read showed not each
+	// handled once and in order (count != last, or out_of_order > 0),
+	// each pair once.
 	Disordered []string
 	// Tallies whose final read lacks a message confirmed before it.
 	Lost []string
@@ -39,14 +40,16 @@ func Producers(run *Run) ProducerCheck {
 		pc.Confirmed += last.Upto * last.Keys
 	}
 	final := map[string]Line{}
+	disordered := map[string]bool{}
 	for _, r := range run.Tallies {
 		if !r.OK {
 			continue
 		}
 		pc.Reads++
 		for _, s := range r.Seen {
-			if s.Count != s.Last || s.OutOfOrder > 0 {
-				pc.Disordered = append(pc.Disordered, r.Key+" "+s.Producer)
+			if pair := r.Key + " " + s.Producer; (s.Count != s.Last || s.OutOfOrder > 0) && !disordered[pair] {
+				disordered[pair] = true
+				pc.Disordered = append(pc.Disordered, pair)
 			}
 		}
 		if run.QuietStart == 0 || r.CallT < run.QuietStart || (run.QuietEnd > 0 && r.CallT > run.QuietEnd) {
